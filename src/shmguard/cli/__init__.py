@@ -1,0 +1,22 @@
+"""Command line: parse arguments -> call the library -> render -> exit status. Nothing else.
+
+Each command lives in its own module and registers itself on :data:`shmguard.cli._app.app`.
+Command modules import heavy libraries (Rich, torch, matplotlib) inside the command body, so
+``shmguard doctor --json`` starts fast.
+"""
+
+from __future__ import annotations
+
+from shmguard.cli._app import app
+
+# Registration side effects: each module adds its commands to ``app``.
+from shmguard.cli import doctor as _doctor  # noqa: E402,F401
+from shmguard.cli import explain as _explain  # noqa: E402,F401
+from shmguard.cli import measure as _measure  # noqa: E402,F401
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:
+    """Console-script entry point (``shmguard``)."""
+    app()

@@ -1,0 +1,43 @@
+"""Helpers shared by the command modules: size options, one-line errors, exit codes."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import NoReturn
+
+import typer
+
+from shmguard.units import SizeError, parse_size_flag
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+    """Print ``shmguard: error: <message>`` on stderr (one line) and exit with ``code``."""
+    sys.stderr.write(f"shmguard: error: {message}\n")
+    raise typer.Exit(code)
+
+
+def size_option(text: str | None, flag: str, *, allow_zero: bool = False) -> int | None:
+    """Parse a size given on the command line, or exit 2 with a one-line error naming ``flag``."""
+    if text is None:
+        return None
+    try:
+        return parse_size_flag(text, allow_zero=allow_zero)
+    except SizeError as err:
+        fail(f"{flag}: {err}")
+
+
+def use_color() -> bool:
+    """Colour only on a terminal and never when NO_COLOR is set (https://no-color.org)."""
+    return "NO_COLOR" not in os.environ and sys.stdout.isatty()
+
+
+def console() -> object:
+    """A Rich console honouring NO_COLOR; imported lazily so ``--json`` paths skip Rich."""
+    from rich.console import Console
+
+    return Console(no_color=not use_color(), highlight=False, soft_wrap=False)

@@ -1,0 +1,3 @@
+"""`shmguard doctor` (being built; see the issue tracker)."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""`shmguard measure` (being built; see the issue tracker)."""
+
+from __future__ import annotations

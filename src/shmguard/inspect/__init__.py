@@ -1,0 +1,1 @@
+"""Host facts read through an injectable root: /dev/shm, cgroups, runtime, ulimits, holders, GPUs."""

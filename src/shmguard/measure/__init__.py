@@ -1,0 +1,1 @@
+"""Running commands under limits and measuring them: sandbox, sampler, probe."""

@@ -1,0 +1,47 @@
+"""The JSON envelope every command prints with ``--json`` (docs/output.md).
+
+``{"schema": "shmguard.<command>/1", "version": "<shmguard version>", ...body}``. Sizes are int
+bytes; an unknown :class:`~shmguard.model.Fact` is ``{"value": null, "reason": "..."}``; a known
+one is its plain value; enums are their values; tuples are lists; paths are strings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+from collections.abc import Mapping
+from pathlib import PurePath
+from typing import Any
+
+from shmguard import __version__
+from shmguard.model.fact import Fact
+
+
+def to_data(obj: Any) -> Any:
+    """Convert dataclasses, facts, enums, paths and containers to JSON-ready data."""
+    if isinstance(obj, Fact):
+        if obj.reason is not None:
+            return {"value": None, "reason": obj.reason}
+        return to_data(obj.value)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_data(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, PurePath):
+        return str(obj)
+    if isinstance(obj, Mapping):
+        return {str(k): to_data(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple | set | frozenset):
+        return [to_data(v) for v in obj]
+    return obj
+
+
+def envelope(command: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    """Wrap a command's body: ``schema`` = ``shmguard.<command>/1`` plus the tool version."""
+    return {"schema": f"shmguard.{command}/1", "version": __version__, **to_data(body)}
+
+
+def dumps(command: str, body: Mapping[str, Any]) -> str:
+    """The envelope as indented JSON text (UTF-8 safe, keys in insertion order)."""
+    return json.dumps(envelope(command, body), indent=2, ensure_ascii=False)

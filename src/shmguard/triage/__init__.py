@@ -1,0 +1,1 @@
+"""Failure triage: signatures as data files, matchers and the classifier behind ``explain``."""

@@ -1,0 +1,338 @@
+"""Sizes: each runtime's own syntax <-> ``int`` bytes, exactly as that runtime parses it.
+
+Every parser returns int bytes (or, for Kubernetes, an exact :class:`fractions.Fraction` through
+:func:`parse_k8s_quantity` and int bytes through :func:`k8s_quantity_bytes`) and raises
+:class:`SizeError` whose message is the runtime's own error text where one exists.
+
+Sources (see ../shared/research/config_formats.md, sections 0, 4.3, 5, 9):
+
+* Docker, Compose, Podman: ``github.com/docker/go-units`` ``RAMInBytes``. v0.5.0+ (Docker CLI
+  >= 23.0, moby, compose-go) scans by hand and calls ``strconv.ParseFloat``; v0.4.0 (Docker CLI
+  <= 20.10, Podman 4.x) matches the regex ``^(\\d+(\\.\\d+)*) ?([kKmMgGtTpP])?[iI]?[bB]?$`` and so
+  accepts ``2Gi`` which v0.5.0 rejects with ``invalid suffix: 'gi'``. Units are binary:
+  ``1gb`` = 1 GiB.
+* Kubernetes: ``k8s.io/apimachinery/pkg/api/resource/quantity.go``: binary ``Ki..Ei``, decimal
+  ``n u m "" k M G T P E``, exponents ``e<n>``; ``m`` is milli; ``Value()`` rounds up.
+* Kernel tmpfs ``size=``: ``memparse`` (base auto-detected by ``simple_strtoull``, suffixes
+  ``k m g t p e`` any case) or ``N%`` of RAM; rounded up to whole pages (tmpfs(5),
+  ``mm/shmem.c``).
+* ECS / Batch ``sharedMemorySize`` and ``tmpfs[].size``: integer MiB (AWS API reference).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+
+KiB = 1024
+MiB = 1024**2
+GiB = 1024**3
+TiB = 1024**4
+PAGE_SIZE = 4096
+
+#: Docker/containerd/CRI-O default /dev/shm (moby ``config.DefaultShmSize``, containerd CRI
+#: ``defaultShmSize``, CRI-O ``DefaultShmSize``): 64 MiB.
+DOCKER_DEFAULT_SHM = 64 * MiB
+#: Podman default: containers.conf ``shm_size = "65536k"`` parsed with decimal ``FromHumanSize``.
+PODMAN_DEFAULT_SHM = 65_536_000
+
+_INT64_MAX = 2**63 - 1
+
+
+class SizeError(ValueError):
+    """A size string that the named syntax rejects. ``str(err)`` is a one-line message."""
+
+
+# --------------------------------------------------------------------------- go-units (Docker)
+
+_GO_UNITS = {"k": KiB, "m": MiB, "g": GiB, "t": TiB, "p": 1024**5}
+# strconv.ParseFloat's decimal syntax (hex floats are irrelevant for sizes and rejected here).
+_GO_FLOAT = re.compile(r"[+-]?(?:\d+(?:_\d+)*(?:\.(?:\d+(?:_\d+)*)?)?|\.\d+(?:_\d+)*)(?:[eE][+-]?\d+)?")
+_LEGACY_RE = re.compile(r"^(\d+(\.\d+)*) ?([kKmMgGtTpP])?[iI]?[bB]?$")
+
+
+def _go_parse_float(num: str) -> float:
+    if not _GO_FLOAT.fullmatch(num):
+        raise SizeError(f'strconv.ParseFloat: parsing "{num}": invalid syntax')
+    value = float(num.replace("_", ""))
+    if math.isinf(value):
+        raise SizeError(f'strconv.ParseFloat: parsing "{num}": value out of range')
+    return value
+
+
+def _to_int64(value: float, text: str) -> int:
+    if value >= 2.0**63:
+        raise SizeError(f"size {text!r} overflows int64 (the runtime would store garbage)")
+    return int(value)
+
+
+def parse_docker_size(text: str, *, legacy: bool = False) -> int:
+    """Parse a Docker/Compose/Podman byte size (``--shm-size``, ``shm_size``, ``mem_limit``).
+
+    Args:
+        text: the value as written, e.g. ``"64m"``, ``"1.5g"``, ``"2GiB"``, ``"1 g"``.
+        legacy: parse as go-units <= v0.4.0 (Docker CLI <= 20.10, Podman 4.x) instead of
+            v0.5.0+ (Docker CLI >= 23.0, compose-go).
+
+    Returns:
+        int bytes, truncated toward zero as ``int64(float64)`` does in Go.
+
+    Raises:
+        SizeError: with go-units' own message, e.g. ``invalid suffix: 'gi'``,
+            ``invalid size: '-1'``, ``strconv.ParseFloat: parsing "1 ": invalid syntax``.
+    """
+    if legacy:
+        m = _LEGACY_RE.match(text)
+        if not m:
+            raise SizeError(f"invalid size: '{text}'")
+        value = _go_parse_float(m.group(1))
+        value *= _GO_UNITS.get((m.group(3) or "").lower(), 1)
+        return _to_int64(value, text)
+
+    sep = max(text.rfind(c) for c in "0123456789. ")
+    if sep == -1:
+        raise SizeError(f"invalid size: '{text}'")
+    if text[sep] != " ":
+        num, sfx = text[: sep + 1], text[sep + 1 :]
+    else:
+        num, sfx = text[:sep], text[sep + 1 :]
+    value = _go_parse_float(num)
+    if value < 0:
+        raise SizeError(f"invalid size: '{text}'")
+    if not sfx:
+        return _to_int64(value, text)
+    if len(sfx) > 3:
+        raise SizeError(f"invalid suffix: '{sfx}'")
+    sfx = sfx.lower()
+    if sfx[0] == "b":
+        if len(sfx) > 1:
+            raise SizeError(f"invalid suffix: '{sfx}'")
+        return _to_int64(value, text)
+    mul = _GO_UNITS.get(sfx[0])
+    if mul is None or (len(sfx) == 2 and sfx[1] != "b") or (len(sfx) == 3 and sfx[1:] != "ib"):
+        raise SizeError(f"invalid suffix: '{sfx}'")
+    return _to_int64(value * mul, text)
+
+
+def format_docker_size(n: int) -> str:
+    """Write int bytes in go-units syntax that parses back to exactly ``n``: ``2g``, ``64m``,
+    ``512k`` when evenly divisible (largest unit first), else the bare byte count.
+
+    Raises:
+        SizeError: for a negative ``n``.
+    """
+    if n < 0:
+        raise SizeError(f"negative size: {n}")
+    for suffix, mul in (("t", TiB), ("g", GiB), ("m", MiB), ("k", KiB)):
+        if n and n % mul == 0:
+            return f"{n // mul}{suffix}"
+    return str(n)
+
+
+# ----------------------------------------------------------------------- Kubernetes quantity
+
+_K8S_RE = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
+_K8S_REGEX_ERR = (
+    "quantities must match the regular expression "
+    "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+)
+_K8S_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_K8S_DECIMAL = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 10**3),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+
+
+def parse_k8s_quantity(text: str) -> Fraction:
+    """Parse a Kubernetes resource quantity exactly (``2Gi``, ``2G``, ``64m`` = 0.064, ``2e9``).
+
+    Returns:
+        the exact value as a Fraction (memory: bytes; ``m`` is milli, not mega).
+
+    Raises:
+        SizeError: with apimachinery's message: the regex error, ``unable to parse quantity's
+            suffix`` (``2K``) or ``unable to parse numeric part of quantity``.
+    """
+    text = text.strip()  # UnmarshalJSON trims spaces around the whole value
+    m = _K8S_RE.match(text)
+    if not m:
+        raise SizeError(_K8S_REGEX_ERR)
+    num, suffix = m.group(1), m.group(2)
+    try:
+        value = Fraction(num)
+    except (ValueError, ZeroDivisionError):
+        raise SizeError("unable to parse numeric part of quantity") from None
+    if suffix in _K8S_BINARY:
+        return value * _K8S_BINARY[suffix]
+    if suffix in _K8S_DECIMAL:
+        return value * _K8S_DECIMAL[suffix]
+    if len(suffix) > 1 and suffix[0] in "eE":
+        try:
+            exp = int(suffix[1:])
+        except ValueError:
+            raise SizeError("unable to parse quantity's suffix") from None
+        return value * Fraction(10) ** exp
+    raise SizeError("unable to parse quantity's suffix")
+
+
+def k8s_quantity_bytes(text: str) -> int:
+    """Bytes of a memory quantity as the kubelet uses it: ``Quantity.Value()``, rounded up.
+
+    Raises:
+        SizeError: as :func:`parse_k8s_quantity`.
+    """
+    return math.ceil(parse_k8s_quantity(text))
+
+
+def format_k8s_quantity(n: int) -> str:
+    """Write int bytes as a Kubernetes quantity that means exactly ``n``: the largest binary
+    suffix that divides (``2Gi``, ``1536Mi``), else the plain integer.
+
+    Raises:
+        SizeError: for a negative ``n``.
+    """
+    if n < 0:
+        raise SizeError(f"negative size: {n}")
+    for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
+        mul = _K8S_BINARY[suffix]
+        if n and n % mul == 0:
+            return f"{n // mul}{suffix}"
+    return str(n)
+
+
+# ----------------------------------------------------------------------------- kernel tmpfs
+
+_MEMPARSE = {"k": 10, "m": 20, "g": 30, "t": 40, "p": 50, "e": 60}
+_STRTOULL = re.compile(r"(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
+
+
+def parse_tmpfs_size(text: str, mem_total: int | None = None) -> int:
+    """Parse a tmpfs ``size=`` mount option as the kernel does, rounded up to whole pages.
+
+    Args:
+        text: ``"8g"``, ``"65536k"``, ``"50%"``, ``"0x1000"`` (base is auto-detected).
+        mem_total: RAM in bytes, required for ``%`` values (the kernel uses totalram pages).
+
+    Returns:
+        int bytes; 0 means *unlimited* (tmpfs(5)).
+
+    Raises:
+        SizeError: ``Bad value for 'size'`` (the kernel's fs_context error) for ``8gb``, ``8Gi``,
+            ``8 g`` and the like, or when ``%`` is used without ``mem_total``.
+    """
+    m = _STRTOULL.match(text)
+    if not m:
+        raise SizeError(f"Bad value for 'size': {text!r}")
+    digits = m.group(1)
+    if digits[:2].lower() == "0x":
+        value = int(digits, 16)
+    elif len(digits) > 1 and digits[0] == "0":
+        value = int(digits, 8)
+    else:
+        value = int(digits)
+    rest = text[m.end() :]
+    if rest[:1].lower() in _MEMPARSE and rest:
+        value <<= _MEMPARSE[rest[0].lower()]
+        rest = rest[1:]
+    if rest == "%":
+        if mem_total is None:
+            raise SizeError(f"size={text} is relative to RAM, and RAM is unknown")
+        pages = mem_total // PAGE_SIZE
+        value = (value * PAGE_SIZE * pages) // 100
+        rest = ""
+    if rest:
+        raise SizeError(f"Bad value for 'size': {text!r}")
+    return -(-value // PAGE_SIZE) * PAGE_SIZE
+
+
+# ------------------------------------------------------------------------------- ECS (MiB)
+
+
+def parse_ecs_mib(value: int | str) -> int:
+    """Bytes of an ECS/Batch ``sharedMemorySize`` or ``tmpfs[].size`` (an integer in MiB).
+
+    Raises:
+        SizeError: for anything but a non-negative integer (ECS's JSON type is Integer).
+    """
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise SizeError(f"expected an integer number of MiB, got {value!r}")
+    if isinstance(value, str):
+        if not value.isdigit():
+            raise SizeError(f"expected an integer number of MiB, got {value!r}")
+        value = int(value)
+    if value < 0:
+        raise SizeError(f"expected a non-negative number of MiB, got {value}")
+    return value * MiB
+
+
+def format_ecs_mib(n: int) -> int:
+    """MiB for ECS ``sharedMemorySize``/``memory``, rounded up so nothing is lost."""
+    return -(-n // MiB)
+
+
+# ------------------------------------------------------------------------- human and flags
+
+_IEC = (("PiB", 2**50), ("TiB", 2**40), ("GiB", GiB), ("MiB", MiB), ("KiB", KiB))
+
+
+def format_iec(n: int) -> str:
+    """Human-readable IEC size: ``64 MiB``, ``62.5 MiB``, ``1.5 GiB``, ``512 B``.
+
+    Up to two decimals, trailing zeros dropped; a rounded value is prefixed with ``~``.
+    """
+    sign = "-" if n < 0 else ""
+    a = abs(n)
+    for unit, mul in _IEC:
+        if a >= mul:
+            exact = a % mul == 0
+            text = f"{a / mul:.2f}".rstrip("0").rstrip(".")
+            approx = "" if exact or Fraction(text) * mul == a else "~"
+            return f"{approx}{sign}{text} {unit}"
+    return f"{sign}{a} B"
+
+
+_IEC_FLAG = re.compile(r"^(\d+(?:\.\d+)?) ?([KMGTP])i(?:B)?$", re.IGNORECASE)
+
+
+def parse_size_flag(text: str, *, allow_zero: bool = False) -> int:
+    """Parse one of shmguard's own size options (``--shm-size``, ``--require``, ``--memory``).
+
+    Accepts Docker's go-units syntax (``64m``, ``1g``, ``1gb`` = 1 GiB, bare bytes) and the
+    unambiguous IEC forms (``64Mi``, ``1Gi``, ``64MiB``, ``1 GiB``).
+
+    Raises:
+        SizeError: one line naming the problem, with "did you mean" where a fix is clear.
+    """
+    raw = text
+    text = text.strip()
+    m = _IEC_FLAG.match(text)
+    if m:
+        value = int(float(m.group(1)) * _GO_UNITS[m.group(2).lower()])
+    else:
+        try:
+            value = parse_docker_size(text)
+        except SizeError as err:
+            hint = _suggest(text)
+            extra = f"; did you mean {hint!r}?" if hint else ""
+            raise SizeError(
+                f"invalid size {raw!r} ({err}); use 64m, 1g, 512Mi or a byte count{extra}"
+            ) from None
+    if value == 0 and not allow_zero:
+        raise SizeError(f"invalid size {raw!r}: must be greater than 0")
+    return value
+
+
+def _suggest(text: str) -> str | None:
+    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp])", text, re.IGNORECASE)
+    if not m:
+        return None
+    return f"{m.group(1)}{m.group(2).lower()}"
