@@ -48,7 +48,9 @@ class SizeError(ValueError):
 
 _GO_UNITS = {"k": KiB, "m": MiB, "g": GiB, "t": TiB, "p": 1024**5}
 # strconv.ParseFloat's decimal syntax (hex floats are irrelevant for sizes and rejected here).
-_GO_FLOAT = re.compile(r"[+-]?(?:\d+(?:_\d+)*(?:\.(?:\d+(?:_\d+)*)?)?|\.\d+(?:_\d+)*)(?:[eE][+-]?\d+)?")
+_GO_FLOAT = re.compile(
+    r"[+-]?(?:\d+(?:_\d+)*(?:\.(?:\d+(?:_\d+)*)?)?|\.\d+(?:_\d+)*)(?:[eE][+-]?\d+)?"
+)
 _LEGACY_RE = re.compile(r"^(\d+(\.\d+)*) ?([kKmMgGtTpP])?[iI]?[bB]?$")
 
 
@@ -134,8 +136,7 @@ def format_docker_size(n: int) -> str:
 
 _K8S_RE = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
 _K8S_REGEX_ERR = (
-    "quantities must match the regular expression "
-    "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 )
 _K8S_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _K8S_DECIMAL = {

@@ -7,12 +7,11 @@ Command modules import heavy libraries (Rich, torch, matplotlib) inside the comm
 
 from __future__ import annotations
 
-from shmguard.cli._app import app
-
 # Registration side effects: each module adds its commands to ``app``.
-from shmguard.cli import doctor as _doctor  # noqa: E402,F401
-from shmguard.cli import explain as _explain  # noqa: E402,F401
-from shmguard.cli import measure as _measure  # noqa: E402,F401
+from shmguard.cli import doctor as _doctor  # noqa: F401
+from shmguard.cli import explain as _explain  # noqa: F401
+from shmguard.cli import measure as _measure  # noqa: F401
+from shmguard.cli._app import app
 
 __all__ = ["app", "main"]
 

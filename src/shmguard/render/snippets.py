@@ -78,7 +78,11 @@ def _kubernetes(shm: int, mem: int | None) -> Snippet:
         "          mountPath: /dev/shm",
     ]
     if mem is not None:
-        lines += ["      resources:", "        limits:", f"          memory: {format_k8s_quantity(mem)}"]
+        lines += [
+            "      resources:",
+            "        limits:",
+            f"          memory: {format_k8s_quantity(mem)}",
+        ]
     lines += [
         "  volumes:",
         "    - name: dshm",
@@ -95,7 +99,9 @@ def _ecs(shm: int, mem: int | None) -> Snippet:
         lines.append(f'  "memory": {format_ecs_mib(mem)},')
     lines.append(f'  "linuxParameters": {{"sharedMemorySize": {format_ecs_mib(shm)}}}')
     lines.append("}")
-    return Snippet("ecs", "ECS container definition (MiB; not on Fargate)", "json", "\n".join(lines))
+    return Snippet(
+        "ecs", "ECS container definition (MiB; not on Fargate)", "json", "\n".join(lines)
+    )
 
 
 _RENDERERS = {

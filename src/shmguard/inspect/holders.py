@@ -1,0 +1,293 @@
+"""Who holds /dev/shm: per process, the shm files it has open (fd) or mapped, unlinked ones too.
+
+PyTorch's default ``file_descriptor`` sharing strategy unlinks each ``/dev/shm/torch_*`` file
+about a millisecond after creating it and keeps the fd (and a mapping), so ``ls`` and ``du`` of
+/dev/shm see nothing while statvfs counts every page (../shared/research/torch_shm.md, section
+1.2). The only way to attribute those pages is to ``stat()`` each ``/proc/<pid>/fd/<n>`` whose
+link points under /dev/shm (the kernel follows the link to the open file, deleted or not) and
+sum ``st_blocks * 512`` per unique inode. Files that are only mapped (fd closed) are found in
+``/proc/<pid>/maps`` and measured through ``/proc/<pid>/map_files/<range>`` (needs
+CAP_SYS_ADMIN, which root has).
+
+The scan uses plain ``os`` calls rather than psutil: psutil's ``open_files()`` drops deleted
+files (it filters on ``os.path.isfile``), which are exactly the ones that matter, and it costs
+a Python object per fd. The sampler runs this at a few Hz next to a training job.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+
+#: Owner kinds, in the order reports list them.
+KINDS = ("torch", "nccl", "psm", "plasma", "semaphore", "other")
+
+_DELETED = " (deleted)"
+#: errnos meaning "the process or fd went away while we looked": not an error.
+_GONE = (errno.ENOENT, errno.ESRCH)
+
+
+def classify_shm_name(name: str) -> str:
+    """The owner kind of a /dev/shm file from its name.
+
+    Args:
+        name: a bare name (``torch_12_34_0``), a ``shm_open`` name (``/torch_12_34_0``) or a
+            full path (``/dev/shm/torch_12_34_0 (deleted)``); the last path component counts.
+
+    Returns:
+        one of :data:`KINDS`:
+
+        * ``torch``: PyTorch ``at::MapAllocator`` names ``/torch_<pid>_<random>_<counter>``
+          (aten/src/ATen/MapAllocator.cpp, torch_shm.md section 1.1);
+        * ``nccl``: NCCL's shm transport and proxy files ``nccl-<random>``
+          (src/transport/shm.cc, ``/dev/shm/nccl-XXXXXX``);
+        * ``psm``: Python ``multiprocessing.shared_memory`` default names ``psm_<hex>``
+          (Lib/multiprocessing/shared_memory.py, ``_SHM_NAME_PREFIX``);
+        * ``plasma``: Ray's object store ``plasmaXXXXXX`` (src/ray/object_manager/plasma/
+          dlmalloc.cc, ``mkstemp``);
+        * ``semaphore``: glibc POSIX named semaphores ``sem.<name>`` (sem_open(3));
+        * ``other``: anything else.
+    """
+    if name.endswith(_DELETED):
+        name = name[: -len(_DELETED)]
+    base = name.rsplit("/", 1)[-1]
+    if base.startswith("torch_"):
+        return "torch"
+    if base.startswith("nccl-"):
+        return "nccl"
+    if base.startswith("psm_"):
+        return "psm"
+    if base.startswith("plasma"):
+        return "plasma"
+    if base.startswith("sem."):
+        return "semaphore"
+    return "other"
+
+
+@dataclass(frozen=True)
+class ShmFile:
+    """One /dev/shm file a process holds.
+
+    Attributes:
+        path: the path as the kernel shows it, without the `` (deleted)`` suffix.
+        inode: ``st_ino`` of the file.
+        bytes: ``st_blocks * 512``: pages really allocated (a sparse or failed allocation
+            shows 0 here even when ``st_size`` is large; torch_shm.md section 1.2).
+        deleted: True when the name was unlinked (the kernel's `` (deleted)`` marker).
+        kind: :func:`classify_shm_name` of the path.
+        via: ``"fd"`` (an open descriptor) or ``"map"`` (only a mapping).
+        device: ``st_dev`` of the tmpfs, so files of different containers never merge.
+    """
+
+    path: str
+    inode: int
+    bytes: int
+    deleted: bool
+    kind: str
+    via: str
+    device: int = 0
+
+
+@dataclass(frozen=True)
+class ProcessHolding:
+    """The shm files one process holds. ``bytes`` sums its files, each inode once."""
+
+    pid: int
+    name: str
+    files: tuple[ShmFile, ...]
+    bytes: int
+
+
+@dataclass(frozen=True)
+class HoldersScan:
+    """The result of :func:`scan_holders`.
+
+    Attributes:
+        processes: processes holding at least one shm file, by pid.
+        by_kind: bytes per owner kind (every kind of :data:`KINDS` present, 0 when none),
+            each inode counted once across all processes.
+        total_bytes: bytes of all unique inodes held (the part of statvfs "used" that some
+            process is keeping alive).
+        errors: one line per entry that could not be read, e.g. ``"pid 123: permission
+            denied"``; never raised.
+    """
+
+    processes: tuple[ProcessHolding, ...]
+    by_kind: Mapping[str, int]
+    total_bytes: int
+    errors: tuple[str, ...]
+
+
+def _err_text(err: OSError) -> str:
+    return (err.strerror or str(err)).lower()
+
+
+class _Scanner:
+    """One scan's state: the unique inodes seen so far and the errors."""
+
+    def __init__(self, proc: str, shm_prefix: str) -> None:
+        self.proc = proc
+        self.prefix = shm_prefix
+        self.seen: dict[tuple[int, int], ShmFile] = {}
+        self.errors: list[str] = []
+
+    def process(self, pid: int, explicit: bool) -> ProcessHolding | None:
+        base = f"{self.proc}/{pid}"
+        try:
+            with open(f"{base}/comm", encoding="utf-8", errors="replace") as fh:
+                name = fh.read().rstrip("\n")
+        except OSError as err:
+            if explicit or err.errno not in _GONE:
+                reason = "no such process" if err.errno in _GONE else _err_text(err)
+                self.errors.append(f"pid {pid}: {reason}")
+            return None
+        files: dict[tuple[int, int], ShmFile] = {}
+        self._fds(pid, base, files)
+        self._maps(pid, base, files)
+        if not files:
+            return None
+        ordered = tuple(sorted(files.values(), key=lambda f: (f.path, f.inode)))
+        return ProcessHolding(pid, name, ordered, sum(f.bytes for f in ordered))
+
+    def _fds(self, pid: int, base: str, files: dict[tuple[int, int], ShmFile]) -> None:
+        fd_dir = f"{base}/fd"
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError as err:
+            if err.errno not in _GONE:
+                self.errors.append(f"pid {pid}: {fd_dir}: {_err_text(err)}")
+            return
+        prefix = self.prefix
+        for fd in fds:
+            link = f"{fd_dir}/{fd}"
+            try:
+                target = os.readlink(link)
+            except OSError:
+                continue  # closed between listdir and readlink
+            if not target.startswith(prefix):
+                continue
+            try:
+                st = os.stat(link)  # follows the magic link to the open file, even if deleted
+            except OSError as err:
+                if err.errno not in _GONE:
+                    self.errors.append(f"pid {pid}: {link}: {_err_text(err)}")
+                continue
+            self._add(files, target, st.st_dev, st.st_ino, st.st_blocks * 512, "fd")
+
+    def _maps(self, pid: int, base: str, files: dict[tuple[int, int], ShmFile]) -> None:
+        maps = f"{base}/maps"
+        try:
+            with open(maps, "rb") as fh:
+                data = fh.read()
+        except OSError as err:
+            if err.errno not in _GONE:
+                self.errors.append(f"pid {pid}: {maps}: {_err_text(err)}")
+            return
+        needle = b" " + self.prefix.encode()
+        if needle not in data:
+            return
+        for raw in data.splitlines():
+            if needle not in raw:
+                continue
+            # "start-end perms offset major:minor inode   pathname" (proc(5))
+            parts = raw.split(None, 5)
+            if len(parts) < 6:
+                continue
+            target = parts[5].decode("utf-8", "surrogateescape")
+            if not target.startswith(self.prefix):
+                continue
+            major, _, minor = parts[3].partition(b":")
+            dev = os.makedev(int(major, 16), int(minor, 16))
+            ino = int(parts[4])
+            if (dev, ino) in files:
+                continue
+            size = self._map_bytes(pid, base, parts[0].decode(), target, dev, ino)
+            if size is None:
+                continue
+            self._add(files, target, dev, ino, size, "map")
+
+    def _map_bytes(
+        self, pid: int, base: str, span: str, target: str, dev: int, ino: int
+    ) -> int | None:
+        known = self.seen.get((dev, ino))
+        if known is not None:
+            return known.bytes
+        link = f"{base}/map_files/{span}"
+        try:
+            return os.stat(link).st_blocks * 512
+        except OSError as err:
+            if err.errno in _GONE:
+                return None  # unmapped or exited meanwhile
+            self.errors.append(f"pid {pid}: {link}: {_err_text(err)}")
+            return None
+
+    def _add(
+        self,
+        files: dict[tuple[int, int], ShmFile],
+        target: str,
+        dev: int,
+        ino: int,
+        size: int,
+        via: str,
+    ) -> None:
+        key = (dev, ino)
+        if key in files:
+            return
+        deleted = target.endswith(_DELETED)
+        path = target[: -len(_DELETED)] if deleted else target
+        shm = ShmFile(path, ino, size, deleted, classify_shm_name(path), via, dev)
+        files[key] = shm
+        self.seen.setdefault(key, shm)
+
+
+def scan_holders(
+    root: Path = Path("/"),
+    pids: Iterable[int] | None = None,
+    shm_prefix: str = "/dev/shm/",
+) -> HoldersScan:
+    """Find every process holding /dev/shm files and how many bytes each holds.
+
+    Args:
+        root: filesystem root whose ``proc/`` is read (``/`` for this host).
+        pids: only these processes (a missing one is recorded in ``errors``); default all
+            numeric entries of ``root/proc``, where processes that exit mid-scan are skipped.
+        shm_prefix: keep fd/map targets starting with this (the kernel writes paths as the
+            holder's mount namespace sees them, so a container's files still read
+            ``/dev/shm/...``).
+
+    Returns:
+        a :class:`HoldersScan`. Unreadable entries become lines in ``errors``; nothing is raised
+        for /proc races or permissions.
+    """
+    proc = os.path.join(os.fspath(root), "proc")
+    scanner = _Scanner(proc, shm_prefix)
+    explicit = pids is not None
+    if pids is None:
+        try:
+            pid_list = sorted(int(d) for d in os.listdir(proc) if d.isdigit())
+        except OSError as err:
+            return HoldersScan((), _empty_kinds(), 0, (f"{proc}: {_err_text(err)}",))
+    else:
+        pid_list = list(dict.fromkeys(pids))
+    holdings = []
+    for pid in pid_list:
+        held = scanner.process(pid, explicit)
+        if held is not None:
+            holdings.append(held)
+    by_kind = dict.fromkeys(KINDS, 0)
+    for shm in scanner.seen.values():
+        by_kind[shm.kind] += shm.bytes
+    return HoldersScan(
+        tuple(holdings),
+        MappingProxyType(by_kind),
+        sum(by_kind.values()),
+        tuple(scanner.errors),
+    )
+
+
+def _empty_kinds() -> Mapping[str, int]:
+    return MappingProxyType(dict.fromkeys(KINDS, 0))

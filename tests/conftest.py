@@ -1,0 +1,3 @@
+"""Shared pytest configuration."""
+
+from __future__ import annotations

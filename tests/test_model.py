@@ -1,0 +1,90 @@
+"""Exit status rule, JSON envelope and the snippet renderer."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from shmguard import __version__
+from shmguard.model import Fact, FailOn, Finding, Location, Severity, exit_status
+from shmguard.render.json import dumps, envelope
+from shmguard.render.snippets import RUNTIMES, render_snippets
+from shmguard.units import GiB, MiB, k8s_quantity_bytes, parse_docker_size
+
+
+def _finding(sev: Severity) -> Finding:
+    return Finding("ENV001", "x", sev, "m")
+
+
+@pytest.mark.parametrize(
+    ("severities", "fail_on", "expected"),
+    [
+        ([], FailOn.INFO, 0),
+        ([Severity.WARNING], FailOn.ERROR, 0),
+        ([Severity.WARNING], FailOn.WARNING, 1),
+        ([Severity.INFO], FailOn.WARNING, 0),
+        ([Severity.INFO], FailOn.INFO, 1),
+        ([Severity.ERROR], FailOn.NEVER, 0),
+        ([Severity.INFO, Severity.ERROR], FailOn.ERROR, 1),
+    ],
+)
+def test_exit_status(severities: list[Severity], fail_on: FailOn, expected: int) -> None:
+    assert exit_status([_finding(s) for s in severities], fail_on) == expected
+
+
+def test_envelope_shapes_facts_and_findings() -> None:
+    body = {
+        "total": Fact.known(64 * MiB),
+        "memory_limit": Fact[int].unknown("/sys/fs/cgroup/memory.max: no such file"),
+        "findings": [_finding(Severity.ERROR)],
+        "where": Location(file="/dev/shm"),
+    }
+    data = json.loads(dumps("doctor", body))
+    assert data["schema"] == "shmguard.doctor/1"
+    assert data["version"] == __version__
+    assert data["total"] == 67108864
+    assert data["memory_limit"] == {
+        "value": None,
+        "reason": "/sys/fs/cgroup/memory.max: no such file",
+    }
+    assert data["findings"][0]["severity"] == "error"
+    assert data["where"] == {"file": "/dev/shm", "line": None, "column": None, "path": None}
+    assert envelope("x", {})["schema"] == "shmguard.x/1"
+
+
+def test_snippets_all_runtimes_exact_syntax() -> None:
+    snippets = {s.runtime: s for s in render_snippets(2 * GiB, 6 * GiB)}
+    assert tuple(snippets) == RUNTIMES
+    assert snippets["docker"].text == "docker run --shm-size=2g --memory=6g IMAGE ..."
+    assert snippets["podman"].text == "podman run --shm-size=2g --memory=6g IMAGE ..."
+
+    compose = yaml.safe_load(snippets["compose"].text)
+    service = compose["services"]["app"]
+    assert parse_docker_size(service["shm_size"]) == 2 * GiB
+    assert parse_docker_size(service["mem_limit"]) == 6 * GiB
+
+    pod = yaml.safe_load(snippets["kubernetes"].text)["spec"]
+    volume = pod["volumes"][0]
+    assert volume["emptyDir"] == {"medium": "Memory", "sizeLimit": "2Gi"}
+    container = pod["containers"][0]
+    assert container["volumeMounts"] == [{"name": volume["name"], "mountPath": "/dev/shm"}]
+    assert k8s_quantity_bytes(container["resources"]["limits"]["memory"]) == 6 * GiB
+
+    ecs = json.loads(snippets["ecs"].text)
+    assert ecs == {"memory": 6144, "linuxParameters": {"sharedMemorySize": 2048}}
+
+
+def test_snippets_without_memory_and_subset() -> None:
+    (k8s,) = render_snippets(1536 * MiB, runtimes=["kubernetes"])
+    pod = yaml.safe_load(k8s.text)["spec"]
+    assert "resources" not in pod["containers"][0]
+    assert pod["volumes"][0]["emptyDir"]["sizeLimit"] == "1536Mi"
+
+
+def test_snippets_reject_bad_input() -> None:
+    with pytest.raises(ValueError, match="unknown runtime 'nomad'"):
+        render_snippets(GiB, runtimes=["nomad"])
+    with pytest.raises(ValueError, match="must be > 0"):
+        render_snippets(0)

@@ -1,0 +1,259 @@
+"""shmguard.units against the tables measured in ../shared/research/config_formats.md."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from shmguard import units
+from shmguard.units import (
+    GiB,
+    MiB,
+    SizeError,
+    format_docker_size,
+    format_ecs_mib,
+    format_iec,
+    format_k8s_quantity,
+    k8s_quantity_bytes,
+    parse_docker_size,
+    parse_ecs_mib,
+    parse_k8s_quantity,
+    parse_size_flag,
+    parse_tmpfs_size,
+)
+
+# docker CLI 28.2.2 `--shm-size=X` (config_formats.md section 0, [run]).
+DOCKER_OK = {
+    "0": 0,
+    "64m": 64 * MiB,
+    "64M": 64 * MiB,
+    "64MB": 64 * MiB,
+    "64mb": 64 * MiB,
+    "64MiB": 64 * MiB,
+    "64mib": 64 * MiB,
+    "1g": GiB,
+    "1G": GiB,
+    "1gb": GiB,
+    "1GB": GiB,
+    "1GiB": GiB,
+    "1.5g": 1610612736,
+    "1.5G": 1610612736,
+    "2e9": 2_000_000_000,
+    "1e3m": 1000 * MiB,
+    "1 g": GiB,
+    "1t": 1024**4,
+    "1p": 1024**5,
+    "1k": 1024,
+    "1kB": 1024,
+    "100": 100,
+    "1b": 1,
+    "1B": 1,
+    ".5g": GiB // 2,
+    "5.": 5,
+    "1_000": 1000,
+    "16GiB": 16 * GiB,
+    "1tb": 1024**4,
+    "32.3": 32,
+    "0.3MB": 314572,
+}
+
+DOCKER_ERR = {
+    "1  g": 'strconv.ParseFloat: parsing "1 ": invalid syntax',
+    "1gig": "invalid suffix: 'gig'",
+    "2Gi": "invalid suffix: 'gi'",
+    "1Ti": "invalid suffix: 'ti'",
+    "1e": "invalid suffix: 'e'",
+    "-1": "invalid size: '-1'",
+    "": "invalid size: ''",
+    "abc": "invalid size: 'abc'",
+    " 8g": 'strconv.ParseFloat: parsing " 8": invalid syntax',
+    "8g ": 'strconv.ParseFloat: parsing "8g": invalid syntax',
+    "0x10": 'strconv.ParseFloat: parsing "0x10": invalid syntax',
+}
+
+
+@pytest.mark.parametrize(("text", "expected"), DOCKER_OK.items())
+def test_docker_accepts_like_go_units_v050(text: str, expected: int) -> None:
+    assert parse_docker_size(text) == expected
+
+
+@pytest.mark.parametrize(("text", "message"), DOCKER_ERR.items())
+def test_docker_rejects_with_go_units_message(text: str, message: str) -> None:
+    with pytest.raises(SizeError) as err:
+        parse_docker_size(text)
+    assert str(err.value) == message
+
+
+@pytest.mark.parametrize("text", ["1e30", "10000000000000000000"])
+def test_docker_values_overflowing_int64_are_refused(text: str) -> None:
+    with pytest.raises(SizeError, match="overflows int64"):
+        parse_docker_size(text)
+
+
+def test_legacy_go_units_accepts_kubernetes_suffixes() -> None:
+    # Podman 4.3.1 and Docker <= 20.10 (go-units v0.4.0): `--shm-size=2Gi` -> 2147483648.
+    assert parse_docker_size("2Gi", legacy=True) == 2 * GiB
+    assert parse_docker_size("2GiB", legacy=True) == 2 * GiB
+    assert parse_docker_size("64m", legacy=True) == 64 * MiB
+    for text in ("2e9", ".5g", "1_000", "5."):
+        with pytest.raises(SizeError, match="invalid size"):
+            parse_docker_size(text, legacy=True)
+
+
+# kubectl v1.32.4 (config_formats.md section 4.3, [run]).
+K8S_OK = {
+    "2Gi": 2 * GiB,
+    "2G": 2_000_000_000,
+    "1.5Gi": 1536 * MiB,
+    "1.5G": 1_500_000_000,
+    ".5Gi": 512 * MiB,
+    "0.5Gi": 512 * MiB,
+    "2e9": 2_000_000_000,
+    "2E": 2 * 10**18,
+    "2k": 2000,
+    "2Ki": 2048,
+    "1000m": 1,
+    "3.3333Gi": 3579103622,  # 3579103621939200u rounded up by Value()
+}
+
+
+@pytest.mark.parametrize(("text", "expected"), K8S_OK.items())
+def test_k8s_quantity_bytes(text: str, expected: int) -> None:
+    assert k8s_quantity_bytes(text) == expected
+
+
+def test_k8s_lowercase_m_is_milli() -> None:
+    assert parse_k8s_quantity("64m") == Fraction(64, 1000)
+    assert k8s_quantity_bytes("64m") == 1  # tmpfs size=1 -> one page
+
+
+@pytest.mark.parametrize(
+    "text", ["2g", "2GB", "2gi", "2KB", "2 Gi", "2Gib", "1e3Mi", "1_000", "0x10"]
+)
+def test_k8s_rejects_docker_style_with_regex_error(text: str) -> None:
+    with pytest.raises(SizeError, match="quantities must match the regular expression"):
+        parse_k8s_quantity(text)
+
+
+def test_k8s_rejects_uppercase_k_with_suffix_error() -> None:
+    with pytest.raises(SizeError, match="unable to parse quantity's suffix"):
+        parse_k8s_quantity("2K")
+
+
+def test_k8s_2g_is_not_2gi() -> None:
+    assert k8s_quantity_bytes("2G") < k8s_quantity_bytes("2Gi")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("8g", 8 * GiB),
+        ("65536k", 64 * MiB),
+        ("1", 4096),  # rounded up to a page
+        ("0", 0),  # unlimited
+        ("0x1000", 4096),
+        ("010", 4096),  # octal 8 bytes, one page
+        ("50%", 12 * GiB),
+    ],
+)
+def test_tmpfs_size(text: str, expected: int) -> None:
+    assert parse_tmpfs_size(text, mem_total=24 * GiB) == expected
+
+
+@pytest.mark.parametrize("text", ["8gb", "8Gi", "8 g", "", "g"])
+def test_tmpfs_rejects_non_kernel_syntax(text: str) -> None:
+    with pytest.raises(SizeError, match="Bad value for 'size'"):
+        parse_tmpfs_size(text, mem_total=GiB)
+
+
+def test_tmpfs_percent_needs_ram() -> None:
+    with pytest.raises(SizeError, match="RAM is unknown"):
+        parse_tmpfs_size("50%")
+
+
+def test_ecs_mib() -> None:
+    assert parse_ecs_mib(2048) == 2 * GiB
+    assert parse_ecs_mib("64") == 64 * MiB
+    assert format_ecs_mib(2 * GiB) == 2048
+    assert format_ecs_mib(GiB + 1) == 1025  # rounded up, nothing lost
+    for bad in ("2g", -1, True, 1.5):
+        with pytest.raises(SizeError):
+            parse_ecs_mib(bad)  # type: ignore[arg-type]
+
+
+def test_runtime_defaults() -> None:
+    assert units.DOCKER_DEFAULT_SHM == 67108864
+    assert units.PODMAN_DEFAULT_SHM == 65536000
+
+
+@pytest.mark.parametrize(
+    ("n", "text"),
+    [
+        (64 * MiB, "64 MiB"),
+        (65536000, "62.5 MiB"),
+        (1610612736, "1.5 GiB"),
+        (123456789, "~117.74 MiB"),
+        (100, "100 B"),
+        (0, "0 B"),
+    ],
+)
+def test_format_iec(n: int, text: str) -> None:
+    assert format_iec(n) == text
+
+
+@pytest.mark.parametrize(
+    ("n", "docker", "k8s"),
+    [
+        (2 * GiB, "2g", "2Gi"),
+        (1536 * MiB, "1536m", "1536Mi"),
+        (65536000, "64000k", "64000Ki"),
+        (1000, "1000", "1000"),
+        (0, "0", "0"),
+    ],
+)
+def test_formatters(n: int, docker: str, k8s: str) -> None:
+    assert format_docker_size(n) == docker
+    assert format_k8s_quantity(n) == k8s
+
+
+@given(st.integers(min_value=0, max_value=2**50))
+def test_docker_round_trip(n: int) -> None:
+    assert parse_docker_size(format_docker_size(n)) == n
+
+
+@given(st.integers(min_value=0, max_value=2**62))
+def test_k8s_round_trip(n: int) -> None:
+    assert k8s_quantity_bytes(format_k8s_quantity(n)) == n
+
+
+@given(st.integers(min_value=1, max_value=2**40).map(lambda n: n * 4096))
+def test_tmpfs_round_trip_page_multiples(n: int) -> None:
+    assert parse_tmpfs_size(format_docker_size(n)) == n
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("64Mi", 64 * MiB), ("1Gi", GiB), ("64 MiB", 64 * MiB), ("1gb", GiB), ("512m", 512 * MiB)],
+)
+def test_size_flag_accepts_docker_and_iec(text: str, expected: int) -> None:
+    assert parse_size_flag(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("0", "must be greater than 0"),
+        ("-1", "invalid size '-1'"),
+        ("64 MB MB", "did you mean '64m'"),
+        ("1gig", "did you mean '1g'"),
+        ("lots", "use 64m, 1g, 512Mi or a byte count"),
+    ],
+)
+def test_size_flag_errors_are_one_line(text: str, fragment: str) -> None:
+    with pytest.raises(SizeError) as err:
+        parse_size_flag(text)
+    assert fragment in str(err.value)
+    assert "\n" not in str(err.value)
