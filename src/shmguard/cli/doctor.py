@@ -1,3 +1,103 @@
-"""`shmguard doctor` (being built; see the issue tracker)."""
+"""`shmguard doctor`: check this container's (or another process's) /dev/shm, memory limit and
+limits against the ENV rules, and print the fix for the detected runtime.
+
+``--json`` must start fast: nothing heavy is imported at module level and the JSON path never
+imports Rich.
+"""
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from shmguard.cli._app import app
+from shmguard.cli._common import fail, size_option
+from shmguard.model import FailOn
+
+
+@app.command()
+def doctor(
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the shmguard.doctor/1 JSON document.")
+    ] = False,
+    brief: Annotated[
+        bool, typer.Option("--brief", help="One-screen banner instead of the full report.")
+    ] = False,
+    fail_on: Annotated[
+        FailOn,
+        typer.Option(
+            "--fail-on",
+            case_sensitive=False,
+            help="Exit 1 when a finding at or above this severity exists.",
+        ),
+    ] = FailOn.ERROR,
+    require: Annotated[
+        str | None,
+        typer.Option(
+            "--require",
+            metavar="SIZE",
+            help="Free /dev/shm the job needs (64m, 1g, 512Mi); less is an error (ENV002).",
+        ),
+    ] = None,
+    pid: Annotated[
+        int | None,
+        typer.Option("--pid", help="Inspect this process's container from the host."),
+    ] = None,
+    torch: Annotated[
+        bool,
+        typer.Option("--torch", help="Also import torch for its version and sharing strategy."),
+    ] = False,
+    root: Annotated[
+        Path,
+        typer.Option(
+            "--root",
+            help="Read /proc, /sys and /dev/shm under this directory (a host snapshot or "
+            "fixture tree; its statvfs.json, if any, stands in for statvfs).",
+        ),
+    ] = Path("/"),
+) -> None:
+    """Check /dev/shm, memory limits and ulimits; exit 1 on findings at --fail-on or above."""
+    from shmguard.doctor import DoctorOptions, diagnose
+    from shmguard.inspect.host import inspect_host
+    from shmguard.inspect.shm import StatvfsFn, statvfs_from_json
+    from shmguard.model import exit_status
+
+    needed = size_option(require, "--require")
+    if not root.is_dir():
+        fail(f"--root {root}: not a directory")
+    if pid is not None and (pid <= 0 or not (root / "proc" / str(pid)).is_dir()):
+        fail(f"--pid {pid}: no such process under {root / 'proc'}")
+    statvfs: StatvfsFn | None = None
+    if (root / "statvfs.json").is_file() and root.resolve() != Path("/"):
+        try:
+            statvfs = statvfs_from_json(root)
+        except ValueError as err:
+            fail(str(err))
+    facts = inspect_host(root, pid=pid, statvfs=statvfs, torch=torch)
+    report = diagnose(facts, DoctorOptions(require=needed))
+    code = exit_status(report.findings, fail_on)
+    if json_out:
+        from shmguard.render.json import dumps
+
+        counts = {s: sum(f.severity.value == s for f in report.findings) for s in _LEVELS}
+        body = {
+            "facts": report.facts,
+            "findings": report.findings,
+            "summary": {**counts, "fail_on": fail_on, "exit_status": code},
+        }
+        sys.stdout.write(dumps("doctor", body) + "\n")
+    else:
+        from shmguard.cli._common import console
+        from shmguard.render.doctor_text import render_brief, render_report
+
+        out = console()
+        renderable = (render_brief if brief else render_report)(report, fail_on, code)
+        out.print(renderable)  # type: ignore[attr-defined]
+    if code:
+        raise typer.Exit(code)
+
+
+_LEVELS = ("error", "warning", "info")

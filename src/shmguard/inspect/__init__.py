@@ -1,1 +1,1 @@
-"""Host facts read through an injectable root: /dev/shm, cgroups, runtime, ulimits, holders, GPUs."""
+"""Host facts read through an injectable root: /dev/shm, cgroups, runtime, limits, holders."""

@@ -134,6 +134,7 @@ class _Scanner:
         self.prefix = shm_prefix
         self.seen: dict[tuple[int, int], ShmFile] = {}
         self.errors: list[str] = []
+        self.map_errors: set[int] = set()
 
     def process(self, pid: int, explicit: bool) -> ProcessHolding | None:
         base = f"{self.proc}/{pid}"
@@ -188,13 +189,15 @@ class _Scanner:
                 self.errors.append(f"pid {pid}: {maps}: {_err_text(err)}")
             return
         needle = b" " + self.prefix.encode()
-        if needle not in data:
-            return
-        for raw in data.splitlines():
-            if needle not in raw:
-                continue
+        pos = data.find(needle)
+        while pos != -1:
+            # Jump from match to match: a torch process maps thousands of libraries.
+            start = data.rfind(b"\n", 0, pos) + 1
+            end = data.find(b"\n", pos)
+            end = len(data) if end == -1 else end
+            pos = data.find(needle, end)
             # "start-end perms offset major:minor inode   pathname" (proc(5))
-            parts = raw.split(None, 5)
+            parts = data[start:end].split(None, 5)
             if len(parts) < 6:
                 continue
             target = parts[5].decode("utf-8", "surrogateescape")
@@ -222,7 +225,9 @@ class _Scanner:
         except OSError as err:
             if err.errno in _GONE:
                 return None  # unmapped or exited meanwhile
-            self.errors.append(f"pid {pid}: {link}: {_err_text(err)}")
+            if pid not in self.map_errors:  # one line per process, not one per mapping
+                self.map_errors.add(pid)
+                self.errors.append(f"pid {pid}: {link}: {_err_text(err)}")
             return None
 
     def _add(
@@ -291,3 +296,23 @@ def scan_holders(
 
 def _empty_kinds() -> Mapping[str, int]:
     return MappingProxyType(dict.fromkeys(KINDS, 0))
+
+
+def restrict_to_device(scan: HoldersScan, device: int) -> HoldersScan:
+    """The part of ``scan`` on one filesystem (``st_dev``): the /dev/shm being inspected, so
+    another container's or the host's shm files are not counted."""
+    processes = []
+    by_kind = dict.fromkeys(KINDS, 0)
+    seen: set[int] = set()
+    for proc in scan.processes:
+        files = tuple(f for f in proc.files if f.device == device)
+        if not files:
+            continue
+        processes.append(ProcessHolding(proc.pid, proc.name, files, sum(f.bytes for f in files)))
+        for f in files:
+            if f.inode not in seen:
+                seen.add(f.inode)
+                by_kind[f.kind] += f.bytes
+    return HoldersScan(
+        tuple(processes), MappingProxyType(by_kind), sum(by_kind.values()), scan.errors
+    )

@@ -1,0 +1,54 @@
+"""ENV003 shm-usage-high: /dev/shm is at or over 80 % full (seed section 5.2).
+
+A DataLoader's shm peaks at (num_workers * prefetch_factor + 1 or 2) batches
+(torch_shm.md section 3); a /dev/shm that is already mostly used leaves no room for the next
+batch. Files that are still held but unlinked count, and are listed under holders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from shmguard.doctor._base import SHM_LOCATION, DoctorOptions, Rule, round_up, shm_fix
+from shmguard.inspect.host import HostFacts
+from shmguard.model import Finding, Severity
+from shmguard.units import format_iec
+
+CODE = "ENV003"
+NAME = "shm-usage-high"
+SUMMARY = "/dev/shm is at or over 80% full"
+SEVERITY = Severity.WARNING
+WHY = (
+    "A DataLoader holds (num_workers x prefetch_factor + 1 or 2) batches in /dev/shm at its "
+    "peak; with little room left the next batch fails with 'unable to allocate shared "
+    "memory(shm)', a bus error, or a hang."
+)
+
+
+def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
+    """Flag used / total >= ``options.usage_threshold``."""
+    used, total = facts.shm.used.value, facts.shm.total.value
+    if used is None or not total or used < options.usage_threshold * total:
+        return
+    held = facts.holders.value
+    holders = ""
+    if held is not None and held.processes:
+        top = max(held.processes, key=lambda p: p.bytes)
+        holders = f"; largest holder: pid {top.pid} ({top.name}) with {format_iec(top.bytes)}"
+    yield Finding(
+        CODE,
+        NAME,
+        SEVERITY,
+        f"/dev/shm is {100 * used // total}% full: {format_iec(used)} of {format_iec(total)}"
+        + holders,
+        WHY,
+        SHM_LOCATION,
+        shm_fix(
+            facts,
+            round_up(2 * total),
+            "If a live job holds it, give /dev/shm more room; for example twice the size:",
+        ),
+    )
+
+
+RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, True, check)

@@ -1,0 +1,44 @@
+"""ENV004 shm-exceeds-memory-limit: /dev/shm is larger than the memory cgroup limit.
+
+tmpfs pages are charged to the memory cgroup that first touches them (config_formats.md 1.3).
+A /dev/shm bigger than the limit can never be filled: the job is OOM-killed (or its writers get
+SIGBUS) first. Docker accepts ``--shm-size`` > ``--memory`` without a word; Kubernetes silently
+caps a memory emptyDir at the pod limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from shmguard.doctor._base import DoctorOptions, Rule, memory_fix
+from shmguard.inspect.host import HostFacts
+from shmguard.model import Finding, Location, Severity
+from shmguard.units import format_iec
+
+CODE = "ENV004"
+NAME = "shm-exceeds-memory-limit"
+SUMMARY = "/dev/shm is larger than the memory limit it is charged to"
+SEVERITY = Severity.WARNING
+WHY = (
+    "Every page written to /dev/shm counts against the container's memory limit, so the "
+    "limit is reached before /dev/shm is full: the job is OOM-killed or gets SIGBUS."
+)
+
+
+def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
+    """Flag a tmpfs /dev/shm larger than the memory limit (disk pages are not shmem)."""
+    total, limit = facts.shm.total.value, facts.cgroup.memory_limit.value
+    if facts.shm.fstype.value != "tmpfs" or total is None or limit is None or total <= limit:
+        return
+    yield Finding(
+        CODE,
+        NAME,
+        SEVERITY,
+        f"/dev/shm ({format_iec(total)}) is larger than the memory limit ({format_iec(limit)})",
+        WHY,
+        Location(file=facts.cgroup.memory_dir.value),
+        memory_fix(facts, limit, total),
+    )
+
+
+RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, True, check)

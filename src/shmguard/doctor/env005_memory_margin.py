@@ -1,0 +1,47 @@
+"""ENV005 memory-margin-low: the memory limit minus /dev/shm leaves under 1 GiB (seed 6.2).
+
+With /dev/shm full, the process, its workers and everything else in the cgroup share what is
+left of the limit. Typical of a Kubernetes memory emptyDir without ``sizeLimit``, which the
+kubelet sizes to the pod memory limit (config_formats.md 4.2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from shmguard.doctor._base import DoctorOptions, Rule, memory_fix
+from shmguard.inspect.host import HostFacts
+from shmguard.model import Finding, Location, Severity
+from shmguard.units import format_iec
+
+CODE = "ENV005"
+NAME = "memory-margin-low"
+SUMMARY = "the memory limit leaves less than 1 GiB beside a full /dev/shm"
+SEVERITY = Severity.WARNING
+WHY = (
+    "shm pages count against the memory limit; when /dev/shm fills, the model, the workers "
+    "and the Python heaps must fit in what is left, or the cgroup OOM-kills the job."
+)
+
+
+def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
+    """Flag a tmpfs /dev/shm with 0 <= limit - total < ``options.memory_margin``."""
+    total, limit = facts.shm.total.value, facts.cgroup.memory_limit.value
+    if facts.shm.fstype.value != "tmpfs" or total is None or limit is None or total > limit:
+        return
+    left = limit - total
+    if left >= options.memory_margin:
+        return
+    yield Finding(
+        CODE,
+        NAME,
+        SEVERITY,
+        f"the memory limit ({format_iec(limit)}) leaves {format_iec(left)} beside a full "
+        f"/dev/shm ({format_iec(total)}); less than {format_iec(options.memory_margin)}",
+        WHY,
+        Location(file=facts.cgroup.memory_dir.value),
+        memory_fix(facts, limit, total),
+    )
+
+
+RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, True, check)

@@ -1,0 +1,53 @@
+"""ENV006 nofile-low: the soft open-file limit is low for DataLoader workers.
+
+With the default ``file_descriptor`` sharing strategy the main process keeps one fd per shared
+tensor in flight (torch_shm.md 1.1: "one fd per storage"), about num_workers x prefetch_factor
+x tensors per batch, plus the workers' own. Past ``RLIMIT_NOFILE`` torch fails with "Too many
+open files" or "received 0 items of ancdata".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from shmguard.doctor._base import DoctorOptions, Rule
+from shmguard.inspect.host import HostFacts
+from shmguard.model import Finding, Fix, Location, Severity
+
+CODE = "ENV006"
+NAME = "nofile-low"
+SUMMARY = "the soft open-file limit (nofile) is low for many DataLoader workers"
+SEVERITY = Severity.WARNING
+WHY = (
+    "torch's default file_descriptor strategy keeps one fd per shared tensor in flight; with "
+    "many workers and tensors per batch the process runs out of descriptors ('Too many open "
+    "files', 'received 0 items of ancdata')."
+)
+
+
+def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
+    """Flag a soft nofile limit below ``options.min_nofile``."""
+    soft, hard = facts.limits.nofile_soft.value, facts.limits.nofile_hard.value
+    if soft is None or soft >= options.min_nofile:
+        return
+    hard_text = "unlimited" if hard is None and facts.limits.nofile_hard.ok else str(hard)
+    raise_to = options.min_nofile * 16
+    steps = []
+    if hard is None or hard > soft:
+        steps.append(f"ulimit -n {hard if hard is not None else raise_to} in the job's shell")
+    steps += [
+        f"docker run --ulimit nofile={raise_to}:{raise_to}",
+        "or torch.multiprocessing.set_sharing_strategy('file_system')",
+    ]
+    yield Finding(
+        CODE,
+        NAME,
+        SEVERITY,
+        f"the open-file limit is {soft} (soft) / {hard_text} (hard); below {options.min_nofile}",
+        WHY,
+        Location(file="/proc/self/limits" if facts.pid is None else f"/proc/{facts.pid}/limits"),
+        Fix("Raise it: " + "; ".join(steps) + "."),
+    )
+
+
+RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, False, check)

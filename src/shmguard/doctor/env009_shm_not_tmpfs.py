@@ -1,0 +1,48 @@
+"""ENV009 shm-not-tmpfs: /dev/shm is not a tmpfs.
+
+A disk directory (a bind mount, Slurm job_container/tmpfs with a disk BasePath) makes every
+batch a file write with page-cache writeback: slow (seed section 3.2). ramfs (Apptainer
+``memory fs type = ramfs``) has no size limit at all and statvfs reports zeros. A plain
+directory on the root filesystem means nothing was mounted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from shmguard.doctor._base import SHM_LOCATION, DoctorOptions, Rule, needed_size, shm_fix
+from shmguard.inspect.host import HostFacts
+from shmguard.model import Finding, Severity
+
+CODE = "ENV009"
+NAME = "shm-not-tmpfs"
+SUMMARY = "/dev/shm is not a tmpfs (a disk directory, ramfs, or no mount at all)"
+SEVERITY = Severity.WARNING
+WHY = (
+    "On a disk every shared batch is written through the page cache, which is slow; ramfs "
+    "has no size limit and cannot be measured; only a sized tmpfs is bounded and fast."
+)
+
+
+def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
+    """Flag a /dev/shm whose mount is not tmpfs."""
+    shm = facts.shm
+    fstype = shm.fstype.value
+    if not shm.exists or fstype is None or fstype == "tmpfs":
+        return
+    where = shm.mount_point.value
+    own = where == shm.path
+    size, lead = needed_size(facts, options)
+    yield Finding(
+        CODE,
+        NAME,
+        SEVERITY,
+        f"/dev/shm is on {fstype} ({shm.source.value} "
+        + ("mounted there)" if own else f"mounted at {where}: /dev/shm is a plain directory)"),
+        WHY,
+        SHM_LOCATION,
+        shm_fix(facts, size, lead),
+    )
+
+
+RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, True, check)

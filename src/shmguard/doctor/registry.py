@@ -1,0 +1,32 @@
+"""The explicit list of ENV rules, in code order. Codes are stable and never reused."""
+
+from __future__ import annotations
+
+from shmguard.doctor import (
+    env001_runtime_default,
+    env002_free_below_require,
+    env003_usage_high,
+    env004_exceeds_memory_limit,
+    env005_memory_margin,
+    env006_nofile_low,
+    env007_oom_kills,
+    env008_shm_missing,
+    env009_shm_not_tmpfs,
+    env010_unsized_tmpfs,
+    env011_leftover_torch_files,
+)
+from shmguard.doctor._base import Rule
+
+RULES: tuple[Rule, ...] = (
+    env001_runtime_default.RULE,
+    env002_free_below_require.RULE,
+    env003_usage_high.RULE,
+    env004_exceeds_memory_limit.RULE,
+    env005_memory_margin.RULE,
+    env006_nofile_low.RULE,
+    env007_oom_kills.RULE,
+    env008_shm_missing.RULE,
+    env009_shm_not_tmpfs.RULE,
+    env010_unsized_tmpfs.RULE,
+    env011_leftover_torch_files.RULE,
+)

@@ -1,0 +1,151 @@
+"""All host facts in one frozen value, read through an injectable root.
+
+``inspect_host()`` reads this process's view; ``inspect_host(pid=N)`` reads another process's
+container from the host: its /dev/shm through ``/proc/N/root/dev/shm``, its mounts from
+``/proc/N/mountinfo``, its cgroup from ``/proc/N/cgroup``, its limits and environment.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from shmguard.inspect._read import read_text, under
+from shmguard.inspect.cgroup import CgroupFacts, read_cgroup
+from shmguard.inspect.holders import HoldersScan, restrict_to_device, scan_holders
+from shmguard.inspect.runtime import RuntimeFacts, detect_runtime
+from shmguard.inspect.shm import ShmFacts, StatvfsFn, read_shm
+from shmguard.inspect.system import Limits, MemInfo, SysvShm, read_limits, read_meminfo, read_sysv
+from shmguard.model import Fact
+
+if TYPE_CHECKING:  # imported when read: most runs need neither
+    from shmguard.inspect.gpu import GpuFacts
+    from shmguard.inspect.torchinfo import TorchFacts
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """Everything doctor's rules look at. ``root`` is the filesystem root read (``/`` live);
+    ``pid`` the inspected process (None: this one)."""
+
+    root: str
+    pid: int | None
+    shm: ShmFacts
+    memory: MemInfo
+    cgroup: CgroupFacts
+    runtime: RuntimeFacts
+    limits: Limits
+    sysv: Fact[SysvShm]
+    holders: Fact[HoldersScan]
+    gpus: Fact[GpuFacts]
+    torch: Fact[TorchFacts]
+
+
+def _environ(root: Path, proc: str) -> dict[str, str]:
+    try:
+        raw = under(root, f"{proc}/environ").read_bytes()
+    except OSError:
+        return {}
+    env = {}
+    for item in raw.split(b"\0"):
+        key, sep, value = item.partition(b"=")
+        if sep:
+            env[key.decode(errors="replace")] = value.decode(errors="replace")
+    return env
+
+
+def _same_ipc_ns(root: Path, pid: int) -> bool:
+    try:
+        return os.readlink(under(root, f"/proc/{pid}/ns/ipc")) == os.readlink(
+            under(root, "/proc/self/ns/ipc")
+        )
+    except OSError:
+        return False
+
+
+def inspect_host(
+    root: Path = Path("/"),
+    *,
+    pid: int | None = None,
+    environ: Mapping[str, str] | None = None,
+    statvfs: StatvfsFn | None = None,
+    holders: bool = True,
+    gpus: bool = True,
+    torch: bool = False,
+) -> HostFacts:
+    """Read every host fact.
+
+    Args:
+        root: filesystem root (``/`` live; a fixture tree in tests).
+        pid: inspect this process's container instead of our own.
+        environ: the target's environment; default ``os.environ`` for ourselves on ``/``,
+            else ``root/proc/<pid|self>/environ``.
+        statvfs: how to statvfs /dev/shm (default :func:`os.statvfs`).
+        holders: scan /proc for processes holding shm files (a few ms per process).
+        gpus: query NVML when nvidia-ml-py is installed.
+        torch: import torch for its version and sharing strategy (about 1.4 s).
+
+    Returns:
+        :class:`HostFacts`. Never raises for unreadable system files: those are unknown facts.
+    """
+    proc = f"/proc/{pid}" if pid is not None else "/proc/self"
+    memory = read_meminfo(root)
+    target_root = under(root, f"/proc/{pid}/root") if pid is not None else root
+    shm = read_shm(
+        under(target_root, "/dev/shm"),
+        read_text(root, f"{proc}/mountinfo"),
+        statvfs=statvfs,
+        mem_total=memory.total.value,
+    )
+    own_mountinfo, _ = read_text(root, "/proc/self/mountinfo")
+    proc_cgroup, _ = read_text(root, f"{proc}/cgroup")
+    cgroup: CgroupFacts = read_cgroup(root, own_mountinfo, proc_cgroup)
+    if environ is None:
+        use_own = pid is None and root == Path("/")
+        environ = dict(os.environ) if use_own else _environ(root, proc)
+    runtime: RuntimeFacts = detect_runtime(target_root, environ, proc_cgroup)
+    limits: Limits = read_limits(root, f"{proc}/limits")
+    if pid is not None and not _same_ipc_ns(root, pid):
+        sysv: Fact[SysvShm] = Fact.unknown(
+            f"System V segments live in pid {pid}'s IPC namespace; run doctor inside it"
+        )
+    else:
+        sysv = read_sysv(root)
+    held: Fact[HoldersScan]
+    if not holders:
+        held = Fact.unknown("not scanned")
+    elif shm.device.value is None:
+        held = Fact.unknown(shm.device.reason or "/dev/shm unreadable")
+    else:
+        held = Fact.known(restrict_to_device(scan_holders(root), shm.device.value))
+    return HostFacts(
+        root=str(root),
+        pid=pid,
+        shm=shm,
+        memory=memory,
+        cgroup=cgroup,
+        runtime=runtime,
+        limits=limits,
+        sysv=sysv,
+        holders=held,
+        gpus=_gpus(root) if gpus else Fact.unknown("not queried"),
+        torch=_torch() if torch else Fact.unknown("not requested (use --torch)"),
+    )
+
+
+def _gpus(root: Path) -> Fact[GpuFacts]:
+    dev = under(root, "/dev")
+    if not os.path.exists(dev / "nvidiactl"):  # the common case: skip importing the module
+        return Fact.unknown(f"no NVIDIA driver device ({dev}/nvidiactl missing)")
+    from shmguard.inspect.gpu import read_gpus
+
+    return read_gpus(str(dev))
+
+
+def _torch() -> Fact[TorchFacts]:
+    from shmguard.inspect.torchinfo import read_torch
+
+    return read_torch()

@@ -1,0 +1,124 @@
+"""Kernel-wide and per-process facts: /proc/meminfo, /proc/<pid>/limits, /proc/sysvipc/shm.
+
+Formats: proc(5) (meminfo ``Key:  N kB``; limits table with columns Limit, Soft Limit, Hard
+Limit, Units, ``unlimited`` for none; sysvipc/shm header line then one line per segment with
+``size`` in bytes and ``nattch``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from shmguard.inspect._read import read_text
+from shmguard.model import Fact
+
+
+@dataclass(frozen=True)
+class MemInfo:
+    """/proc/meminfo figures in bytes. ``shmem`` is all tmpfs/shm pages on the host."""
+
+    total: Fact[int]
+    available: Fact[int]
+    swap_total: Fact[int]
+    swap_free: Fact[int]
+    shmem: Fact[int]
+
+
+def read_meminfo(root: Path) -> MemInfo:
+    """Read ``root/proc/meminfo``; each missing key is unknown with the reason."""
+    text, reason = read_text(root, "/proc/meminfo")
+    values: dict[str, int] = {}
+    for line in (text or "").splitlines():
+        key, _, rest = line.partition(":")
+        fields = rest.split()
+        if fields and fields[0].isdigit():
+            values[key] = int(fields[0]) * (1024 if fields[1:] == ["kB"] else 1)
+
+    def fact(key: str) -> Fact[int]:
+        if text is None:
+            return Fact.unknown(reason or "/proc/meminfo unreadable")
+        if key not in values:
+            return Fact.unknown(f"/proc/meminfo: no {key} line")
+        return Fact.known(values[key])
+
+    return MemInfo(
+        fact("MemTotal"), fact("MemAvailable"), fact("SwapTotal"), fact("SwapFree"), fact("Shmem")
+    )
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of the inspected process; a known None means unlimited.
+
+    ``nofile_*`` is a count of descriptors; ``memlock_*`` bytes.
+    """
+
+    nofile_soft: Fact[int]
+    nofile_hard: Fact[int]
+    memlock_soft: Fact[int]
+    memlock_hard: Fact[int]
+
+
+def read_limits(root: Path, path: str) -> Limits:
+    """Read a ``/proc/<pid>/limits`` table at ``root/path``."""
+    text, reason = read_text(root, path)
+    rows: dict[str, tuple[str, str]] = {}
+    for line in (text or "").splitlines()[1:]:
+        # The name column is 26 characters wide (fs/proc/base.c proc_pid_limits).
+        name, rest = line[:26].strip(), line[26:].split()
+        if len(rest) >= 2:
+            rows[name] = (rest[0], rest[1])
+
+    def fact(name: str, col: int) -> Fact[int]:
+        if text is None:
+            return Fact.unknown(reason or f"{path} unreadable")
+        if name not in rows:
+            return Fact.unknown(f"{path}: no {name!r} row")
+        value = rows[name][col]
+        if value == "unlimited":
+            return Fact[int](None)
+        if not value.isdigit():
+            return Fact.unknown(f"{path}: {name}: not a number: {value!r}")
+        return Fact.known(int(value))
+
+    return Limits(
+        fact("Max open files", 0),
+        fact("Max open files", 1),
+        fact("Max locked memory", 0),
+        fact("Max locked memory", 1),
+    )
+
+
+@dataclass(frozen=True)
+class SysvShm:
+    """System V shared memory segments visible in this IPC namespace: count, total ``size``
+    bytes, and how many have no process attached (``nattch`` 0)."""
+
+    segments: int
+    bytes: int
+    unattached: int
+
+
+def read_sysv(root: Path) -> Fact[SysvShm]:
+    """Read ``root/proc/sysvipc/shm``."""
+    text, reason = read_text(root, "/proc/sysvipc/shm")
+    if text is None:
+        return Fact.unknown(reason or "/proc/sysvipc/shm unreadable")
+    lines = text.splitlines()
+    if not lines:
+        return Fact.known(SysvShm(0, 0, 0))
+    header = lines[0].split()
+    try:
+        size_col, nattch_col = header.index("size"), header.index("nattch")
+        count = total = unattached = 0
+        for line in lines[1:]:
+            fields = line.split()
+            if not fields:
+                continue
+            count += 1
+            total += int(fields[size_col])
+            unattached += int(fields[nattch_col]) == 0
+    except (ValueError, IndexError):
+        return Fact.unknown("/proc/sysvipc/shm: not in proc(5) format")
+    return Fact.known(SysvShm(count, total, unattached))

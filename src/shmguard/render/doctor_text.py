@@ -1,0 +1,203 @@
+"""`shmguard doctor` as text for humans: a Rich report, or a one-screen ``--brief`` banner.
+
+Returns Rich renderables; the CLI prints them on a console that honours NO_COLOR. Imported only
+on the text path (Rich costs tens of milliseconds to import).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.console import Group, RenderableType
+from rich.padding import Padding
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from shmguard.doctor import DoctorReport
+from shmguard.inspect.host import HostFacts
+from shmguard.model import Fact, FailOn, Finding, Severity
+from shmguard.units import format_iec
+
+_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+
+
+def _size(fact: Fact[int], none: str = "none") -> str:
+    if fact.reason is not None:
+        return f"unknown ({fact.reason})"
+    return none if fact.value is None else format_iec(fact.value)
+
+
+def _count(fact: Fact[int], none: str = "unlimited") -> str:
+    if fact.reason is not None:
+        return f"unknown ({fact.reason})"
+    return none if fact.value is None else str(fact.value)
+
+
+def _shm_line(facts: HostFacts) -> str:
+    shm = facts.shm
+    if not shm.exists:
+        return "missing"
+    parts = []
+    kind = shm.fstype.value or f"unknown filesystem ({shm.fstype.reason})"
+    size_opt = next((o for o in shm.options.value or () if o.startswith("size=")), None)
+    sizing = {"kernel-default": "no size=: half of RAM", "unlimited": "size=0: no limit"}.get(
+        shm.sizing.value or "", size_opt or ""
+    )
+    parts.append(f"{_size(shm.total)} {kind}" + (f" ({sizing})" if sizing else ""))
+    if shm.used.value is not None and shm.total.value:
+        pct = 100 * shm.used.value / shm.total.value
+        parts.append(f"used {format_iec(shm.used.value)} ({pct:.0f}%)")
+        parts.append(f"free {format_iec(shm.free.value or 0)}")
+    if shm.default_of.value:
+        parts.append("the default size of " + ", ".join(shm.default_of.value))
+    if shm.mount_point.value and shm.mount_point.value != shm.path:
+        parts.append(f"not a mount point (on {shm.mount_point.value})")
+    return " · ".join(parts)
+
+
+def _holders_line(facts: HostFacts) -> str:
+    held = facts.holders.value
+    if held is None:
+        return f"unknown ({facts.holders.reason})"
+    if not held.processes:
+        line = "no process holds /dev/shm files"
+    else:
+        kinds = ", ".join(f"{k} {format_iec(v)}" for k, v in held.by_kind.items() if v)
+        top = sorted(held.processes, key=lambda p: -p.bytes)[:3]
+        procs = ", ".join(f"pid {p.pid} {p.name} {format_iec(p.bytes)}" for p in top)
+        line = f"{format_iec(held.total_bytes)} held ({kinds or 'empty files'}): {procs}"
+    if held.errors:
+        line += f" · {len(held.errors)} unreadable ({held.errors[0]})"
+    return line
+
+
+def facts_table(facts: HostFacts) -> Table:
+    """The facts as a two-column grid."""
+    cg = facts.cgroup
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    runtime = facts.runtime
+    grid.add_row(
+        "runtime",
+        runtime.name + (f" ({'; '.join(runtime.evidence)})" if runtime.evidence else ""),
+    )
+    grid.add_row("/dev/shm", _shm_line(facts))
+    version = f"cgroup v{cg.version.value}" if cg.version.value else "cgroup unknown"
+    grid.add_row(
+        "memory",
+        f"{version}{' (hybrid)' if cg.mode == 'hybrid' else ''} · "
+        f"limit {_size(cg.memory_limit)} · "
+        f"in use {_size(cg.memory_current)} · shm charged {_size(cg.shmem)} · "
+        f"OOM kills {_count(cg.oom_kills, 'none')}",
+    )
+    mem = facts.memory
+    grid.add_row(
+        "host",
+        f"RAM {_size(mem.total)} · available {_size(mem.available)} · swap {_size(mem.swap_total)}",
+    )
+    quota = cg.cpu_quota
+    quota_text = (
+        f"unknown ({quota.reason})"
+        if quota.reason
+        else "none"
+        if quota.value is None
+        else f"{quota.value:g}"
+    )
+    grid.add_row("CPUs", f"quota {quota_text} · cpuset {_count(cg.cpuset)}")
+    lim = facts.limits
+    grid.add_row(
+        "limits",
+        f"nofile {_count(lim.nofile_soft)}/{_count(lim.nofile_hard)} · memlock "
+        f"{_size(lim.memlock_soft, 'unlimited')}/{_size(lim.memlock_hard, 'unlimited')}",
+    )
+    sysv = facts.sysv
+    grid.add_row(
+        "SysV shm",
+        f"unknown ({sysv.reason})"
+        if sysv.value is None
+        else f"{sysv.value.segments} segments, {format_iec(sysv.value.bytes)}",
+    )
+    grid.add_row("holders", _holders_line(facts))
+    leftovers = facts.shm.leftovers.value
+    if leftovers:
+        grid.add_row("leftovers", f"{len(leftovers)} zero-block torch_* files")
+    gpus = facts.gpus
+    grid.add_row(
+        "GPUs",
+        f"unknown ({gpus.reason})"
+        if gpus.value is None
+        else f"{len(gpus.value.gpus)} (driver {gpus.value.driver})"
+        + "".join(f" · {g.name} {format_iec(g.memory_total)}" for g in gpus.value.gpus),
+    )
+    torch = facts.torch
+    grid.add_row(
+        "torch",
+        f"{torch.reason}"
+        if torch.value is None
+        else f"{torch.value.version} · sharing strategy {torch.value.sharing_strategy}",
+    )
+    for note in cg.notes:
+        grid.add_row("note", note)
+    return grid
+
+
+def _finding(f: Finding, *, snippets: bool = True) -> RenderableType:
+    head = Text()
+    head.append(f"{f.severity.value.upper():7} ", style=_STYLE[f.severity])
+    head.append(f"{f.code} ", style="bold")
+    head.append(f.name)
+    body: list[RenderableType] = [head, Padding(Text(f.message), (0, 0, 0, 8))]
+    if f.why:
+        body.append(Padding(Text("why: " + f.why, style="dim"), (0, 0, 0, 8)))
+    if f.fix is not None:
+        body.append(Padding(Text("fix: " + f.fix.description), (0, 0, 0, 8)))
+        if snippets:
+            for s in f.fix.snippets:
+                body.append(Padding(Text(f"# {s.title}", style="dim"), (0, 0, 0, 10)))
+                body.append(Padding(Text(s.text, style="green"), (0, 0, 0, 10)))
+    return Group(*body)
+
+
+def _summary(findings: Iterable[Finding], fail_on: FailOn, code: int) -> Text:
+    counts = {s: 0 for s in Severity}
+    for f in findings:
+        counts[f.severity] += 1
+    parts = [f"{n} {s.value}{'s' if n != 1 else ''}" for s, n in reversed(counts.items())]
+    return Text(f"{', '.join(parts)} · exit {code} (--fail-on {fail_on.value})", style="bold")
+
+
+def render_report(report: DoctorReport, fail_on: FailOn, code: int) -> RenderableType:
+    """The full report: facts, then each finding with why and fix snippets, then a summary."""
+    parts: list[RenderableType] = [
+        Text("shmguard doctor", style="bold"),
+        facts_table(report.facts),
+        Text(""),
+    ]
+    if not report.findings:
+        parts.append(Text("No problems found.", style="green"))
+    for f in report.findings:
+        parts += [_finding(f), Text("")]
+    parts.append(_summary(report.findings, fail_on, code))
+    return Group(*parts)
+
+
+def render_brief(report: DoctorReport, fail_on: FailOn, code: int) -> RenderableType:
+    """A one-screen banner: the /dev/shm line, one line per finding, the first fix."""
+    worst = max((f.severity for f in report.findings), key=lambda s: s.rank, default=None)
+    style = _STYLE[worst] if worst is not None else "green"
+    lines: list[RenderableType] = [Text("/dev/shm: " + _shm_line(report.facts))]
+    for f in report.findings:
+        line = Text()
+        line.append(f"{f.severity.value.upper():7} ", style=_STYLE[f.severity])
+        line.append(f"{f.code} ", style="bold")
+        line.append(f.message)
+        lines.append(line)
+    first = next((f.fix for f in report.findings if f.fix and f.fix.snippets), None)
+    if first is not None:
+        lines.append(Text("fix: " + first.description))
+        lines.append(Text(first.snippets[0].text, style="green"))
+    lines.append(_summary(report.findings, fail_on, code))
+    title = "shmguard doctor: " + ("OK" if worst is None else f"{worst.value}s found")
+    return Panel(Group(*lines), title=title, border_style=style, expand=False)

@@ -1,0 +1,56 @@
+"""The Rich report and --brief banner, rendered from fixture hosts to plain text."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+
+from shmguard.doctor import DoctorOptions, diagnose
+from shmguard.model import FailOn, exit_status
+from shmguard.render.doctor_text import render_brief, render_report
+from shmguard.units import GiB
+
+
+def text_of(renderable) -> str:
+    buf = io.StringIO()
+    Console(file=buf, width=100, no_color=True, force_terminal=False).print(renderable)
+    return "\n".join(line.rstrip() for line in buf.getvalue().splitlines())
+
+
+def test_report_lists_facts_findings_and_fixes(host):
+    report = diagnose(host("docker-v1-ipc-host"))
+    out = text_of(render_report(report, FailOn.ERROR, 0))
+    assert "runtime   docker (/.dockerenv exists)" in out
+    assert "memory    cgroup v1 · limit 4 GiB · in use 3 GiB · shm charged 2 GiB" in out
+    assert "limits    nofile 1024/1024 · memlock 64 KiB/64 KiB" in out
+    assert "SysV shm  1 segments, 1 MiB" in out
+    for code in ("ENV004 shm-exceeds-memory-limit", "ENV006 nofile-low", "ENV010"):
+        assert code in out
+    # ENV004's fix: keep /dev/shm, raise the 4 GiB limit by its ~31.4 GiB (rounded up).
+    assert "--memory=36g IMAGE ..." in out
+    assert out.rstrip().endswith("0 errors, 3 warnings, 0 infos · exit 0 (--fail-on error)")
+
+
+def test_unknown_facts_show_their_reason(host):
+    out = text_of(render_report(diagnose(host("docker-ipc-none")), FailOn.ERROR, 1))
+    assert "/dev/shm  missing" in out
+    assert "holders   unknown (/dev/shm: no such directory)" in out
+
+
+@pytest.mark.parametrize(
+    "scenario", ["docker-v2-default", "k8s-v2-unsized-emptydir", "docker-v1-ipc-host"]
+)
+def test_brief_fits_one_screen(host, scenario):
+    report = diagnose(host(scenario), DoctorOptions(require=GiB))
+    code = exit_status(report.findings, FailOn.ERROR)
+    out = text_of(render_brief(report, FailOn.ERROR, code))
+    lines = out.splitlines()
+    assert len(lines) <= 24
+    worst = "errors" if any(f.severity.value == "error" for f in report.findings) else "warnings"
+    assert f"shmguard doctor: {worst} found" in lines[0]
+    assert (worst == "errors") == (scenario == "docker-v2-default")  # 64 MiB < 1 GiB
+    assert f"exit {code} (--fail-on error)" in out
+    for f in report.findings:
+        assert f.code in out

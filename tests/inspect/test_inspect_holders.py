@@ -1,0 +1,240 @@
+"""scan_holders against real processes holding real (mostly unlinked) files in a private tmpfs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from shmguard.inspect.holders import KINDS, classify_shm_name, scan_holders
+from shmguard.units import KiB, MiB
+
+pytestmark = pytest.mark.timeout(60)
+
+# Creates, in its private /dev/shm, files the way each owner does, then forks a child that
+# inherits all of them and adds one of its own. Prints pids and inodes as JSON.
+HOLDER = textwrap.dedent(
+    """
+    import ctypes, json, os, sys
+
+    LIBC = ctypes.CDLL(None, use_errno=True)
+    LIBC.mmap.restype = ctypes.c_void_p
+    LIBC.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+
+    def map_shared(fd, size):
+        # Python's mmap.mmap keeps a dup of the fd; the C call does not, like torch and NCCL.
+        addr = LIBC.mmap(None, size, 3, 1, fd, 0)  # PROT_READ|PROT_WRITE, MAP_SHARED
+        assert addr not in (None, ctypes.c_void_p(-1).value), ctypes.get_errno()
+        return addr
+
+    def make(name, size, *, alloc=True, unlink=True, keep_fd=True, map_it=False):
+        path = "/dev/shm/" + name
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        os.ftruncate(fd, size)
+        if alloc:
+            os.posix_fallocate(fd, 0, size)
+        m = map_shared(fd, size) if map_it else None
+        ino = os.fstat(fd).st_ino
+        if unlink:
+            os.unlink(path)
+        if not keep_fd:
+            os.close(fd)
+        KEEP.append(m)
+        return ino
+
+    KEEP = []
+    inodes = {
+        "torch": make("torch_100_200_0", 1 << 20, map_it=True),        # fd strategy: fd + map
+        "torch_zero": make("torch_100_200_1", 10 << 20, alloc=False, unlink=False),  # failed
+        "nccl": make("nccl-AbC123", 2 << 20, keep_fd=False, map_it=True),  # map only
+        "sem": make("sem.mp-xyz", 4096, keep_fd=False, map_it=True),       # map only
+        "psm": make("psm_0a1b2c", 256 << 10, unlink=False),                # named, fd
+        "plasma": make("plasmaQ1w2E3", 512 << 10),                          # unlinked fd
+        "other": make("myapp.buf", 8 << 10),
+    }
+    r, w = os.pipe()          # parent -> child: "you may exit"
+    ready_r, ready_w = os.pipe()  # child -> parent: "my own file exists"
+    child = os.fork()
+    if child == 0:
+        os.close(w)
+        inodes["child_torch"] = make("torch_101_300_0", 3 << 20)
+        os.write(ready_w, b"x")
+        os.read(r, 1)
+        os._exit(0)
+    os.close(r)
+    os.read(ready_r, 1)
+    print(json.dumps({"pid": os.getpid(), "child": child, "inodes": inodes}), flush=True)
+    sys.stdin.read()
+    os.close(w)
+    os.waitpid(child, 0)
+    """
+)
+
+
+def test_attributes_every_kind_across_processes_counting_each_inode_once(holder):
+    h = holder(HOLDER)
+    pid, child = h.info["pid"], h.info["child"]
+    scan = scan_holders(pids=[pid, child])
+
+    assert scan.errors == ()
+    assert [p.pid for p in scan.processes] == [pid, child]
+    main = scan.processes[0]
+    assert main.name == "python3" or main.name.startswith("python")
+    by_name = {os.path.basename(f.path): f for f in main.files}
+    assert set(by_name) == {
+        "torch_100_200_0",
+        "torch_100_200_1",
+        "nccl-AbC123",
+        "sem.mp-xyz",
+        "psm_0a1b2c",
+        "plasmaQ1w2E3",
+        "myapp.buf",
+    }
+    torch_file = by_name["torch_100_200_0"]
+    assert (torch_file.bytes, torch_file.deleted, torch_file.kind, torch_file.via) == (
+        MiB,
+        True,
+        "torch",
+        "fd",
+    )
+    assert torch_file.inode == h.info["inodes"]["torch"]
+    assert torch_file.path == "/dev/shm/torch_100_200_0"
+    zero = by_name["torch_100_200_1"]
+    assert (zero.bytes, zero.deleted, zero.via) == (0, False, "fd")  # st_blocks, not st_size
+    nccl = by_name["nccl-AbC123"]
+    assert (nccl.bytes, nccl.deleted, nccl.kind, nccl.via) == (2 * MiB, True, "nccl", "map")
+    sem = by_name["sem.mp-xyz"]
+    assert (sem.bytes, sem.kind, sem.via) == (4096, "semaphore", "map")
+    psm = by_name["psm_0a1b2c"]
+    assert (psm.bytes, psm.deleted, psm.kind) == (256 * KiB, False, "psm")
+    assert by_name["plasmaQ1w2E3"].kind == "plasma"
+    assert by_name["myapp.buf"].kind == "other"
+
+    main_bytes = MiB + 2 * MiB + 4096 + 256 * KiB + 512 * KiB + 8 * KiB
+    assert main.bytes == main_bytes
+    # The child inherited every fd and mapping and added 3 MiB of its own.
+    assert scan.processes[1].bytes == main_bytes + 3 * MiB
+    assert dict(scan.by_kind) == {
+        "torch": MiB + 3 * MiB,
+        "nccl": 2 * MiB,
+        "psm": 256 * KiB,
+        "plasma": 512 * KiB,
+        "semaphore": 4096,
+        "other": 8 * KiB,
+    }
+    assert scan.total_bytes == main_bytes + 3 * MiB
+
+
+def test_full_scan_finds_holders_in_another_namespace(holder):
+    h = holder(HOLDER)
+    scan = scan_holders()
+    pids = {p.pid for p in scan.processes}
+    assert {h.info["pid"], h.info["child"]} <= pids
+    # The holder's 64 MiB tmpfs is a different device from the host's /dev/shm.
+    devices = {f.device for p in scan.processes if p.pid == h.info["pid"] for f in p.files}
+    assert len(devices) == 1
+    assert devices != {os.stat("/dev/shm").st_dev}
+
+
+def test_missing_pid_is_an_error_line_not_an_exception():
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    pid = int(gone.stdout)
+    scan = scan_holders(pids=[pid])
+    assert scan.processes == ()
+    assert scan.errors == (f"pid {pid}: no such process",)
+    assert scan.total_bytes == 0
+    assert dict(scan.by_kind) == dict.fromkeys(KINDS, 0)
+
+
+def test_survives_processes_exiting_during_scans():
+    # A shell forks short-lived children as fast as it can while we scan the whole /proc.
+    churn = subprocess.Popen(["sh", "-c", "while :; do /bin/true; done"])
+    try:
+        for _ in range(40):
+            scan = scan_holders()
+            assert all("no such process" not in e for e in scan.errors)
+    finally:
+        churn.kill()
+        churn.wait(timeout=10)
+
+
+def test_unreadable_entries_are_recorded(tmp_path: Path):
+    # A fixture root: pid 7 has a comm but its fd "directory" is a file (ENOTDIR) and no maps.
+    proc = tmp_path / "proc" / "7"
+    proc.mkdir(parents=True)
+    (proc / "comm").write_text("python\n")
+    (proc / "fd").write_text("")
+    scan = scan_holders(root=tmp_path)
+    assert scan.processes == ()
+    # The missing maps file reads as "process gone" and is not an error.
+    assert scan.errors == (f"pid 7: {tmp_path}/proc/7/fd: not a directory",)
+
+
+def test_missing_proc_is_one_error(tmp_path: Path):
+    scan = scan_holders(root=tmp_path)
+    assert scan.processes == ()
+    assert scan.errors == (f"{tmp_path}/proc: no such file or directory",)
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("torch_123_456789_0", "torch"),
+        ("/torch_1_2_3", "torch"),
+        ("/dev/shm/torch_1_2_3 (deleted)", "torch"),
+        ("nccl-a1B2c3", "nccl"),
+        ("/dev/shm/nccl-XyZ (deleted)", "nccl"),
+        ("psm_5f3a9b1c", "psm"),
+        ("plasmaAbCdEf", "plasma"),
+        ("sem.mp-k2j3h4", "semaphore"),
+        ("/dev/shm/sem.loky-1-x (deleted)", "semaphore"),
+        ("torch", "other"),
+        ("ncclX", "other"),
+        ("my_torch_1", "other"),
+        ("", "other"),
+    ],
+)
+def test_classify_shm_name(name: str, kind: str):
+    assert classify_shm_name(name) == kind
+
+
+TORCH_HOLDER = textwrap.dedent(
+    """
+    import json, os, sys
+    import torch
+    t = torch.zeros(10 * 1024 * 1024 // 4, dtype=torch.float32)  # 10 MiB
+    t.share_memory_()  # default file_descriptor strategy: created, unlinked, fd kept
+    strategy = torch.multiprocessing.get_sharing_strategy()
+    print(json.dumps({"pid": os.getpid(), "strategy": strategy}), flush=True)
+    sys.stdin.read()
+    """
+)
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+@pytest.mark.timeout(120)
+def test_real_torch_share_memory_is_attributed(holder):
+    pytest.importorskip("torch")
+    h = holder(TORCH_HOLDER)
+    assert h.info["strategy"] == "file_descriptor"
+    scan = scan_holders(pids=[h.info["pid"]])
+    assert scan.errors == ()
+    (proc,) = scan.processes
+    torch_files = [f for f in proc.files if f.kind == "torch"]
+    assert len(torch_files) == 1
+    f = torch_files[0]
+    assert f.deleted and f.via == "fd" and f.bytes == 10 * MiB
+    assert os.path.basename(f.path).startswith(f"torch_{h.info['pid']}_")
+    assert scan.by_kind["torch"] == 10 * MiB
