@@ -1,3 +1,147 @@
-"""`shmguard explain` (being built; see the issue tracker)."""
+"""`shmguard explain`: read a failure log, print the cause, the evidence and the fix.
+
+Exit status: 1 when a cause of medium confidence or more matched, 0 when none did, 2 on a
+usage error (missing file, bad option, bad signature file). Docs: docs/explain.md.
+"""
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from shmguard.cli._app import app
+from shmguard.cli._common import EXIT_USAGE, console, fail, size_option
+
+_RUNTIME_CHOICES = ("docker", "compose", "kubernetes", "podman", "ecs", "app")
+
+
+def _config_dirs(cwd: Path) -> list[Path]:
+    """Signature directories from ``.shmguard.toml`` (``[explain] signatures``) or
+    ``pyproject.toml`` (``[tool.shmguard.explain] signatures``) in ``cwd``; relative paths
+    are relative to that file."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
+    for name, keys in (
+        (".shmguard.toml", ("explain",)),
+        ("pyproject.toml", ("tool", "shmguard", "explain")),
+    ):
+        path = cwd / name
+        if not path.is_file():
+            continue
+        try:
+            data: Any = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+            fail(f"{path}: cannot read the configuration: {err}")
+        for k in keys:
+            data = data.get(k, {}) if isinstance(data, dict) else {}
+        dirs = data.get("signatures", []) if isinstance(data, dict) else []
+        if isinstance(dirs, str):
+            dirs = [dirs]
+        if not isinstance(dirs, list) or not all(isinstance(x, str) for x in dirs):
+            fail(f"{path}: {'.'.join(keys)}.signatures: must be a list of directory paths")
+        return [(path.parent / x) for x in dirs]
+    return []
+
+
+@app.command()
+def explain(
+    files: list[str] = typer.Argument(  # noqa: B008
+        None,
+        help="Log files to read ('-' or none: standard input). docker logs, kubectl logs, "
+        "kubectl describe pod, dmesg/journal, plain stderr; any size, any mix.",
+        show_default=False,
+        metavar="FILE",
+    ),
+    runtime: str = typer.Option(
+        None,
+        "--runtime",
+        help="Runtime to print fixes for: docker, compose, kubernetes, podman, ecs, or app "
+        "(application-side only). Default: inferred from the log.",
+        show_default=False,
+        metavar="RUNTIME",
+    ),
+    shm_size: str = typer.Option(
+        None,
+        "--shm-size",
+        help="Size to use in the fixes instead of the one shmguard chooses (64m, 2g, 1Gi).",
+        show_default=False,
+        metavar="SIZE",
+    ),
+    signatures: list[Path] = typer.Option(  # noqa: B008
+        [],
+        "--signatures",
+        help="A directory of extra signature files (*.toml, the catalogue format); repeatable.",
+        show_default=False,
+        metavar="DIR",
+    ),
+    evidence: int = typer.Option(
+        3, "--evidence", min=1, max=50, metavar="N", help="Evidence lines per cause (text)."
+    ),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON (schema shmguard.explain/1)."),
+) -> None:
+    """Explain a failure log: ranked causes, evidence lines and the fix for your runtime."""
+    from shmguard.triage import SignatureError, explain_streams, load_catalogue
+
+    if runtime is not None and runtime not in _RUNTIME_CHOICES:
+        fail(f"--runtime: {runtime!r} is not one of {', '.join(_RUNTIME_CHOICES)}")
+    size = size_option(shm_size, "--shm-size")
+    names = list(files or [])
+    if not names:
+        if sys.stdin is None or sys.stdin.isatty():
+            fail("no input: give a log file, or pipe a log in ('-' reads standard input)")
+        names = ["-"]
+    if names.count("-") > 1:
+        fail("'-' (standard input) can be given only once")
+    for name in names:
+        if name == "-":
+            continue
+        p = Path(name)
+        if not p.exists():
+            fail(f"{name}: no such file")
+        if p.is_dir():
+            fail(f"{name}: is a directory, not a log file")
+
+    try:
+        extra = [*_config_dirs(Path.cwd()), *signatures]
+        catalogue = load_catalogue(extra)
+    except SignatureError as err:
+        fail(str(err))
+
+    def streams() -> Any:
+        for name in names:
+            if name == "-":
+                yield "<stdin>", sys.stdin.buffer
+                continue
+            try:
+                f = open(name, "rb")  # noqa: SIM115 - closed right after it is read
+            except OSError as err:
+                fail(f"{name}: cannot open: {err.strerror or err}")
+            with f:
+                yield name, f
+
+    try:
+        diagnosis = explain_streams(streams(), signatures=catalogue, runtime=runtime, shm_size=size)
+    except OSError as err:
+        fail(f"{getattr(err, 'filename', None) or 'input'}: read error: {err.strerror or err}")
+    except KeyboardInterrupt:
+        fail("interrupted", code=130)
+
+    if json_out:
+        from shmguard.render.explain_text import json_body
+        from shmguard.render.json import dumps
+
+        sys.stdout.write(dumps("explain", json_body(diagnosis)) + "\n")
+    else:
+        from shmguard.render.explain_text import render
+
+        render(diagnosis, console(), evidence=evidence)  # type: ignore[arg-type]
+    raise typer.Exit(diagnosis.exit_code)
+
+
+__all__ = ["EXIT_USAGE", "explain"]

@@ -1,0 +1,209 @@
+"""Text rendering of an ``explain`` diagnosis on a Rich console (colour only where the console
+allows it; NO_COLOR is honoured by :func:`shmguard.cli._common.console`).
+
+Log text is never interpreted as Rich markup: every piece of it goes through
+:class:`rich.text.Text`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any
+
+from shmguard.triage.model import Diagnosis, FixPlan, Result
+from shmguard.units import format_iec
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+_STYLE = {"high": "bold red", "medium": "bold yellow", "low": "dim"}
+_FACT_NAMES = {
+    "shm_total": "/dev/shm size",
+    "shm_avail": "/dev/shm free",
+    "mem_limit": "memory limit",
+}
+#: Runtimes shown in text when the log does not say which one (JSON has all five).
+_DEFAULT_TEXT_RUNTIMES = ("docker", "compose", "kubernetes")
+
+
+def json_body(d: Diagnosis) -> Mapping[str, Any]:
+    """The ``--json`` body (wrapped by :func:`shmguard.render.json.envelope` as
+    ``shmguard.explain/1``); field names as in :class:`~shmguard.triage.model.Diagnosis`."""
+    return {f.name: getattr(d, f.name) for f in fields(d)}
+
+
+def render(d: Diagnosis, console: Console, *, evidence: int = 3) -> None:
+    """Write the diagnosis to ``console``: header, ranked causes with evidence and fixes, the
+    order of shm and OOM failures, consequences, and what to capture next."""
+    from rich.text import Text
+
+    def line(*parts: tuple[str, str] | str, indent: int = 0) -> None:
+        t = Text(" " * indent)
+        for p in parts:
+            if isinstance(p, tuple):
+                t.append(p[0], style=p[1])
+            else:
+                t.append(p)
+        # No wrapping: evidence and commands stay whole lines (grep-able, copy-able).
+        console.print(t, soft_wrap=True)
+
+    names = ", ".join(
+        f"{i.name} ({i.lines:,} lines, {format_iec(i.bytes)}{', binary' if i.binary else ''})"
+        for i in d.inputs
+    )
+    line(("shmguard explain", "bold"), f": {names or 'no input'}")
+    if d.runtime_source == "flag":
+        line(f"Runtime: {d.runtime} (from --runtime)")
+    elif d.runtime is not None:
+        line(f"Runtime: {d.runtime} (from the log)")
+    for note in d.notes:
+        line(("Note: ", "bold"), note)
+    if d.facts:
+        facts = " · ".join(
+            f"{_FACT_NAMES.get(f.name, f.name)} {format_iec(f.bytes)} (line {f.line})"
+            for f in d.facts
+        )
+        line(f"The log shows: {facts}")
+
+    causes = [r for r in d.results if r.role == "cause" and r.explained_by is None]
+    info = [r for r in d.results if r.role == "info"]
+    consequences = [r for r in d.results if r.explained_by is not None]
+
+    if not causes:
+        line("")
+        line(
+            ("No known failure cause matched", "bold"),
+            f" ({d.signatures_loaded} signatures checked).",
+        )
+    full = any(r.confidence != "low" for r in causes)
+    printed: dict[tuple[object, ...], int] = {}
+    for n, r in enumerate(causes, 1):
+        line("")
+        # Low-confidence possibilities get no snippets when a likelier cause was found.
+        compact = full and r.confidence == "low"
+        _result(r, n, line, evidence, printed, compact)
+
+    for r in info:
+        line("")
+        line(("Note: ", "bold"), r.title, f"  [{r.id}]")
+        for para in _paragraphs(r.cause):
+            line(para, indent=3)
+        _evidence(r, line, evidence)
+
+    for s in d.sequence:
+        line("")
+        line(("Order: ", "bold"), s.meaning)
+
+    if consequences:
+        line("")
+        line(("Also matched, explained by the causes above:", "bold"))
+        for r in consequences:
+            first = r.evidence[0] if r.evidence else None
+            where = f" (line {first.line})" if first else ""
+            line(f"- {r.title}{where}: a consequence of {r.explained_by}", indent=2)
+
+    if d.next_steps:
+        line("")
+        line(("What to capture next:", "bold"))
+        for step in d.next_steps:
+            line(f"- {step}", indent=2)
+
+    line("")
+    strong = sum(1 for r in causes if r.confidence in ("medium", "high"))
+    if d.exit_code:
+        line(f"Result: {strong} cause(s) of medium confidence or more (exit 1).")
+    else:
+        line("Result: no cause of medium confidence or more (exit 0).")
+
+
+def _paragraphs(text: str) -> list[str]:
+    return [" ".join(p.split()) for p in text.split("\n\n") if p.strip()]
+
+
+def _evidence(r: Result, line: Any, limit: int) -> None:
+    shown = r.evidence[:limit]
+    more = r.matches - len(shown)
+    head = f"Evidence ({len(shown)} of {r.matches} lines):" if more > 0 else "Evidence:"
+    line((head, "bold"), indent=3)
+    for ev in shown:
+        line((f"{ev.file}:{ev.line}", "cyan"), "  ", ev.text, indent=5)
+
+
+def _result(
+    r: Result,
+    n: int,
+    line: Any,
+    limit: int,
+    printed: dict[tuple[object, ...], int],
+    compact: bool,
+) -> None:
+    line(
+        f"{n}. ",
+        (f"[{r.confidence.upper()}]", _STYLE[r.confidence]),
+        " ",
+        (r.title, "bold"),
+        f"  [{r.id}]",
+    )
+    for i, para in enumerate(_paragraphs(r.cause)):
+        line(("Cause: ", "bold") if i == 0 else "", para, indent=3)
+    for note in r.notes:
+        line(("Note: ", "bold"), note, indent=3)
+    if r.decide:
+        line(("What would decide: ", "bold"), " ".join(r.decide.split()), indent=3)
+    _evidence(r, line, limit)
+    if r.fix is not None:
+        if compact:
+            line(("If so: ", "bold"), r.fix.summary, indent=3)
+        else:
+            _fix(r.fix, n, line, printed)
+    if r.references:
+        line(("References: ", "bold"), "; ".join(r.references), indent=3)
+
+
+def _fix(f: FixPlan, n: int, line: Any, printed: dict[tuple[object, ...], int]) -> None:
+    """Print a fix; sizes, snippets and steps already printed for an earlier cause are
+    referred to instead of repeated."""
+    line(("Fix: ", "bold green"), f.summary, indent=3)
+    key: tuple[object, ...] = ("snippets", f.shm_size.bytes if f.shm_size else None, f.snippets)
+    if f.snippets and key in printed:
+        line(f"Size and configuration: as for {printed[key]} above.", indent=5)
+    elif f.shm_size is not None:
+        printed[key] = n
+        line(f"Size: {format_iec(f.shm_size.bytes)}, {f.shm_size.method}.", indent=5)
+        if f.memory_limit is not None:
+            line(
+                f"Memory limit: {format_iec(f.memory_limit)} (the limit the log shows plus the "
+                "shm size: tmpfs pages count against it).",
+                indent=5,
+            )
+        snippets = f.snippets
+        if f.runtime is None:
+            snippets = tuple(s for s in snippets if s.runtime in _DEFAULT_TEXT_RUNTIMES)
+            if snippets:
+                line(
+                    "The log does not say which runtime; pick yours (or pass --runtime):", indent=5
+                )
+        for s in snippets:
+            line((f"{s.title}:", "bold"), indent=5)
+            for text in s.text.splitlines():
+                line((text, "green"), indent=7)
+    notes = [
+        note
+        for note in f.runtime_notes
+        if not (f.runtime is None and note.split(":", 1)[0] not in _DEFAULT_TEXT_RUNTIMES)
+    ]
+    steps = [t for t in (*notes, *f.app, *f.next) if ("step", t) not in printed]
+    for t in steps:
+        printed[("step", t)] = n
+    fresh_notes = [t for t in notes if t in steps]
+    fresh_app = [t for t in f.app if t in steps]
+    fresh_next = [t for t in f.next if t in steps]
+    for note in fresh_notes:
+        line(note, indent=5)
+    if fresh_app:
+        line(("Application side:", "bold"), indent=5)
+        for step in fresh_app:
+            line(f"- {step}", indent=7)
+    for step in fresh_next:
+        line(("Next: ", "bold"), step, indent=5)

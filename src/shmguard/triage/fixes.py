@@ -1,0 +1,129 @@
+"""Turn a matched signature into a fix for one runtime: choose a /dev/shm size, say how it
+was chosen, and render it through :func:`shmguard.render.snippets.render_snippets`.
+
+Size choice, first rule that applies:
+
+1. ``--shm-size`` given by the user;
+2. a size the log itself suggests (Ray prints ``--shm-size=12.34gb``);
+3. a size the log says was requested (``shm_need``) times the signature's ``need_factor``
+   (Ray's object store: 1.1, as Ray's own hint);
+4. twice the /dev/shm size (or free space) the log shows (``df``, a mount line, an emptyDir
+   ``sizeLimit``), when that is more than the signature's ``default``;
+5. the signature's ``default``, for the reason its ``basis`` gives.
+
+The result is raised to the signature's ``floor`` and rounded up (to 64 MiB steps up to
+1 GiB, whole GiB above). tmpfs pages count against the memory limit (Linux memcg), so when
+the log shows the memory limit, the limit in the fix grows by the shm size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from shmguard.model.finding import Snippet
+from shmguard.render.snippets import RUNTIMES, render_snippets
+from shmguard.triage.model import Evidence, FixPlan, Signature, SizeChoice, SizeRule
+from shmguard.units import GiB, MiB, format_iec
+
+#: Shown with every shm-size fix: the size above is a starting point, these measure it.
+MEASURE_HINT = (
+    "Measure the real peak with `shmguard measure -- <your command>` "
+    "(or find the smallest size that works with `shmguard probe`)."
+)
+
+Captured = Mapping[str, tuple[int, Evidence]]
+
+
+def nice_size(n: int) -> int:
+    """Round bytes up to a size people write: 64 MiB steps up to 1 GiB, whole GiB above."""
+    step = 64 * MiB if n <= GiB else GiB
+    return max(step, -(-n // step) * step)
+
+
+def choose_size(
+    rule: SizeRule, captured: Captured, facts: Captured, override: int | None
+) -> SizeChoice:
+    """A /dev/shm size in bytes and how it was chosen (module docstring, rules 1-5)."""
+    if override is not None:
+        return SizeChoice(override, "the size given with --shm-size")
+    if "shm_suggested" in captured:
+        value, ev = captured["shm_suggested"]
+        n = nice_size(value)
+        return SizeChoice(
+            n, f"the size the log itself suggests ({format_iec(value)}, line {ev.line})"
+        )
+    method: str
+    if "shm_need" in captured and rule.need_factor is not None:
+        value, ev = captured["shm_need"]
+        n = int(value * rule.need_factor)
+        method = (
+            f"{rule.need_factor:g} × the {format_iec(value)} requested at line {ev.line}, "
+            "rounded up"
+        )
+    elif "shm_total" in captured or "shm_total" in facts or "shm_avail" in captured:
+        name = "shm_total" if "shm_total" in captured or "shm_total" in facts else "shm_avail"
+        value, ev = captured.get(name) or facts[name]
+        what = "size" if name == "shm_total" else "free space"
+        if 2 * value >= rule.default:
+            n = 2 * value
+            method = (
+                f"twice the /dev/shm {what} the log shows ({format_iec(value)}, line {ev.line})"
+            )
+        else:
+            n = rule.default
+            method = (
+                f"the usual starting point, more than twice the /dev/shm {what} the log shows "
+                f"({format_iec(value)}, line {ev.line}): {rule.basis}"
+            )
+    else:
+        n = rule.default
+        method = f"a starting point: {rule.basis}"
+    if n < rule.floor:
+        n = rule.floor
+        method += f"; raised to {format_iec(rule.floor)}, the least that usually helps here"
+    return SizeChoice(nice_size(n), method)
+
+
+def plan_fix(
+    sig: Signature,
+    captured: Captured,
+    facts: Captured,
+    runtime: str | None,
+    override: int | None,
+) -> FixPlan:
+    """The fix for ``sig`` on ``runtime`` (None: unknown, every runtime; ``app``: only the
+    application side).
+
+    Raises:
+        ValueError: ``sig`` has no ``fix`` (only cause signatures have one).
+    """
+    if sig.fix is None:
+        raise ValueError(f"signature {sig.id} has no fix")
+    spec = sig.fix
+    size: SizeChoice | None = None
+    memory: int | None = None
+    snippets: tuple[Snippet, ...] = ()
+    nxt = list(spec.next)
+    wants_size = sig.remedy in ("shm-size", "config") and sig.size is not None
+    if wants_size and runtime != "app" and sig.size is not None:
+        size = choose_size(sig.size, captured, facts, override)
+        if "mem_limit" in facts:
+            memory = facts["mem_limit"][0] + size.bytes
+        chosen = RUNTIMES if runtime is None else (runtime,)
+        snippets = render_snippets(size.bytes, memory, chosen)
+        if sig.remedy == "shm-size":
+            nxt.append(MEASURE_HINT)
+    notes = []
+    for name, text in spec.runtimes:
+        if runtime is None or name == runtime or (runtime == "app" and name == "app"):
+            notes.append(f"{name}: {text}" if runtime is None else text)
+    return FixPlan(
+        summary=spec.summary,
+        runtime=runtime,
+        shm_size=size,
+        memory_limit=memory,
+        snippets=snippets,
+        runtime_notes=tuple(notes),
+        app=spec.app,
+        next=tuple(nxt),
+    )

@@ -1,0 +1,418 @@
+"""Load and validate signature files (TOML, one signature per file).
+
+The format is documented in docs/signatures.md. Every problem raises
+:class:`SignatureError` with one line naming the file and the field, e.g.
+``my.toml: patterns[1].regex: unbalanced parenthesis at position 4``.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterable, Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from shmguard.triage.model import (
+    CONFIDENCES,
+    REMEDIES,
+    ROLES,
+    RUNTIMES,
+    UNITS,
+    Boost,
+    FixSpec,
+    Pattern,
+    Signature,
+    SizeRule,
+)
+from shmguard.units import SizeError, parse_docker_size
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+_ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_KIND = re.compile(r"^[a-z0-9_]+$")
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+#: Shortest literal accepted: shorter ones make the pre-filter fire on noise.
+MIN_LITERAL = 3
+
+_TOP_KEYS = {
+    "id", "title", "kind", "also", "role", "confidence", "remedy", "cause", "decide",
+    "runtime", "explained_by", "boost", "references", "size", "fix", "priority", "patterns",
+}  # fmt: skip
+_PATTERN_KEYS = {
+    "name", "literal", "regex", "variant", "confidence", "note", "runtime", "after",
+    "within", "marker", "units",
+}  # fmt: skip
+
+
+class SignatureError(ValueError):
+    """A signature file that cannot be used; ``str(err)`` is one line: ``file: field: why``."""
+
+
+def builtin_dir() -> Path:
+    """The packaged catalogue directory (``shmguard/triage/signatures``)."""
+    return Path(str(resources.files("shmguard.triage") / "signatures"))
+
+
+def load_catalogue(extra_dirs: Iterable[Path] = ()) -> tuple[Signature, ...]:
+    """The built-in signatures plus those in ``extra_dirs`` (``*.toml``, sorted by name).
+
+    Raises:
+        SignatureError: a bad file, a duplicate id, or a reference to an unknown id.
+    """
+    sigs = list(load_dir(builtin_dir()))
+    for d in extra_dirs:
+        if not d.is_dir():
+            raise SignatureError(f"{d}: not a directory of signature files")
+        found = load_dir(d)
+        if not found:
+            raise SignatureError(f"{d}: no *.toml signature files in this directory")
+        sigs.extend(found)
+    check_catalogue(sigs)
+    return tuple(sigs)
+
+
+def load_dir(directory: Path) -> list[Signature]:
+    """Every ``*.toml`` file of ``directory``, in name order.
+
+    Raises:
+        SignatureError: for the first bad file.
+    """
+    return [load_file(p) for p in sorted(directory.glob("*.toml"))]
+
+
+def load_file(path: Path) -> Signature:
+    """Parse and validate one signature file.
+
+    Raises:
+        SignatureError: unreadable file, TOML syntax error, or a bad field.
+    """
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise SignatureError(f"{path}: cannot read: {err.strerror or err}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise SignatureError(f"{path}: not UTF-8 text (byte {err.start})") from None
+    except tomllib.TOMLDecodeError as err:
+        raise SignatureError(f"{path}: TOML syntax error: {err}") from None
+    return parse_signature(data, str(path))
+
+
+def parse_signature(data: Mapping[str, Any], source: str) -> Signature:
+    """Validate a parsed TOML table and build a :class:`Signature`.
+
+    Raises:
+        SignatureError: naming ``source`` and the field.
+    """
+    v = _Validator(source)
+    v.keys(data, _TOP_KEYS, "")
+    sig_id = v.string(data, "id", pattern=_ID, what="kebab-case id such as 'my-failure'")
+    title = v.string(data, "title")
+    kind = v.string(data, "kind", pattern=_KIND, what="snake_case kind such as 'dataloader_shm'")
+    also = tuple(v.strings(data, "also", pattern=_KIND))
+    role = v.choice(data, "role", ROLES, default="cause")
+    confidence = v.choice(data, "confidence", ("low", "medium", "high"), default="medium")
+    remedy = v.choice(data, "remedy", REMEDIES, default="none" if role != "cause" else None)
+    cause = v.string(data, "cause", required=role != "context", default="")
+    decide = v.string(data, "decide", required=False, default="")
+    runtime = v.optional_choice(data, "runtime", RUNTIMES)
+    explained_by = tuple(v.strings(data, "explained_by", pattern=_ID))
+    references = tuple(v.strings(data, "references"))
+    priority = v.integer(data, "priority", default=50, low=0, high=100)
+
+    boosts = []
+    for i, b in enumerate(v.tables(data, "boost")):
+        where = f"boost[{i}]"
+        v.keys(b, {"when", "confidence"}, where)
+        when = tuple(v.strings(b, "when", pattern=_ID, where=where, required=True))
+        conf = v.choice(b, "confidence", CONFIDENCES, where=where)
+        boosts.append(Boost(when, conf))
+
+    patterns: list[Pattern] = []
+    tables = v.tables(data, "patterns")
+    if not tables:
+        v.fail("patterns", "at least one [[patterns]] table is required")
+    for i, table in enumerate(tables):
+        patterns.append(_pattern(v, table, f"patterns[{i}]"))
+    names = [pat.name for pat in patterns]
+    for i, pat in enumerate(patterns):
+        if names.count(pat.name) > 1:
+            v.fail(f"patterns[{i}].name", f"duplicate pattern name {pat.name!r}")
+        if pat.after is not None:
+            target = next((q for q in patterns if q.name == pat.after), None)
+            if target is None or not target.marker:
+                v.fail(f"patterns[{i}].after", f"{pat.after!r} is not a marker pattern here")
+    if all(pat.marker for pat in patterns):
+        v.fail("patterns", "every pattern is a marker; at least one must be evidence")
+
+    size = None
+    if "size" in data:
+        size = _size(v, v.table(data, "size"))
+    elif remedy == "shm-size":
+        v.fail("size", "required when remedy = 'shm-size' (how to choose the size)")
+    fix = _fix(v, v.table(data, "fix")) if "fix" in data else None
+    if role == "cause" and fix is None:
+        v.fail("fix", "required for role = 'cause'")
+
+    return Signature(
+        id=sig_id,
+        title=title,
+        kind=kind,
+        role=role,
+        confidence=confidence,
+        remedy=remedy,
+        cause="\n\n".join(_flat(par) for par in cause.split("\n\n") if par.strip()),
+        patterns=tuple(patterns),
+        source=source,
+        also=also,
+        decide=_flat(decide),
+        runtime=runtime,
+        explained_by=explained_by,
+        boosts=tuple(boosts),
+        references=references,
+        size=size,
+        fix=fix,
+        priority=priority,
+    )
+
+
+def check_catalogue(sigs: Iterable[Signature]) -> None:
+    """Cross-file checks: unique ids; ``explained_by`` and ``boost.when`` name known ids.
+
+    Raises:
+        SignatureError: naming the file and field.
+    """
+    by_id: dict[str, Signature] = {}
+    for s in sigs:
+        if s.id in by_id:
+            raise SignatureError(
+                f"{s.source}: id: {s.id!r} is already defined in {by_id[s.id].source}"
+            )
+        by_id[s.id] = s
+    for s in by_id.values():
+        for ref in s.explained_by:
+            if ref not in by_id:
+                raise SignatureError(f"{s.source}: explained_by: unknown signature id {ref!r}")
+        for i, b in enumerate(s.boosts):
+            for ref in b.when:
+                if ref not in by_id:
+                    raise SignatureError(
+                        f"{s.source}: boost[{i}].when: unknown signature id {ref!r}"
+                    )
+
+
+def _pattern(v: _Validator, p: Mapping[str, Any], where: str) -> Pattern:
+    v.keys(p, _PATTERN_KEYS, where)
+    name = v.string(p, "name", pattern=_NAME, where=where, what="a short name such as 'main-hint'")
+    literal = v.string(p, "literal", where=where)
+    if len(literal) < MIN_LITERAL:
+        v.fail(f"{where}.literal", f"must be at least {MIN_LITERAL} characters (pre-filter)")
+    if "\n" in literal or "\r" in literal:
+        v.fail(f"{where}.literal", "must not contain a line break (matching is per line)")
+    text = v.string(p, "regex", where=where, required=False, default="")
+    try:
+        regex = re.compile(text if text else re.escape(literal))
+    except re.error as err:
+        v.fail(f"{where}.regex", f"invalid regular expression: {err}")
+    units: list[tuple[str, str]] = []
+    table = v.table(p, "units", where=where) if "units" in p else {}
+    for group, unit in table.items():
+        if group not in regex.groupindex:
+            v.fail(f"{where}.units.{group}", "no capture group of that name in the regex")
+        if unit not in UNITS:
+            v.fail(
+                f"{where}.units.{group}",
+                f"unknown unit {unit!r}; expected one of {', '.join(UNITS)}",
+            )
+        units.append((group, unit))
+    after = v.string(p, "after", where=where, required=False, default="") or None
+    within = v.integer(p, "within", where=where, default=0, low=0, high=10_000)
+    if after is not None and within == 0:
+        v.fail(f"{where}.within", "required (> 0 lines) with 'after'")
+    return Pattern(
+        name=name,
+        literal=literal.encode("utf-8"),
+        regex=regex,
+        variant=v.string(p, "variant", where=where, required=False, default=""),
+        confidence=v.optional_choice(p, "confidence", CONFIDENCES, where=where),
+        note=_flat(v.string(p, "note", where=where, required=False, default="")),
+        runtime=v.optional_choice(p, "runtime", RUNTIMES, where=where),
+        after=after,
+        within=within,
+        marker=v.boolean(p, "marker", where=where),
+        units=tuple(units),
+    )
+
+
+def _size(v: _Validator, t: Mapping[str, Any]) -> SizeRule:
+    v.keys(t, {"default", "floor", "need_factor", "basis"}, "size")
+    default = v.size(t, "default", "size")
+    floor = v.size(t, "floor", "size")
+    factor = t.get("need_factor")
+    if factor is not None and (
+        isinstance(factor, bool) or not isinstance(factor, int | float) or factor < 1
+    ):
+        v.fail("size.need_factor", "must be a number >= 1")
+    basis = v.string(t, "basis", where="size")
+    return SizeRule(default, floor, float(factor) if factor is not None else None, _flat(basis))
+
+
+def _flat(text: str) -> str:
+    """One paragraph: line breaks and runs of spaces of a TOML multi-line string -> one space."""
+    return " ".join(text.split())
+
+
+def _fix(v: _Validator, t: Mapping[str, Any]) -> FixSpec:
+    v.keys(t, {"summary", "runtimes", "app", "next"}, "fix")
+    summary = v.string(t, "summary", where="fix")
+    rt = v.table(t, "runtimes", where="fix") if "runtimes" in t else {}
+    pairs = []
+    for name, text in rt.items():
+        if name not in (*RUNTIMES, "app"):
+            v.fail(
+                f"fix.runtimes.{name}", f"unknown runtime; expected one of {', '.join(RUNTIMES)}"
+            )
+        if not isinstance(text, str) or not text.strip():
+            v.fail(f"fix.runtimes.{name}", "must be a non-empty string")
+        pairs.append((name, _flat(text)))
+    app = tuple(_flat(s) for s in v.strings(t, "app", where="fix"))
+    nxt = tuple(_flat(s) for s in v.strings(t, "next", where="fix"))
+    return FixSpec(_flat(summary), tuple(pairs), app, nxt)
+
+
+class _Validator:
+    """Field readers that raise :class:`SignatureError` naming the file and field."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, field: str, why: str) -> Any:
+        raise SignatureError(f"{self.source}: {field}: {why}")
+
+    def _f(self, where: str, key: str) -> str:
+        return f"{where}.{key}" if where else key
+
+    def keys(self, t: Mapping[str, Any], allowed: set[str], where: str) -> None:
+        for key in t:
+            if key not in allowed:
+                self.fail(
+                    self._f(where, key), f"unknown field; allowed: {', '.join(sorted(allowed))}"
+                )
+
+    def string(
+        self,
+        t: Mapping[str, Any],
+        key: str,
+        *,
+        where: str = "",
+        required: bool = True,
+        default: str = "",
+        pattern: re.Pattern[str] | None = None,
+        what: str = "",
+    ) -> str:
+        f = self._f(where, key)
+        if key not in t:
+            if required:
+                self.fail(f, "missing (required)")
+            return default
+        val = t[key]
+        if not isinstance(val, str) or not val.strip():
+            self.fail(f, f"must be a non-empty string, got {type(val).__name__}")
+        if pattern is not None and not pattern.match(val):
+            self.fail(f, f"{val!r} is not a {what or 'valid value'}")
+        return str(val)
+
+    def strings(
+        self,
+        t: Mapping[str, Any],
+        key: str,
+        *,
+        where: str = "",
+        required: bool = False,
+        pattern: re.Pattern[str] | None = None,
+    ) -> list[str]:
+        f = self._f(where, key)
+        if key not in t:
+            if required:
+                self.fail(f, "missing (required)")
+            return []
+        val = t[key]
+        if not isinstance(val, list) or not all(isinstance(x, str) and x for x in val):
+            self.fail(f, "must be a list of non-empty strings")
+        for x in val:
+            if pattern is not None and not pattern.match(x):
+                self.fail(f, f"{x!r} is not valid here")
+        return list(val)
+
+    def choice(
+        self,
+        t: Mapping[str, Any],
+        key: str,
+        allowed: Iterable[str],
+        *,
+        where: str = "",
+        default: str | None = None,
+    ) -> str:
+        allowed = tuple(allowed)
+        f = self._f(where, key)
+        if key not in t:
+            if default is None:
+                self.fail(f, f"missing (required); one of {', '.join(allowed)}")
+            return str(default)
+        val = t[key]
+        if val not in allowed:
+            self.fail(f, f"{val!r} is not one of {', '.join(allowed)}")
+        return str(val)
+
+    def optional_choice(
+        self, t: Mapping[str, Any], key: str, allowed: Iterable[str], *, where: str = ""
+    ) -> str | None:
+        if key not in t:
+            return None
+        return self.choice(t, key, allowed, where=where)
+
+    def integer(
+        self, t: Mapping[str, Any], key: str, *, where: str = "", default: int, low: int, high: int
+    ) -> int:
+        f = self._f(where, key)
+        val = t.get(key, default)
+        if isinstance(val, bool) or not isinstance(val, int) or not low <= val <= high:
+            self.fail(f, f"must be an integer from {low} to {high}")
+        return int(val)
+
+    def boolean(self, t: Mapping[str, Any], key: str, *, where: str = "") -> bool:
+        val = t.get(key, False)
+        if not isinstance(val, bool):
+            self.fail(self._f(where, key), "must be true or false")
+        return bool(val)
+
+    def table(self, t: Mapping[str, Any], key: str, *, where: str = "") -> Mapping[str, Any]:
+        val = t.get(key)
+        if not isinstance(val, dict):
+            self.fail(self._f(where, key), "must be a table")
+        return val  # type: ignore[return-value]
+
+    def tables(self, t: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+        val = t.get(key, [])
+        if not isinstance(val, list) or not all(isinstance(x, dict) for x in val):
+            self.fail(key, f"must be an array of tables ([[{key}]])")
+        return list(val)
+
+    def size(self, t: Mapping[str, Any], key: str, where: str) -> int:
+        f = self._f(where, key)
+        val = t.get(key)
+        if not isinstance(val, str):
+            self.fail(f, "missing or not a string; write a Docker size such as '1g' or '256m'")
+        try:
+            n = parse_docker_size(str(val))
+        except SizeError as err:
+            self.fail(f, str(err))
+        if n <= 0:
+            self.fail(f, "must be greater than 0")
+        return n

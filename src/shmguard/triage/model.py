@@ -1,0 +1,226 @@
+"""Value types of the triage catalogue and of a diagnosis (frozen dataclasses).
+
+A :class:`Signature` is one known failure, loaded from a TOML file (docs/signatures.md lists
+them); its :class:`Pattern` objects are the wording variants. Matching a log produces
+:class:`Evidence` lines, aggregated into one :class:`Result` per signature, ranked in a
+:class:`Diagnosis`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from shmguard.model.finding import Snippet
+
+#: Confidence levels, weakest first. ``high``: the log names the cause; ``medium``: the usual
+#: cause of what the log shows; ``low``: possible, other evidence must decide.
+CONFIDENCES = ("low", "medium", "high")
+#: What a signature is for: a ``cause`` of a failure, ``info`` (true but not a cause by
+#: itself) or ``context`` (only contributes facts such as the runtime or the /dev/shm size).
+ROLES = ("cause", "info", "context")
+#: The kind of fix: ``shm-size`` (a bigger /dev/shm, printed through the snippet renderer),
+#: ``config`` (the shm setting is written or placed wrong), ``memory`` (the memory limit),
+#: ``fd-limit`` (open files), ``app`` (application-side change), ``investigate`` (capture
+#: more before changing anything), ``none``.
+REMEDIES = ("shm-size", "config", "memory", "fd-limit", "app", "investigate", "none")
+#: Runtimes a log can point to; ``app`` means "only application-side changes".
+RUNTIMES = ("docker", "compose", "kubernetes", "podman", "ecs")
+#: Units a capture group can be read in (see :mod:`shmguard.triage.matchers`).
+UNITS = ("bytes", "df", "k8s", "docker", "size", "tmpfs", "gb", "kib", "text")
+#: Capture names with a meaning to the diagnosis; other names are kept as plain text.
+FACT_CAPTURES = ("shm_total", "shm_need", "shm_avail", "mem_limit", "shm_suggested")
+
+
+def confidence_rank(level: str) -> int:
+    """0 for low, 1 for medium, 2 for high."""
+    return CONFIDENCES.index(level)
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One wording variant: a literal that every match contains (the cheap pre-filter) and a
+    regular expression run only on lines that contain the literal.
+
+    ``after``/``within``: the match counts only if the marker pattern ``after`` (same
+    signature) matched at most ``within`` lines earlier in the same input. A ``marker``
+    pattern is never evidence by itself.
+    """
+
+    name: str
+    literal: bytes
+    regex: re.Pattern[str]
+    variant: str = ""
+    confidence: str | None = None
+    note: str = ""
+    runtime: str | None = None
+    after: str | None = None
+    within: int = 0
+    marker: bool = False
+    units: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class SizeRule:
+    """How to choose a /dev/shm size for this failure (bytes). ``need_factor`` multiplies a
+    size the log says was requested; ``basis`` says where ``default`` comes from."""
+
+    default: int
+    floor: int
+    need_factor: float | None
+    basis: str
+
+
+@dataclass(frozen=True)
+class FixSpec:
+    """The fix as data: one-sentence summary, per-runtime sentences, application-side steps
+    and what to check next."""
+
+    summary: str
+    runtimes: tuple[tuple[str, str], ...] = ()
+    app: tuple[str, ...] = ()
+    next: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Boost:
+    """Raise the confidence to ``confidence`` when any signature in ``when`` also matched."""
+
+    when: tuple[str, ...]
+    confidence: str
+
+
+@dataclass(frozen=True)
+class Signature:
+    """One known failure. ``kind`` is its class (``dataloader_shm``, ``cgroup_oom``...),
+    ``also`` the other classes the same evidence is consistent with (ambiguous signatures
+    list every candidate). ``explained_by``: more specific signatures that, when they match,
+    make this one a consequence rather than a cause. ``source`` is the file it came from."""
+
+    id: str
+    title: str
+    kind: str
+    role: str
+    confidence: str
+    remedy: str
+    cause: str
+    patterns: tuple[Pattern, ...]
+    source: str
+    also: tuple[str, ...] = ()
+    decide: str = ""
+    runtime: str | None = None
+    explained_by: tuple[str, ...] = ()
+    boosts: tuple[Boost, ...] = ()
+    references: tuple[str, ...] = ()
+    size: SizeRule | None = None
+    fix: FixSpec | None = None
+    priority: int = 50
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A matching line: input name, 1-based line number, the (cleaned, shortened) text, the
+    pattern that matched and its named captures."""
+
+    file: str
+    line: int
+    text: str
+    pattern: str
+    captures: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SizeChoice:
+    """A chosen /dev/shm size in bytes and, in words, how it was chosen."""
+
+    bytes: int
+    method: str
+
+
+@dataclass(frozen=True)
+class FixPlan:
+    """The fix printed for one result: for ``runtime`` (None when unknown, ``app`` for
+    application-side only), a size, snippets from the shared renderer, sentences and steps."""
+
+    summary: str
+    runtime: str | None
+    shm_size: SizeChoice | None
+    memory_limit: int | None
+    snippets: tuple[Snippet, ...]
+    runtime_notes: tuple[str, ...]
+    app: tuple[str, ...]
+    next: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Result:
+    """One matched signature in a diagnosis. ``confidence`` is after boosts and after
+    demotion (an explained result is ``low``); ``base_confidence`` before demotion."""
+
+    id: str
+    title: str
+    kind: str
+    also: tuple[str, ...]
+    role: str
+    remedy: str
+    confidence: str
+    base_confidence: str
+    explained_by: str | None
+    cause: str
+    decide: str
+    notes: tuple[str, ...]
+    matches: int
+    evidence: tuple[Evidence, ...]
+    references: tuple[str, ...]
+    fix: FixPlan | None = None
+
+
+@dataclass(frozen=True)
+class InputSummary:
+    """What was read from one input: bytes, lines, and whether it looked binary."""
+
+    name: str
+    bytes: int
+    lines: int
+    binary: bool
+
+
+@dataclass(frozen=True)
+class Fact:
+    """A number the log itself gave (bytes), with where it was seen."""
+
+    name: str
+    bytes: int
+    file: str
+    line: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Sequence:
+    """Which of two results came first in the same input, and what that order means."""
+
+    first: str
+    first_line: int
+    then: str
+    then_line: int
+    file: str
+    meaning: str
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """Everything ``explain`` found. ``results`` are ranked, causes first; ``exit_code`` is 1
+    when a cause of medium confidence or more matched, else 0."""
+
+    inputs: tuple[InputSummary, ...]
+    runtime: str | None
+    runtime_source: str | None
+    facts: tuple[Fact, ...]
+    results: tuple[Result, ...]
+    sequence: tuple[Sequence, ...]
+    next_steps: tuple[str, ...]
+    exit_code: int
+    signatures_loaded: int = 0
+    notes: tuple[str, ...] = field(default=())

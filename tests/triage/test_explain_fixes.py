@@ -1,0 +1,138 @@
+"""Size choice and fix rendering: exact sizes for each rule, snippets from the shared
+renderer, memory limit grown by the shm size, no snippets for app-side or non-shm fixes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from _triage_helpers import FIXTURES, diagnose_text
+
+from shmguard.render.snippets import render_snippets
+from shmguard.triage.fixes import nice_size
+from shmguard.triage.model import Signature
+from shmguard.units import GiB, MiB
+
+RAYLET = (
+    "(raylet) store_runner.cc:83: System memory request exceeds memory available in /dev/shm. "
+    "The request is for 10200547328 bytes, and the amount available is 9663676416 bytes.\n"
+)
+EVICTED = (
+    "  Warning  Evicted  9m38s  kubelet, host1  "
+    'Usage of EmptyDir volume "dshm" exceeds the limit "1Gi".\n'
+)
+TRITON = (
+    "UNAVAILABLE: Internal: Unable to initialize shared memory key "
+    "'triton_python_backend_shm_region_3' "
+    "to requested size (67108864 bytes). Error: No space left on device\n"
+)
+BUS = "RuntimeError: DataLoader worker (pid 7) is killed by signal: Bus error.\n"
+
+
+def test_nice_size() -> None:
+    assert nice_size(1) == 64 * MiB
+    assert nice_size(64 * MiB + 1) == 128 * MiB
+    assert nice_size(GiB) == GiB
+    assert nice_size(GiB + 1) == 2 * GiB
+    assert nice_size(11_220_602_060) == 11 * GiB
+
+
+def test_need_times_factor(catalogue: Sequence[Signature]) -> None:
+    fix = diagnose_text(RAYLET, catalogue).results[0].fix
+    assert fix is not None and fix.shm_size is not None
+    assert fix.shm_size.bytes == 11 * GiB
+    assert fix.shm_size.method == "1.1 × the 9.5 GiB requested at line 1, rounded up"
+
+
+def test_twice_the_size_the_log_shows(catalogue: Sequence[Signature]) -> None:
+    fix = diagnose_text(EVICTED, catalogue).results[0].fix
+    assert fix is not None and fix.shm_size is not None
+    assert fix.shm_size.bytes == 2 * GiB
+    assert fix.shm_size.method == "twice the /dev/shm size the log shows (1 GiB, line 1)"
+    assert fix.runtime == "kubernetes"  # the eviction message implies it
+    assert [s.runtime for s in fix.snippets] == ["kubernetes"]
+    assert "sizeLimit: 2Gi" in fix.snippets[0].text
+
+
+def test_triton_per_instance_factor(catalogue: Sequence[Signature]) -> None:
+    fix = diagnose_text(TRITON, catalogue).results[0].fix
+    assert fix is not None and fix.shm_size is not None
+    assert fix.shm_size.bytes == 256 * MiB
+
+
+def test_default_with_basis_and_override(catalogue: Sequence[Signature]) -> None:
+    fix = diagnose_text(BUS, catalogue).results[0].fix
+    assert fix is not None and fix.shm_size is not None
+    assert fix.shm_size.bytes == 8 * GiB and fix.shm_size.method.startswith("a starting point: ")
+    assert fix.snippets == render_snippets(8 * GiB)
+    fix = diagnose_text(BUS, catalogue, shm_size=3 * GiB, runtime="compose").results[0].fix
+    assert fix is not None and fix.shm_size is not None
+    assert fix.shm_size.bytes == 3 * GiB and fix.shm_size.method == "the size given with --shm-size"
+    assert fix.snippets == render_snippets(3 * GiB, runtimes=["compose"])
+
+
+def test_the_size_the_user_wrote_is_reused(catalogue: Sequence[Signature]) -> None:
+    d = diagnose_text(
+        'invalid argument "2Gi" for "--shm-size" flag: invalid suffix: \'gi\'\n', catalogue
+    )
+    fix = d.results[0].fix
+    assert d.results[0].id == "docker-size-syntax"
+    assert fix is not None and fix.shm_size is not None and fix.shm_size.bytes == 2 * GiB
+    d = diagnose_text('strconv.ParseInt: parsing "2gb": invalid syntax\n', catalogue)
+    fix = d.results[0].fix
+    assert fix is not None and fix.runtime == "compose"
+    assert fix.snippets[0].text.endswith('shm_size: "2g"')
+
+
+def test_memory_limit_grows_with_the_shm_size(catalogue: Sequence[Signature]) -> None:
+    d = diagnose_text((FIXTURES / "mixed_ranks_nccl.log").read_bytes(), catalogue)
+    assert d.runtime == "docker"
+    facts = {f.name: f.bytes for f in d.facts}
+    assert facts == {"mem_limit": 32 * GiB, "shm_total": 64 * MiB}
+    fix = d.results[0].fix
+    assert d.results[0].id == "nccl-shm-segment"
+    assert fix is not None and fix.shm_size is not None
+    assert fix.shm_size.bytes == GiB and fix.memory_limit == 33 * GiB
+    assert fix.snippets[0].text == "docker run --shm-size=1g --memory=33g IMAGE ..."
+
+
+def test_app_runtime_has_no_snippets(catalogue: Sequence[Signature]) -> None:
+    fix = diagnose_text(BUS, catalogue, runtime="app").results[0].fix
+    assert fix is not None and fix.snippets == () and fix.shm_size is None
+    assert any("num_workers" in s for s in fix.app)
+
+
+def test_oom_and_cuda_fixes_print_no_shm_size(catalogue: Sequence[Signature]) -> None:
+    d = diagnose_text((FIXTURES / "kubectl_describe_oomkilled.txt").read_bytes(), catalogue)
+    top = d.results[0]
+    assert top.id == "memory-oom-kill" and top.confidence == "high"
+    assert top.fix is not None and top.fix.shm_size is None and top.fix.snippets == ()
+    assert d.runtime == "kubernetes"
+    assert top.fix.runtime_notes == (
+        "Raise resources.limits.memory of the container (Last State: OOMKilled confirms it).",
+    )
+    d = diagnose_text(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n", catalogue
+    )
+    assert d.results[0].id == "cuda-oom" and d.results[0].fix is not None
+    assert d.results[0].fix.snippets == ()
+
+
+def test_order_of_shm_and_oom(catalogue: Sequence[Signature]) -> None:
+    d = diagnose_text((FIXTURES / "shm_then_oom.log").read_bytes(), catalogue)
+    (s,) = d.sequence
+    assert (s.first, s.first_line, s.then, s.then_line) == (
+        "dataloader-bus-error",
+        3,
+        "memory-oom-kill",
+        5,
+    )
+    assert "came before the OOM kill" in s.meaning
+    d = diagnose_text((FIXTURES / "oom_then_shm.log").read_bytes(), catalogue)
+    (s,) = d.sequence
+    assert (s.first, s.first_line, s.then, s.then_line) == (
+        "memory-oom-kill",
+        1,
+        "torch-shm-alloc-failed",
+        3,
+    )
+    assert "Fix the memory limit first" in s.meaning
