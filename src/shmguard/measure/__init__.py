@@ -1,1 +1,12 @@
-"""Running commands under limits and measuring them: sandbox, sampler, probe."""
+"""Running commands under limits and measuring them: sandbox, sampler, probe.
+
+* :mod:`~shmguard.measure.sandbox`: a private tmpfs /dev/shm, PID namespace, cgroup limits
+  (the namespaces themselves are set up by the stdlib-only helper ``_nsinit.py``);
+* :mod:`~shmguard.measure.cgroups`: which child cgroups to create, v1 or v2;
+* :mod:`~shmguard.measure.sampler`: the one /dev/shm sampler (statvfs + owners + RSS + cgroup);
+* :mod:`~shmguard.measure.outcome`: how a run ended and why, hang detection;
+* :mod:`~shmguard.measure.recommend`: headroom, clean rounding, memory limit;
+* :mod:`~shmguard.measure.run` (``measure``) and :mod:`~shmguard.measure.probe` (``probe``).
+
+Submodules are imported explicitly; this package imports nothing, so the CLI stays fast.
+"""

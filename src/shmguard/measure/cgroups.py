@@ -1,0 +1,230 @@
+"""Plan the child cgroups a sandbox needs: memory (limit or accounting) and CPU quota.
+
+A plan names directories to create *under the cgroup this process is in* (never the root of a
+hierarchy), the files to write there, and where the peak memory is read back. The sandbox
+helper (:mod:`shmguard.measure._nsinit`) creates them, moves the command in and removes them.
+Everything is read through an injectable ``root`` so cgroup v2 hosts can be tested on fixture
+trees.
+
+Sources (kernel Documentation/admin-guide/cgroup-v1/memory.rst and cpu.rst (CFS bandwidth),
+cgroup-v2.rst): v1 ``memory.limit_in_bytes``, ``memory.max_usage_in_bytes`` (peak, includes
+tmpfs/shmem pages charged to the group), ``cpu.cfs_period_us`` / ``cpu.cfs_quota_us``; v2
+``memory.max``, ``memory.peak`` (Linux 5.19+), ``cpu.max`` = ``"$QUOTA $PERIOD"``; a v2
+controller is usable in a child only when listed in the parent's ``cgroup.subtree_control``
+(the "no internal processes" rule stops us enabling it while the parent holds processes).
+``/proc/self/cgroup`` lines are ``hierarchy-ID:controller-list:path`` (cgroups(7)).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: CFS period we write with a CPU quota (Docker's default, 100 ms).
+CFS_PERIOD_US = 100_000
+
+
+@dataclass(frozen=True)
+class CgroupDir:
+    """One child cgroup to create.
+
+    Attributes:
+        controller: ``memory`` or ``cpu``.
+        version: 1 or 2.
+        dir: absolute path of the directory to create (as seen from ``/``).
+        writes: ``(file, value)`` pairs written after ``mkdir``, in order.
+        procs: the file a process writes ``0`` to, to join (``cgroup.procs``).
+        peak: file holding peak memory bytes (v2 ``memory.peak`` exists from Linux 5.19; when
+            it is missing the peak is reported unknown), or None for CPU.
+        usage: file holding current memory bytes, or None.
+    """
+
+    controller: str
+    version: int
+    dir: str
+    writes: tuple[tuple[str, str], ...] = ()
+    procs: str = "cgroup.procs"
+    peak: str | None = None
+    usage: str | None = None
+
+
+@dataclass(frozen=True)
+class CgroupPlan:
+    """The cgroups to create, and for each wanted controller that cannot be had, why.
+
+    ``unavailable`` maps ``memory``/``cpu`` to a one-line reason naming the file or rule.
+    """
+
+    dirs: tuple[CgroupDir, ...] = ()
+    unavailable: dict[str, str] = field(default_factory=dict)
+
+    def get(self, controller: str) -> CgroupDir | None:
+        """The planned directory for ``controller``, or None."""
+        return next((d for d in self.dirs if d.controller == controller), None)
+
+
+@dataclass(frozen=True)
+class _Mount:
+    point: str
+    root: str
+    fstype: str
+    options: frozenset[str]
+
+
+def _mounts(root: Path) -> list[_Mount]:
+    out: list[_Mount] = []
+    try:
+        text = (root / "proc/self/mountinfo").read_text()
+    except OSError:
+        return out
+    for line in text.splitlines():
+        # "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue"
+        left, sep, right = line.partition(" - ")
+        if not sep:
+            continue
+        lparts, rparts = left.split(), right.split()
+        if len(lparts) < 5 or len(rparts) < 3:
+            continue
+        out.append(_Mount(lparts[4], lparts[3], rparts[0], frozenset(rparts[2].split(","))))
+    return out
+
+
+def _self_cgroups(root: Path) -> dict[str, str]:
+    """controller (or ``""`` for v2) -> path of this process's cgroup."""
+    out: dict[str, str] = {}
+    try:
+        text = (root / "proc/self/cgroup").read_text()
+    except OSError:
+        return out
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, path = parts
+        if controllers == "":
+            out[""] = path
+        for c in controllers.split(","):
+            if c:
+                out[c] = path
+    return out
+
+
+def _join(root: Path, mount: _Mount, path: str) -> Path:
+    # The mount may expose a sub-tree (a container's cgroup namespace): strip its root.
+    rel = path
+    if mount.root not in ("/", "") and rel.startswith(mount.root):
+        rel = rel[len(mount.root) :]
+    return root / mount.point.lstrip("/") / rel.lstrip("/")
+
+
+def _v2_dir(root: Path, controller: str) -> tuple[Path | None, str | None]:
+    mounts = [m for m in _mounts(root) if m.fstype == "cgroup2"]
+    path = _self_cgroups(root).get("")
+    if not mounts or path is None:
+        return None, "no cgroup v2 hierarchy"
+    base = _join(root, mounts[0], path)
+    try:
+        enabled = (base / "cgroup.subtree_control").read_text().split()
+    except OSError as err:
+        return None, f"{base}/cgroup.subtree_control: {err.strerror}"
+    if controller not in enabled:
+        return None, (
+            f"cgroup v2: the {controller} controller is not enabled for children of {base} "
+            "(cgroup.subtree_control), and a cgroup holding processes cannot enable it"
+        )
+    return base, None
+
+
+def _v1_dir(root: Path, controller: str) -> tuple[Path | None, str | None]:
+    mounts = [m for m in _mounts(root) if m.fstype == "cgroup" and controller in m.options]
+    path = _self_cgroups(root).get(controller)
+    if not mounts or path is None:
+        return None, f"no cgroup v1 {controller} hierarchy"
+    return _join(root, mounts[0], path), None
+
+
+def _parent_dir(root: Path, controller: str) -> tuple[Path | None, int, str]:
+    reasons = []
+    for version, finder in ((2, _v2_dir), (1, _v1_dir)):
+        base, reason = finder(root, controller)
+        if base is not None:
+            if not os.access(base, os.W_OK):
+                reasons.append(f"{base} is not writable (needs root or a delegated cgroup)")
+                continue
+            return base, version, ""
+        reasons.append(reason or "")
+    return None, 0, "; ".join(r for r in reasons if r)
+
+
+def plan_cgroups(
+    memory_limit: int | None = None,
+    cpus: float | None = None,
+    account_memory: bool = False,
+    root: Path = Path("/"),
+    token: str | None = None,
+) -> CgroupPlan:
+    """Plan child cgroups for a sandbox.
+
+    Args:
+        memory_limit: bytes for the memory limit, or None.
+        cpus: CPU quota in CPUs (``1.5`` = 150 ms per 100 ms period), or None.
+        account_memory: create a memory cgroup without a limit, only to read the peak.
+        root: filesystem root whose ``proc/self/{cgroup,mountinfo}`` and cgroup mounts are read.
+        token: suffix of the directory names (``shmguard-<token>``); random by default.
+
+    Returns:
+        a :class:`CgroupPlan`; nothing is created here.
+
+    Raises:
+        ValueError: for ``memory_limit <= 0`` or ``cpus <= 0``.
+    """
+    if memory_limit is not None and memory_limit <= 0:
+        raise ValueError(f"memory limit must be > 0, got {memory_limit}")
+    if cpus is not None and cpus <= 0:
+        raise ValueError(f"cpus must be > 0, got {cpus}")
+    name = f"shmguard-{token or secrets.token_hex(6)}"
+    dirs: list[CgroupDir] = []
+    unavailable: dict[str, str] = {}
+    if memory_limit is not None or account_memory:
+        base, version, reason = _parent_dir(root, "memory")
+        if base is None:
+            unavailable["memory"] = reason
+        elif version == 2:
+            writes = (("memory.max", str(memory_limit)),) if memory_limit else ()
+            dirs.append(
+                CgroupDir(
+                    "memory",
+                    2,
+                    str(base / name),
+                    writes,
+                    peak="memory.peak",
+                    usage="memory.current",
+                )
+            )
+        else:
+            writes = (("memory.limit_in_bytes", str(memory_limit)),) if memory_limit else ()
+            dirs.append(
+                CgroupDir(
+                    "memory",
+                    1,
+                    str(base / name),
+                    writes,
+                    peak="memory.max_usage_in_bytes",
+                    usage="memory.usage_in_bytes",
+                )
+            )
+    if cpus is not None:
+        base, version, reason = _parent_dir(root, "cpu")
+        quota = max(1000, round(cpus * CFS_PERIOD_US))
+        if base is None:
+            unavailable["cpu"] = reason
+        elif version == 2:
+            dirs.append(
+                CgroupDir("cpu", 2, str(base / name), (("cpu.max", f"{quota} {CFS_PERIOD_US}"),))
+            )
+        else:
+            cfs = (("cpu.cfs_period_us", str(CFS_PERIOD_US)), ("cpu.cfs_quota_us", str(quota)))
+            dirs.append(CgroupDir("cpu", 1, str(base / name), cfs))
+    return CgroupPlan(tuple(dirs), unavailable)

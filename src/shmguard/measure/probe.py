@@ -1,0 +1,281 @@
+"""``probe``: the smallest /dev/shm size at which a command reliably succeeds.
+
+1. One measuring run with a generous tmpfs gives the peak (and the largest single allocation).
+2. A passing upper bound near the peak is established (raised by half until a trial passes).
+3. Bisection between the floor (assumed failing) and that bound, on whole MiB, until the gap is
+   at most ``tolerance`` of the bound (default 5%) or 1 MiB. Every trial is a fresh sandbox with
+   a per-trial timeout and hang detection (shm full and no progress).
+4. Near the edge results are random: a fast consumer passed 40-60% of runs a few MiB below its
+   deterministic minimum (torch_shm.md section 4). So the candidate must pass ``confirm`` times
+   in a row (the bisection pass counts); a failure moves it up one tolerance step and starts the
+   count again.
+5. The recommendation (the larger of minimum and measured peak, plus headroom, rounded to a clean
+   value) is run once more to verify it.
+
+Progress goes to an optional observer; the library never prints.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from shmguard.measure.outcome import Outcome
+from shmguard.measure.recommend import DEFAULT_HEADROOM, Recommendation, recommend
+from shmguard.measure.run import MeasureResult, generous_shm_size, measure_command
+from shmguard.units import MiB, format_iec
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One run at one size.
+
+    Attributes:
+        size: tmpfs bytes.
+        phase: ``bound``, ``bisect``, ``confirm`` or ``verify``.
+        passed: whether the command succeeded.
+        outcome: the outcome class.
+        summary: the cause in one sentence.
+        exit_status: shell-convention status.
+        peak: highest shm used bytes seen.
+        wall_time: seconds.
+    """
+
+    size: int
+    phase: str
+    passed: bool
+    outcome: Outcome
+    summary: str
+    exit_status: int
+    peak: int
+    wall_time: float
+
+
+@dataclass(frozen=True)
+class SizeStats:
+    """Pass rate at one size: ``passes`` of ``runs``."""
+
+    size: int
+    passes: int
+    runs: int
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """What probe found.
+
+    Attributes:
+        command: argv.
+        measure: the measuring run.
+        floor: bytes assumed failing (the bisection's lower end).
+        tolerance: relative resolution asked for.
+        confirm: passes in a row required at the minimum.
+        minimum: smallest size that passed ``confirm`` times in a row, or None.
+        minimum_basis: one sentence on how it was found, or why there is none.
+        trials: every trial in order (the measuring run excluded).
+        pass_rates: per size tried, ascending.
+        recommendation: sizes to configure (None shm when no minimum).
+        verified: whether the recommended size passed its verification run (None: not run).
+        wall_time: seconds for the whole probe.
+    """
+
+    command: tuple[str, ...]
+    measure: MeasureResult
+    floor: int
+    tolerance: float
+    confirm: int
+    minimum: int | None
+    minimum_basis: str
+    trials: tuple[Trial, ...]
+    pass_rates: tuple[SizeStats, ...]
+    recommendation: Recommendation
+    verified: bool | None
+    wall_time: float
+
+    @property
+    def runs(self) -> int:
+        """Sandboxed runs including the measuring one."""
+        return len(self.trials) + 1
+
+
+class ProbeObserver(Protocol):
+    """Receives progress (the CLI draws a progress bar from it)."""
+
+    def measuring(self, size: int) -> None:
+        """The measuring run starts with a tmpfs of ``size`` bytes."""
+
+    def trial_started(self, size: int, phase: str, lo: int, hi: int) -> None:
+        """A trial starts; ``lo``/``hi`` are the current failing/passing bounds."""
+
+    def trial_done(self, trial: Trial) -> None:
+        """A trial ended."""
+
+
+def _mib_up(n: int) -> int:
+    return -(-n // MiB) * MiB
+
+
+def probe_command(
+    command: Sequence[str],
+    *,
+    floor: int = 0,
+    ceiling: int | None = None,
+    tolerance: float = 0.05,
+    confirm: int = 3,
+    trial_timeout: float | None = None,
+    hang_after: float = 5.0,
+    headroom: float = DEFAULT_HEADROOM,
+    verify: bool = True,
+    max_trials: int = 30,
+    env: dict[str, str] | None = None,
+    observer: ProbeObserver | None = None,
+) -> ProbeResult:
+    """Find the smallest reliable /dev/shm size for ``command``.
+
+    Args:
+        command: argv.
+        floor: bytes assumed to fail (default 0).
+        ceiling: tmpfs bytes of the measuring run (default half of RAM, at least 1 GiB).
+        tolerance: stop bisecting when the gap is at most this fraction of the bound.
+        confirm: passes in a row required at the minimum (>= 1).
+        trial_timeout: seconds per trial; default 3x the measuring run, at least 30 s.
+        hang_after: seconds of "shm full and no progress" that make a trial a hang.
+        headroom: fraction added for the recommendation.
+        verify: run the recommended size once more.
+        max_trials: hard cap on trials.
+        env: environment for the command.
+        observer: progress receiver.
+
+    Raises:
+        SandboxError: the sandbox could not be set up.
+        ValueError: for a tolerance outside (0, 1) or ``confirm < 1``.
+    """
+    if not 0 < tolerance < 1:
+        raise ValueError(f"tolerance must be between 0 and 1, got {tolerance}")
+    if confirm < 1:
+        raise ValueError(f"confirm must be >= 1, got {confirm}")
+    t_start = time.monotonic()
+    top = ceiling or generous_shm_size()
+    if observer:
+        observer.measuring(top)
+    base = measure_command(
+        command, shm_size=top, headroom=headroom, hang_after=hang_after, output="capture", env=env
+    )
+    trials: list[Trial] = []
+    timeout = trial_timeout or max(30.0, 3 * base.wall_time)
+    margin = base.timeline.max_step()
+
+    def done(
+        minimum: int | None, basis: str, rec: Recommendation, verified: bool | None
+    ) -> ProbeResult:
+        stats: dict[int, list[int]] = {}
+        for t in trials:
+            s = stats.setdefault(t.size, [0, 0])
+            s[0] += int(t.passed)
+            s[1] += 1
+        rates = tuple(SizeStats(k, v[0], v[1]) for k, v in sorted(stats.items()))
+        return ProbeResult(
+            tuple(command),
+            base,
+            floor,
+            tolerance,
+            confirm,
+            minimum,
+            basis,
+            tuple(trials),
+            rates,
+            rec,
+            verified,
+            time.monotonic() - t_start,
+        )
+
+    if not base.passed:
+        reason = (
+            f"the command fails even with {format_iec(top)} of /dev/shm "
+            f"({base.cause.summary}); fix that first"
+        )
+        return done(None, reason, recommend(None, reason, headroom=headroom), None)
+
+    lo, hi = floor, 0
+
+    def trial(size: int, phase: str) -> bool:
+        if observer:
+            observer.trial_started(size, phase, lo, hi)
+        r = measure_command(
+            command,
+            shm_size=size,
+            timeout=timeout,
+            hang_after=hang_after,
+            full_margin=margin,
+            output="capture",
+            owner_interval=0.2,
+            env=env,
+        )
+        t = Trial(
+            size,
+            phase,
+            r.passed,
+            r.cause.outcome,
+            r.cause.summary,
+            r.exit_status,
+            r.peak,
+            r.wall_time,
+        )
+        trials.append(t)
+        if observer:
+            observer.trial_done(t)
+        return t.passed
+
+    # 2. a passing bound near the peak
+    hi = max(_mib_up(int(base.peak * (1 + tolerance))), _mib_up(floor + 1))
+    while hi < top and not trial(hi, "bound"):
+        lo = hi
+        hi = min(top, _mib_up(int(hi * 1.5)))
+        if len(trials) >= max_trials:
+            break
+    if hi >= top:
+        hi = top  # the measuring run passed here
+    # 3. bisection
+    while hi - lo > max(int(tolerance * hi), MiB) and len(trials) < max_trials:
+        mid = _mib_up((lo + hi) // 2)
+        if mid >= hi:
+            mid = hi - MiB
+        if mid <= lo:
+            break
+        if trial(mid, "bisect"):
+            hi = mid
+        else:
+            lo = mid
+    # 4. confirmations: `confirm` passes in a row, the bisection's own pass included
+    streak = 1
+    while streak < confirm and len(trials) < max_trials and hi < top:
+        if trial(hi, "confirm"):
+            streak += 1
+        else:
+            lo = hi
+            hi = min(top, _mib_up(hi + max(int(tolerance * hi), MiB)))
+            streak = 0
+    if streak < confirm and hi < top:
+        basis = f"no size passed {confirm} times in a row within {max_trials} trials"
+        return done(None, basis, recommend(None, basis, headroom=headroom), None)
+    minimum = hi
+    basis = (
+        f"{format_iec(minimum)} passed {confirm} times in a row; {format_iec(lo)} failed"
+        if lo > floor
+        else f"{format_iec(minimum)} passed"
+    )
+    need = max(minimum, base.peak)
+    need_basis = "probed minimum" if minimum >= base.peak else "measured peak (above the minimum)"
+    rec = recommend(
+        need,
+        need_basis,
+        headroom=headroom,
+        cgroup_peak=base.memory_peak,
+        shm_peak=base.peak,
+    )
+    verified: bool | None = None
+    if verify and rec.shm_size is not None:
+        verified = trial(rec.shm_size, "verify")
+    return done(minimum, basis, rec, verified)

@@ -1,0 +1,229 @@
+"""``measure``: run a command in a sandbox with a generous /dev/shm and record what it used."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from shmguard.measure.outcome import Cause, HangDetector, classify
+from shmguard.measure.recommend import DEFAULT_HEADROOM, Recommendation, recommend
+from shmguard.measure.sampler import OwnerSnapshot, ShmSampler, Timeline
+from shmguard.measure.sandbox import Sandbox, SandboxError, SandboxSpec
+from shmguard.model.fact import Fact
+from shmguard.units import GiB, MiB
+
+#: statvfs interval for measure and probe: the extra-batch spikes last about 1 ms.
+MEASURE_INTERVAL = 0.002
+
+
+def generous_shm_size(root: Path = Path("/")) -> int:
+    """Half of RAM (the kernel's default tmpfs size), at least 1 GiB, in whole MiB.
+
+    tmpfs reserves nothing: pages exist only once written, so a large size costs nothing
+    unless the job uses it. Reads ``root/proc/meminfo`` (``MemTotal`` in kB, proc(5)).
+    """
+    total = 0
+    try:
+        for line in (root / "proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                total = int(line.split()[1]) * 1024
+                break
+    except (OSError, ValueError, IndexError):
+        total = 0
+    return max(GiB, total // 2 // MiB * MiB)
+
+
+@dataclass(frozen=True)
+class MeasureResult:
+    """One measured run.
+
+    Attributes:
+        command: the argv run.
+        shm_size: bytes of the sandbox's tmpfs.
+        memory_limit: bytes of the memory limit applied, or None.
+        cpus: CPU quota applied, or None.
+        exit_status: shell-convention status of the command.
+        signal: name of the signal that ended it, or None.
+        stopped_by: ``hang``/``timeout``/... when shmguard stopped it, else None.
+        cause: outcome class, plain summary and evidence.
+        peak: highest /dev/shm used bytes (statvfs, includes unlinked-but-held files).
+        peak_at: seconds after start when the peak was first seen.
+        baseline: used bytes at the start.
+        owners_at_peak: the owner snapshot taken nearest the peak, or None.
+        rss_peak: highest RSS sum of the process tree (overcounts mapped shm).
+        memory_peak: the memory cgroup's peak (includes tmpfs pages), or unknown.
+        wall_time: seconds from start to the end of teardown.
+        timeline: the sampler's record.
+        recommendation: sizes to configure.
+    """
+
+    command: tuple[str, ...]
+    shm_size: int
+    memory_limit: int | None
+    cpus: float | None
+    exit_status: int
+    signal: str | None
+    stopped_by: str | None
+    cause: Cause
+    peak: int
+    peak_at: float
+    baseline: int
+    owners_at_peak: OwnerSnapshot | None
+    rss_peak: Fact[int]
+    memory_peak: Fact[int]
+    wall_time: float
+    timeline: Timeline
+    recommendation: Recommendation
+
+    @property
+    def passed(self) -> bool:
+        """True when the command succeeded."""
+        return self.cause.passed
+
+
+def _non_shm(timeline: Timeline) -> int | None:
+    vals = [o.memory_usage - o.shm_used for o in timeline.owners if o.memory_usage is not None]
+    return max(vals) if vals else None
+
+
+def measure_command(
+    command: Sequence[str],
+    *,
+    shm_size: int | None = None,
+    memory_limit: int | None = None,
+    cpus: float | None = None,
+    interval: float = MEASURE_INTERVAL,
+    owner_interval: float = 0.1,
+    headroom: float = DEFAULT_HEADROOM,
+    timeout: float | None = None,
+    hang_after: float = 5.0,
+    full_margin: int = 0,
+    output: str = "tee",
+    on_output: Callable[[str, bytes], None] | None = None,
+    env: dict[str, str] | None = None,
+    stdout_fd: int = 1,
+    on_start: Callable[[Sandbox], None] | None = None,
+) -> MeasureResult:
+    """Run ``command`` in a sandbox and measure its /dev/shm use.
+
+    Args:
+        command: argv.
+        shm_size: tmpfs size in bytes; default :func:`generous_shm_size`.
+        memory_limit: bytes of memory limit, or None (a memory cgroup is still created, when
+            permitted, to read the peak).
+        cpus: CPU quota, or None.
+        interval: statvfs period in seconds.
+        owner_interval: owner attribution period in seconds.
+        headroom: fraction added to the peak for the recommendation.
+        timeout: seconds before the run is killed, or None.
+        hang_after: seconds of "shm full and no progress" before the run is called hung.
+        full_margin: bytes of free space below which /dev/shm counts as full (default: 2%).
+        output: ``tee`` (pass output through unchanged), ``capture`` or ``inherit``.
+        on_output: extra callback for output chunks.
+        env: environment for the command, None inherits.
+        stdout_fd: where ``tee`` copies the command's stdout (2 when our stdout carries JSON).
+        on_start: called with the running :class:`Sandbox` once sampling has begun (e.g. to
+            attach another observer to ``box.shm_path``).
+
+    Raises:
+        SandboxError: the sandbox could not be set up (message names what is missing).
+    """
+    size = shm_size or generous_shm_size()
+    spec = SandboxSpec(
+        tuple(command),
+        size,
+        memory_limit=memory_limit,
+        cpus=cpus,
+        account_memory=True,
+        env=env,
+    )
+    detector: HangDetector | None = None
+
+    def relay(stream: str, chunk: bytes) -> None:
+        if detector is not None:
+            detector.saw_output()
+        if on_output is not None:
+            on_output(stream, chunk)
+
+    with Sandbox(spec, output=output, on_output=relay, stdout_fd=stdout_fd) as box:
+        box.start()
+        sampler = ShmSampler(
+            box.shm_path,
+            interval=interval,
+            pids=box.tree_pids,
+            owner_interval=owner_interval,
+            usage_file=box.memory_usage_file,
+        )
+        try:
+            sampler.start()
+        except OSError as err:
+            box.kill("sampler")
+            box.wait()
+            raise SandboxError(f"cannot read {box.shm_path}: {err.strerror}") from None
+        detector = HangDetector(sampler, after=hang_after, full_margin=full_margin)
+        if on_start is not None:
+            on_start(box)
+        try:
+            result = box.wait(timeout=timeout, stop_check=detector)
+        finally:
+            timeline = sampler.stop()
+    text = (result.stdout_tail + b"\n" + result.stderr_tail).decode("utf-8", "replace")
+    full = timeline.shm_total > 0 and timeline.shm_total - timeline.peak < max(
+        full_margin, timeline.max_step(), timeline.shm_total // 50
+    )
+    cause = classify(
+        result.exit_status,
+        result.signal_name,
+        result.stopped_by,
+        text,
+        shm_full=full,
+        memory_limited=memory_limit is not None,
+        exec_error=result.exec_error,
+    )
+    peak = timeline.peak
+    if cause.passed:
+        rec = recommend(
+            peak,
+            "measured peak",
+            headroom=headroom,
+            cgroup_peak=result.memory_peak,
+            shm_peak=peak,
+            non_shm_seen=_non_shm(timeline),
+        )
+    elif cause.outcome.shm_related:
+        rec = recommend(
+            None,
+            f"the run ran out of /dev/shm at {size} bytes, so its peak is only a lower bound; "
+            "measure again with a larger --shm-size, or use `shmguard probe`",
+            headroom=headroom,
+        )
+    else:
+        rec = recommend(
+            peak,
+            f"the command failed ({cause.summary}); peak of the part that ran:",
+            headroom=headroom,
+            cgroup_peak=result.memory_peak,
+            shm_peak=peak,
+            non_shm_seen=_non_shm(timeline),
+        )
+    rss = timeline.rss_peak
+    return MeasureResult(
+        command=tuple(command),
+        shm_size=size,
+        memory_limit=memory_limit,
+        cpus=cpus,
+        exit_status=result.exit_status,
+        signal=result.signal_name,
+        stopped_by=result.stopped_by,
+        cause=cause,
+        peak=peak,
+        peak_at=timeline.peak_t,
+        baseline=timeline.baseline,
+        owners_at_peak=timeline.owners_at_peak(),
+        rss_peak=Fact.known(rss) if rss is not None else Fact.unknown("no process snapshot"),
+        memory_peak=result.memory_peak,
+        wall_time=result.wall_time,
+        timeline=timeline,
+        recommendation=rec,
+    )

@@ -1,0 +1,490 @@
+"""Run a command with its own tmpfs /dev/shm, optional memory/CPU limits, and nothing left behind.
+
+The namespaces, the mount and the init live in a small helper process
+(:mod:`shmguard.measure._nsinit`); this module plans the cgroups, starts the helper, relays the
+child's output and signals, enforces timeouts and turns the helper's events into a
+:class:`SandboxResult`. See docs/sandbox.md for the guarantees and their sources.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from shmguard.measure._threads import start_thread
+from shmguard.measure.cgroups import CgroupPlan, plan_cgroups
+from shmguard.model.fact import Fact
+
+_HELPER = Path(__file__).with_name("_nsinit.py")
+_FORWARD = (
+    signal.SIGINT,
+    signal.SIGTERM,
+    signal.SIGHUP,
+    signal.SIGQUIT,
+    signal.SIGUSR1,
+    signal.SIGUSR2,
+    signal.SIGWINCH,
+)
+_SI_KERNEL = 0x80
+#: Bytes of each output stream kept for classification.
+TAIL_BYTES = 256 * 1024
+#: The helper's exit status when the sandbox could not be set up (as Docker's 125).
+EXIT_SETUP = 125
+
+
+class SandboxError(Exception):
+    """The sandbox could not be set up. ``str(err)`` is one line saying what is missing."""
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """What to run and under which limits.
+
+    Attributes:
+        command: argv of the command (looked up on PATH like a shell does).
+        shm_size: bytes of the private tmpfs mounted on /dev/shm (> 0; the kernel rounds up to
+            whole pages).
+        memory_limit: bytes of a real memory cgroup limit, or None.
+        cpus: CPU quota in CPUs (CFS bandwidth), or None.
+        account_memory: create a memory cgroup even without a limit, to read its peak.
+        mount_proc: mount a fresh /proc inside (best effort; the host's stays otherwise).
+        env: environment of the command; None inherits ours.
+    """
+
+    command: tuple[str, ...]
+    shm_size: int
+    memory_limit: int | None = None
+    cpus: float | None = None
+    account_memory: bool = False
+    mount_proc: bool = True
+    env: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class SandboxResult:
+    """How a sandboxed command ended.
+
+    Attributes:
+        exit_status: the shell-convention status: the command's exit code, ``128+N`` when
+            signal N killed it, 127/126 when it could not be executed.
+        exit_code: the exit code when it exited normally, else None.
+        signal: the number of the signal that killed it, else None.
+        signal_name: ``SIGBUS`` and the like, else None.
+        stopped_by: why shmguard stopped it (``timeout``, ``hang``, a signal name that was not
+            obeyed in time), else None.
+        exec_error: ``"<cmd>: No such file or directory"`` when it could not be started.
+        memory_peak: peak bytes of the sandbox's memory cgroup (tmpfs pages included), or
+            unknown with the reason.
+        proc_remounted: whether the command saw a /proc of its own PID namespace.
+        user_namespace: whether an unprivileged user namespace was used.
+        wall_time: seconds from start to the end of teardown.
+        leftovers: cgroup directories that could not be removed (should be empty).
+        stdout_tail: the last :data:`TAIL_BYTES` of stdout (only when output was piped).
+        stderr_tail: the same for stderr.
+    """
+
+    exit_status: int
+    exit_code: int | None
+    signal: int | None
+    signal_name: str | None
+    stopped_by: str | None
+    exec_error: str | None
+    memory_peak: Fact[int]
+    proc_remounted: bool
+    user_namespace: bool
+    wall_time: float
+    leftovers: tuple[str, ...] = ()
+    stdout_tail: bytes = field(default=b"", repr=False)
+    stderr_tail: bytes = field(default=b"", repr=False)
+
+
+def _signame(sig: int) -> str:
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
+
+
+class _Tail:
+    """Keeps the last ``limit`` bytes of a stream."""
+
+    def __init__(self, limit: int = TAIL_BYTES) -> None:
+        self.limit = limit
+        self.data = bytearray()
+
+    def add(self, chunk: bytes) -> None:
+        self.data += chunk
+        if len(self.data) > self.limit * 2:
+            del self.data[: -self.limit]
+
+    def value(self) -> bytes:
+        return bytes(self.data[-self.limit :])
+
+
+class Sandbox:
+    """One sandboxed run. Use as a context manager: :meth:`start`, then :meth:`wait`.
+
+    Args:
+        spec: what to run.
+        output: ``inherit`` (the command writes to our stdout/stderr directly), ``tee`` (bytes
+            are copied unchanged to our fds 1 and 2 and the tails kept), or ``capture``
+            (tails kept, nothing printed).
+        on_output: called from a reader thread with each chunk (``"stdout"``/``"stderr"``,
+            bytes) when output is piped.
+        root: filesystem root for cgroup planning (tests use fixture trees).
+        stdout_fd: where ``tee`` copies the command's stdout (2 keeps our stdout for JSON).
+
+    Signals: :meth:`wait` called from the main thread blocks SIGINT, SIGTERM, SIGHUP, SIGQUIT,
+    SIGUSR1/2 and SIGWINCH for the wait and forwards them to the command; those a terminal sent
+    to the whole process group (SIGINT, SIGQUIT with ``SI_KERNEL``) already reached it and are
+    not sent twice. A forwarded SIGTERM/SIGINT/SIGHUP that is not obeyed within ``stop_grace``
+    seconds is followed by SIGKILL of the whole PID namespace. The helper's parent-death signal
+    is tied to the *thread* that calls :meth:`start`, so call it from a thread that outlives
+    the run.
+    """
+
+    def __init__(
+        self,
+        spec: SandboxSpec,
+        *,
+        output: str = "inherit",
+        on_output: Callable[[str, bytes], None] | None = None,
+        root: Path = Path("/"),
+        stdout_fd: int = 1,
+    ) -> None:
+        if output not in ("inherit", "tee", "capture"):
+            raise ValueError(f"output must be inherit, tee or capture, not {output!r}")
+        if not spec.command:
+            raise SandboxError("no command given")
+        if spec.shm_size <= 0:
+            raise SandboxError(f"shm size must be > 0 bytes, got {spec.shm_size}")
+        self.spec = spec
+        self.output = output
+        self.on_output = on_output
+        self.root = root
+        self.stdout_fd = stdout_fd
+        self.plan = CgroupPlan()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.init_pid: int | None = None
+        self.events: list[dict[str, Any]] = []
+        self._ready = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._tails = {"stdout": _Tail(), "stderr": _Tail()}
+        self._started = 0.0
+        self._stopped_by: str | None = None
+        self._result: SandboxResult | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.kill("aborted")
+        self._finish_threads()
+
+    @property
+    def pid(self) -> int | None:
+        """Host PID of the helper (lives in the sandbox's mount namespace), once started."""
+        return self.proc.pid if self.proc else None
+
+    @property
+    def shm_path(self) -> Path:
+        """The sandbox's /dev/shm as seen from outside: ``/proc/<helper>/root/dev/shm``."""
+        if self.proc is None:
+            raise SandboxError("sandbox not started")
+        return Path(f"/proc/{self.proc.pid}/root/dev/shm")
+
+    @property
+    def memory_usage_file(self) -> Path | None:
+        """The memory cgroup's current-usage file, when there is one."""
+        cg = self.plan.get("memory")
+        return Path(cg.dir) / cg.usage if cg and cg.usage else None
+
+    def start(self) -> None:
+        """Create cgroups and namespaces, mount the tmpfs, start the command.
+
+        Raises:
+            SandboxError: a limit was asked for and cannot be applied, or namespaces/mounts
+                are not permitted; the message names what is missing.
+        """
+        spec = self.spec
+        try:
+            self.plan = plan_cgroups(
+                spec.memory_limit, spec.cpus, spec.account_memory, root=self.root
+            )
+        except ValueError as err:
+            raise SandboxError(str(err)) from None
+        if spec.memory_limit is not None and "memory" in self.plan.unavailable:
+            raise SandboxError(
+                f"cannot apply --memory: {self.plan.unavailable['memory']}; "
+                "run as root or without --memory"
+            )
+        if spec.cpus is not None and "cpu" in self.plan.unavailable:
+            raise SandboxError(
+                f"cannot apply --cpus: {self.plan.unavailable['cpu']}; "
+                "run as root or without --cpus"
+            )
+        status_r, status_w = os.pipe()
+        helper_spec = {
+            "command": list(spec.command),
+            "shm_size": spec.shm_size,
+            "cgroups": [
+                {
+                    "controller": d.controller,
+                    "dir": d.dir,
+                    "writes": [list(w) for w in d.writes],
+                    "procs": d.procs,
+                    "peak": d.peak,
+                }
+                for d in self.plan.dirs
+            ],
+            "mount_proc": spec.mount_proc,
+            "status_fd": status_w,
+            "parent_pid": os.getpid(),
+        }
+        pipe = subprocess.PIPE if self.output != "inherit" else None
+        if self.output == "tee":
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+                sys.stderr.flush()
+        self._started = time.monotonic()
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", str(_HELPER), json.dumps(helper_spec)],
+                pass_fds=(status_w,),
+                stdout=pipe,
+                stderr=pipe,
+                env=dict(spec.env) if spec.env is not None else None,
+            )
+        finally:
+            os.close(status_w)
+        self._spawn(self._read_status, status_r)
+        if pipe is not None:
+            assert self.proc.stdout is not None and self.proc.stderr is not None
+            self._spawn(self._pump, "stdout", self.proc.stdout)
+            self._spawn(self._pump, "stderr", self.proc.stderr)
+        deadline = time.monotonic() + 30
+        while not self._ready.wait(0.01):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                break
+        error = next((e for e in self.events if e["event"] == "error"), None)
+        if error is not None or self.init_pid is None:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+            self._finish_threads()
+            error = next((e for e in self.events if e["event"] == "error"), error)
+            msg = error["message"] if error else f"sandbox helper exited {self.proc.returncode}"
+            raise SandboxError(msg)
+
+    def _spawn(self, target: Callable[..., None], *args: Any) -> None:
+        self._threads.append(start_thread(target, *args))
+
+    def _read_status(self, fd: int) -> None:
+        with os.fdopen(fd, "rb") as fh:
+            for raw in fh:
+                try:
+                    event = json.loads(raw)
+                except ValueError:
+                    continue
+                self.events.append(event)
+                if event["event"] == "ready":
+                    self.init_pid = int(event["init_pid"])
+                    self._ready.set()
+                elif event["event"] == "error":
+                    self._ready.set()
+
+    def _pump(self, name: str, stream: IO[bytes]) -> None:
+        out_fd = self.stdout_fd if name == "stdout" else 2
+        fd = stream.fileno()
+        tail = self._tails[name]
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            tail.add(chunk)
+            if self.output == "tee":
+                with contextlib.suppress(OSError):
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(out_fd, view) :]
+            if self.on_output is not None:
+                self.on_output(name, chunk)
+        stream.close()
+
+    def _finish_threads(self) -> None:
+        for t in self._threads:
+            t.join(timeout=10)
+        self._threads = []
+
+    # ---------------------------------------------------------------------- control
+
+    def tree_pids(self) -> list[int]:
+        """Host PIDs of the command and everything it forked (not the helper processes)."""
+        import psutil
+
+        if self.init_pid is None:
+            return []
+        try:
+            return [p.pid for p in psutil.Process(self.init_pid).children(recursive=True)]
+        except psutil.Error:
+            return []
+
+    def kill(self, reason: str) -> None:
+        """SIGKILL the whole PID namespace now; ``reason`` is reported as ``stopped_by``."""
+        if self._stopped_by is None:
+            self._stopped_by = reason
+        target = self.init_pid or (self.proc.pid if self.proc else None)
+        if target is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(target, signal.SIGKILL)
+
+    def send(self, sig: int) -> None:
+        """Send ``sig`` to the command (through the helper, which forwards it)."""
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, sig)
+
+    def wait(
+        self,
+        timeout: float | None = None,
+        stop_check: Callable[[], str | None] | None = None,
+        tick: float = 0.05,
+        stop_grace: float = 10.0,
+    ) -> SandboxResult:
+        """Wait for the command, forwarding signals; stop it on timeout or ``stop_check``.
+
+        Args:
+            timeout: seconds after which the namespace is killed (``stopped_by="timeout"``).
+            stop_check: called every ``tick`` seconds; a non-None return is the reason to kill
+                the namespace now (e.g. ``"hang"``).
+            tick: polling period in seconds.
+            stop_grace: seconds a forwarded SIGTERM/SIGINT/SIGHUP may take before SIGKILL.
+
+        Returns:
+            the :class:`SandboxResult` (also after a kill).
+        """
+        if self.proc is None:
+            raise SandboxError("sandbox not started")
+        if self._result is not None:
+            return self._result
+        main = threading.current_thread() is threading.main_thread()
+        wanted = {*_FORWARD, signal.SIGCHLD}
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, wanted) if main else None
+        kill_at: float | None = None
+        pending_name: str | None = None
+        try:
+            while self.proc.poll() is None:
+                now = time.monotonic()
+                if timeout is not None and now - self._started > timeout:
+                    self.kill("timeout")
+                elif kill_at is not None and now > kill_at:
+                    self.kill(f"{pending_name} ignored for {stop_grace:g}s")
+                elif stop_check is not None:
+                    reason = stop_check()
+                    if reason:
+                        self.kill(reason)
+                if not main:
+                    time.sleep(tick)
+                    continue
+                info = signal.sigtimedwait(wanted, tick)
+                if info is None or info.si_signo == signal.SIGCHLD:
+                    continue
+                sig = info.si_signo
+                if sig in (signal.SIGINT, signal.SIGQUIT) and info.si_code == _SI_KERNEL:
+                    continue  # from the terminal: the command's process group has it already
+                self.send(sig)
+                if sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP) and kill_at is None:
+                    kill_at = time.monotonic() + stop_grace
+                    pending_name = _signame(sig)
+        finally:
+            if old_mask is not None:
+                # Drop what arrived meanwhile rather than deliver it to ourselves on unblock.
+                while signal.sigtimedwait({signal.SIGCHLD}, 0) is not None:
+                    pass
+                signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+        self.proc.wait()
+        self._finish_threads()
+        self._result = self._build_result()
+        return self._result
+
+    def _build_result(self) -> SandboxResult:
+        assert self.proc is not None
+        ev = {e["event"]: e for e in self.events}
+        status = self.proc.returncode
+        code: int | None = None
+        sig: int | None = None
+        if "exit" in ev:
+            code = int(ev["exit"]["code"])
+            status = code
+        elif "signal" in ev:
+            sig = int(ev["signal"]["signal"])
+            status = 128 + sig
+        elif status is not None and status > 128 and status != EXIT_SETUP:
+            sig = status - 128
+        elif status is not None and status < 0:
+            sig = -status
+            status = 128 + sig
+        else:
+            code = status
+        exec_error = ev["exec_error"]["message"] if "exec_error" in ev else None
+        peaks = ev.get("cgroup", {}).get("peaks", {})
+        memory_peak: Fact[int]
+        if "memory" in self.plan.unavailable:
+            memory_peak = Fact.unknown(self.plan.unavailable["memory"])
+        elif self.plan.get("memory") is None:
+            memory_peak = Fact.unknown("no memory cgroup was asked for")
+        elif peaks.get("memory") is None:
+            cg = self.plan.get("memory")
+            memory_peak = Fact.unknown(
+                f"{cg.dir if cg else 'cgroup'}: no peak counter (memory.peak needs Linux 5.19+)"
+            )
+        else:
+            memory_peak = Fact.known(int(peaks["memory"]))
+        return SandboxResult(
+            exit_status=status if status is not None else EXIT_SETUP,
+            exit_code=code,
+            signal=sig,
+            signal_name=_signame(sig) if sig else None,
+            stopped_by=self._stopped_by,
+            exec_error=exec_error,
+            memory_peak=memory_peak,
+            proc_remounted=bool(ev.get("proc", {}).get("ok", False)),
+            user_namespace=bool(ev.get("ready", {}).get("userns", False)),
+            wall_time=time.monotonic() - self._started,
+            leftovers=tuple(ev.get("cgroup", {}).get("left", ())),
+            stdout_tail=self._tails["stdout"].value(),
+            stderr_tail=self._tails["stderr"].value(),
+        )
+
+
+def run_sandboxed(
+    spec: SandboxSpec,
+    *,
+    output: str = "inherit",
+    timeout: float | None = None,
+    stop_grace: float = 10.0,
+) -> SandboxResult:
+    """Start ``spec`` in a :class:`Sandbox` and wait for it (see :meth:`Sandbox.wait`).
+
+    Raises:
+        SandboxError: the sandbox could not be set up.
+    """
+    with Sandbox(spec, output=output) as box:
+        box.start()
+        return box.wait(timeout=timeout, stop_grace=stop_grace)

@@ -1,0 +1,180 @@
+"""`shmguard sandbox|measure|probe` as a user runs them: exit codes, errors, JSON, plots."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from shmguard.units import MiB
+
+pytestmark = [pytest.mark.root, pytest.mark.timeout(120)]
+
+NEED_40M = "head -c 41943040 /dev/zero > /dev/shm/x"
+
+
+def shmguard(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "shmguard", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def schema(command: str) -> dict[str, Any]:
+    text = (resources.files("shmguard") / "schemas" / f"{command}.schema.json").read_text()
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+@pytest.mark.parametrize("command", ["sandbox", "measure"])
+@pytest.mark.parametrize(
+    ("size", "message"),
+    [
+        ("0", "--shm-size: invalid size '0': must be greater than 0"),
+        ("-1", "--shm-size: invalid size '-1' (invalid size: '-1')"),
+        ("64 MB MB", "--shm-size: invalid size '64 MB MB'"),
+    ],
+)
+def test_bad_sizes(command: str, size: str, message: str) -> None:
+    done = shmguard(command, "--shm-size", size, "--", "true")
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"shmguard: error: {message}")
+    assert done.stderr.count("\n") == 1  # one line, no traceback
+
+
+@pytest.mark.parametrize("command", ["sandbox", "measure", "probe"])
+def test_command_that_does_not_exist(command: str) -> None:
+    args = ["--shm-size", "8m"] if command == "sandbox" else []
+    done = shmguard(command, *args, "--", "shmguard-no-such-command", "--flag")
+    assert done.returncode == 2
+    assert (
+        done.stderr
+        == "shmguard: error: command not found: shmguard-no-such-command (not on PATH)\n"
+    )
+
+
+def test_missing_command() -> None:
+    done = shmguard("measure")
+    assert done.returncode == 2
+    assert "no command given" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--tolerance", "0"], "--tolerance: must be between 0% and 100%"),
+        (["--confirm", "0"], "--confirm: must be at least 1"),
+        (["--floor", "1g", "--ceiling", "64m"], "--floor must be below --ceiling"),
+        (["--headroom", "lots"], "--headroom: invalid percentage 'lots'"),
+    ],
+)
+def test_probe_bad_options(args: list[str], message: str) -> None:
+    done = shmguard("probe", *args, "--", "true")
+    assert done.returncode == 2
+    assert message in done.stderr
+
+
+def test_sandbox_json_and_status(root_only: None, no_leftovers: None) -> None:
+    done = shmguard("sandbox", "--shm-size", "32m", "--json", "--", "sh", "-c", "echo out; exit 3")
+    assert done.returncode == 3
+    data = json.loads(done.stdout)
+    jsonschema.validate(data, schema("sandbox"))
+    assert data["schema"] == "shmguard.sandbox/1"
+    assert data["shm_size"] == 32 * MiB
+    assert data["exit_status"] == 3 and data["exit_code"] == 3
+    assert done.stderr == "out\n"  # the command's stdout moved to stderr, unchanged
+
+
+def test_measure_json_peak_and_recommendation(root_only: None, no_leftovers: None) -> None:
+    done = shmguard("measure", "--json", "--", "sh", "-c", NEED_40M + "; echo wrote")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    jsonschema.validate(data, schema("measure"))
+    assert data["peak"] == 40 * MiB
+    assert data["cause"]["outcome"] == "ok"
+    # 40 MiB + 25% = 50 MiB -> 56 MiB (8 MiB steps between 32 and 64 MiB)
+    assert data["recommendation"]["shm_size"] == 56 * MiB
+    assert isinstance(data["memory_peak"], int) and data["memory_peak"] >= 40 * MiB
+    assert "wrote" in done.stderr
+
+
+def test_measure_text_report_and_plot(root_only: None, tmp_path: Path) -> None:
+    png = tmp_path / "shm.png"
+    done = shmguard("measure", "--plot", str(png), "--", "sh", "-c", NEED_40M)
+    assert done.returncode == 0, done.stderr
+    assert "/dev/shm peak  40 MiB" in done.stdout
+    assert "docker run --shm-size=56m" in done.stdout
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_measure_reports_running_out_of_shm(root_only: None) -> None:
+    done = shmguard("measure", "--shm-size", "16m", "--json", "--", "sh", "-c", NEED_40M)
+    assert done.returncode == 1
+    data = json.loads(done.stdout)
+    jsonschema.validate(data, schema("measure"))
+    assert data["cause"]["outcome"] == "shm-exhausted"
+    assert data["peak"] == 16 * MiB
+    assert data["recommendation"]["shm_size"] is None
+    assert "No space left on device" in done.stderr
+
+
+def test_plot_without_matplotlib_is_a_clear_error(root_only: None, tmp_path: Path) -> None:
+    code = (
+        "import sys; sys.modules['matplotlib'] = None; "
+        "import importlib.util as u; u.find_spec = lambda name, *a: None; "
+        "from shmguard.cli import main; sys.argv = ['shmguard', 'measure', '--plot', "
+        f"'{tmp_path}/x.png', '--', 'true']; main()"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr == "shmguard: error: --plot needs matplotlib: pip install 'shmguard[plot]'\n"
+
+
+def test_probe_finds_a_deterministic_minimum(root_only: None, no_leftovers: None) -> None:
+    done = shmguard("probe", "--json", "--", "sh", "-c", NEED_40M)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    jsonschema.validate(data, schema("probe"))
+    assert data["minimum"] == 40 * MiB
+    rates = {r["size"]: (r["passes"], r["runs"]) for r in data["pass_rates"]}
+    assert rates[40 * MiB] == (3, 3)  # the bisection pass + 2 confirmations
+    assert all(p == 0 for size, (p, _) in rates.items() if size < 40 * MiB)
+    assert data["recommendation"]["shm_size"] == 56 * MiB
+    assert data["verified"] is True
+    assert data["runs"] == len(data["trials"]) + 1 <= 12
+
+
+def test_probe_confirmations_skip_a_flaky_edge(root_only: None, tmp_path: Path) -> None:
+    # Below 44 MiB every second run fails: no size there can pass 3 times in a row.
+    counter = tmp_path / "runs"
+    script = (
+        f"n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}; "
+        "kb=$(df -k /dev/shm | tail -1 | awk '{print $2}'); "
+        'if [ "$kb" -lt 45056 ] && [ $((n % 2)) -eq 0 ]; then exit 1; fi; ' + NEED_40M
+    )
+    done = shmguard("probe", "--json", "--no-verify", "--", "sh", "-c", script)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    jsonschema.validate(data, schema("probe"))
+    assert 44 * MiB <= data["minimum"] <= 48 * MiB
+    rates = {r["size"]: (r["passes"], r["runs"]) for r in data["pass_rates"]}
+    below = [size for size in rates if size < 44 * MiB]
+    assert below  # sizes under the flaky edge were tried ...
+    assert all(rates[size][0] < rates[size][1] for size in below)  # ... and each failed once
+    assert rates[data["minimum"]] == (3, 3)
+    assert data["verified"] is None
+
+
+def test_probe_when_the_command_always_fails(root_only: None) -> None:
+    done = shmguard("probe", "--json", "--", "sh", "-c", "exit 3")
+    assert done.returncode == 1
+    data = json.loads(done.stdout)
+    jsonschema.validate(data, schema("probe"))
+    assert data["minimum"] is None
+    assert data["trials"] == []
+    assert "fails even with" in data["minimum_basis"]

@@ -1,0 +1,95 @@
+"""Clean rounding and the shm / memory recommendation arithmetic."""
+
+from __future__ import annotations
+
+import pytest
+
+from shmguard.measure.recommend import clean_size, recommend
+from shmguard.model.fact import Fact
+from shmguard.units import GiB, MiB
+
+
+@pytest.mark.parametrize(
+    ("n", "expected"),
+    [
+        (0, MiB),
+        (1, MiB),
+        (MiB, MiB),
+        (MiB + 1, 2 * MiB),
+        (3 * MiB + 1, 4 * MiB),
+        (64 * MiB, 64 * MiB),
+        (65 * MiB, 80 * MiB),
+        (160 * MiB, 160 * MiB),
+        (207 * MiB, 224 * MiB),
+        (int(1.3 * GiB), int(1.5 * GiB)),
+        (2 * GiB, 2 * GiB),
+        (2 * GiB + 1, int(2.5 * GiB)),
+    ],
+)
+def test_clean_size(n: int, expected: int) -> None:
+    assert clean_size(n) == expected
+
+
+def test_clean_size_is_never_below_the_input() -> None:
+    for n in range(0, 5 * GiB, 7 * MiB + 12345):
+        c = clean_size(n)
+        assert c >= n
+        assert c % MiB == 0
+
+
+def test_clean_size_rejects_negative() -> None:
+    with pytest.raises(ValueError, match="negative"):
+        clean_size(-1)
+
+
+def test_shm_headroom_and_snippets() -> None:
+    rec = recommend(128 * MiB, "measured peak")
+    # 128 MiB * 1.25 = 160 MiB, already clean.
+    assert rec.shm_size == 160 * MiB
+    assert "measured peak 128 MiB + 25% headroom = 160 MiB" in rec.shm_basis
+    assert rec.memory_limit.value is None
+    docker = next(s for s in rec.snippets if s.runtime == "docker")
+    assert docker.text == "docker run --shm-size=160m IMAGE ..."
+
+
+def test_memory_limit_from_cgroup_peak_does_not_double_count_shm() -> None:
+    # cgroup peak 600 MiB of which 200 MiB were shm: non-shm 400 MiB.
+    rec = recommend(
+        200 * MiB,
+        "measured peak",
+        cgroup_peak=Fact.known(600 * MiB),
+        shm_peak=200 * MiB,
+        non_shm_seen=380 * MiB,
+    )
+    assert rec.shm_size == 256 * MiB  # 250 MiB -> quarter-of-128 MiB steps -> 256 MiB
+    # 400 MiB non-shm + 256 MiB shm + 1 GiB margin = 1680 MiB -> 1792 MiB (256 MiB steps)
+    assert rec.memory_limit.value == 1792 * MiB
+    k8s = next(s for s in rec.snippets if s.runtime == "kubernetes")
+    assert "memory: 1792Mi" in k8s.text
+    assert "sizeLimit: 256Mi" in k8s.text
+
+
+def test_memory_margin_is_a_quarter_of_large_non_shm_use() -> None:
+    rec = recommend(1 * GiB, "probed minimum", cgroup_peak=Fact.known(9 * GiB), shm_peak=1 * GiB)
+    # shm 1.25 GiB; non-shm 8 GiB; margin 2 GiB -> 11.25 GiB -> 12 GiB (2 GiB steps)
+    assert rec.shm_size == int(1.25 * GiB)
+    assert rec.memory_limit.value == 12 * GiB
+
+
+def test_unknown_cgroup_peak_keeps_its_reason() -> None:
+    rec = recommend(10 * MiB, "measured peak", cgroup_peak=Fact.unknown("not writable"))
+    assert rec.memory_limit.value is None
+    assert rec.memory_limit.reason == "not writable"
+    assert all("--memory" not in s.text for s in rec.snippets)
+
+
+def test_no_need_means_no_recommendation() -> None:
+    rec = recommend(None, "the run ran out of /dev/shm")
+    assert rec.shm_size is None
+    assert rec.snippets == ()
+    assert rec.shm_basis == "the run ran out of /dev/shm"
+
+
+def test_negative_headroom_is_rejected() -> None:
+    with pytest.raises(ValueError, match="headroom"):
+        recommend(MiB, "x", headroom=-0.1)

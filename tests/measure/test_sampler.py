@@ -1,0 +1,88 @@
+"""The sampler against real tmpfs use with known sizes, and owner attribution."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from shmguard.measure.sampler import ShmSampler, Timeline, shm_usage
+from shmguard.measure.sandbox import Sandbox, SandboxSpec
+from shmguard.units import MiB
+
+pytestmark = [pytest.mark.root, pytest.mark.timeout(60)]
+
+# Holds an *unlinked* 4 MiB torch-named file open (PyTorch's file_descriptor strategy does the
+# same), plus a named 1 MiB psm_ file, for 0.6 s.
+HOLDER = """
+import os, time
+fd = os.open("/dev/shm/torch_1_2_3", os.O_RDWR | os.O_CREAT, 0o600)
+os.posix_fallocate(fd, 0, 4 << 20)
+os.unlink("/dev/shm/torch_1_2_3")
+with open("/dev/shm/psm_abcdef", "wb") as fh:
+    fh.write(b"x" * (1 << 20))
+print("holding", flush=True)
+time.sleep(0.6)
+"""
+
+
+def _sampled(spec: SandboxSpec, **kw: object) -> Timeline:
+    with Sandbox(spec, output="capture") as box:
+        box.start()
+        sampler = ShmSampler(box.shm_path, pids=box.tree_pids, **kw)  # type: ignore[arg-type]
+        sampler.start()
+        result = box.wait(timeout=30)
+        timeline = sampler.stop()
+    assert result.exit_status == 0, result.stderr_tail
+    return timeline
+
+
+def test_peak_and_timeline_are_exact(root_only: None, no_leftovers: None) -> None:
+    script = (
+        "sleep 0.2; head -c 3145728 /dev/zero > /dev/shm/a; sleep 0.3; "
+        "head -c 2097152 /dev/zero > /dev/shm/b; sleep 0.3; rm /dev/shm/a; sleep 0.3"
+    )
+    tl = _sampled(SandboxSpec(("sh", "-c", script), 16 * MiB), interval=0.002)
+    assert tl.shm_total == 16 * MiB
+    assert tl.baseline == 0
+    assert tl.peak == 5 * MiB
+    levels = [u for _, u in tl.samples]
+    assert 3 * MiB in levels and 2 * MiB in levels
+    assert levels[-1] == 2 * MiB  # b is still there when the sandbox ends
+    assert 0.45 < tl.peak_t < 1.2
+    assert 0 < tl.max_step() <= 3 * MiB  # a write in progress may be seen part-way
+    assert tl.n_samples > 200
+    assert tl.errors == ()
+
+
+def test_owner_attribution_sees_unlinked_files(root_only: None, no_leftovers: None) -> None:
+    tl = _sampled(
+        SandboxSpec((sys.executable, "-c", HOLDER), 16 * MiB), interval=0.005, owner_interval=0.05
+    )
+    assert tl.peak == 5 * MiB
+    snap = tl.owners_at_peak()
+    assert snap is not None
+    assert snap.shm_used == 5 * MiB
+    assert snap.by_kind["torch"] == 4 * MiB  # unlinked, found through /proc/<pid>/fd
+    assert snap.processes >= 1
+    assert snap.rss > 0
+    assert tl.rss_peak is not None and tl.rss_peak >= snap.rss
+
+
+def test_shm_usage_matches_statvfs() -> None:
+    used, total = shm_usage("/dev/shm")
+    assert 0 <= used <= total
+
+
+def test_bad_intervals_are_rejected() -> None:
+    with pytest.raises(ValueError):
+        ShmSampler("/dev/shm", interval=0)
+
+
+def test_a_watcher_on_the_host_path_stops_cleanly() -> None:
+    sampler = ShmSampler("/dev/shm", interval=0.01)
+    sampler.start()
+    tl = sampler.stop()
+    assert tl.path == "/dev/shm"
+    assert tl.n_samples >= 1
+    assert tl.owners == ()
