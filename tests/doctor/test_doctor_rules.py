@@ -108,12 +108,17 @@ def test_env004_env006_env010_on_v1_host_ipc(host):
         "/dev/shm (~31.39 GiB) is larger than the memory limit (4 GiB)"
     )
     fix4 = by_code["ENV004"].fix
-    assert fix4 is not None and "--memory=36g" in fix4.snippets[0].text
+    assert fix4 is not None
+    assert fix4.snippets[0].text == "docker run --shm-size=1g --memory=4g IMAGE ..."
+    assert "--ipc=private" in fix4.description
     assert by_code["ENV006"].message == (
         "the open-file limit is 1024 (soft) / 1024 (hard); below 4096"
     )
     assert by_code["ENV006"].fix is not None
-    assert "docker run --ulimit nofile=65536:65536" in by_code["ENV006"].fix.description
+    assert by_code["ENV006"].fix.description == (
+        "Raise it: docker run --ulimit nofile=65536:65536 (Compose: ulimits: nofile: 65536); "
+        "or torch.multiprocessing.set_sharing_strategy('file_system')."
+    )
     assert by_code["ENV010"].message.startswith("/dev/shm is a tmpfs mounted without size=")
     assert by_code["ENV010"].severity is Severity.WARNING
 

@@ -28,8 +28,10 @@ def test_report_lists_facts_findings_and_fixes(host):
     assert "SysV shm  1 segments, 1 MiB" in out
     for code in ("ENV004 shm-exceeds-memory-limit", "ENV006 nofile-low", "ENV010"):
         assert code in out
-    # ENV004's fix: keep /dev/shm, raise the 4 GiB limit by its ~31.4 GiB (rounded up).
-    assert "--memory=36g IMAGE ..." in out
+    # ENV004's fix: the host's unsized /dev/shm (--ipc=host) is not copied into --shm-size or
+    # covered by a 36 GiB limit; the job gets its own sized /dev/shm under the 4 GiB limit.
+    assert "docker run --shm-size=1g --memory=4g IMAGE ..." in out
+    assert "--memory=36g" not in out and "--shm-size=32919024k" not in out
     assert out.rstrip().endswith("0 errors, 3 warnings, 0 infos · exit 0 (--fail-on error)")
 
 

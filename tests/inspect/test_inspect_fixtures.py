@@ -8,6 +8,7 @@ import pytest
 
 from shmguard.inspect.host import inspect_host
 from shmguard.inspect.shm import statvfs_from_json
+from shmguard.model import Fact
 from shmguard.units import GiB, MiB
 
 
@@ -18,7 +19,7 @@ def facts(root: Path, **kwargs):
 def test_docker_cgroup_v2_default(fixture_root):
     f = facts(fixture_root("docker-v2-default"))
     shm = f.shm
-    assert (shm.exists, shm.mount_point.value, shm.fstype.value, shm.source.value) == (
+    assert (shm.exists.value, shm.mount_point.value, shm.fstype.value, shm.source.value) == (
         True,
         "/dev/shm",
         "tmpfs",
@@ -114,7 +115,7 @@ def test_slurm_disk_shm_and_limit_two_levels_up(fixture_root):
 
 def test_missing_dev_shm_is_unknown_with_reason(fixture_root):
     f = facts(fixture_root("docker-ipc-none"))
-    assert f.shm.exists is False
+    assert f.shm.exists == Fact.known(False)
     for fact in (f.shm.total, f.shm.fstype, f.shm.sizing, f.shm.leftovers, f.shm.device):
         assert fact.value is None and fact.reason == "/dev/shm: no such directory"
     assert f.holders.value is None and f.holders.reason == "/dev/shm: no such directory"
@@ -130,7 +131,14 @@ def test_unreadable_files_become_unknown_facts(tmp_path: Path):
     assert f.limits.nofile_soft.reason == "/proc/self/limits: no such file or directory"
     assert f.cgroup.memory_limit.reason == "mountinfo unreadable"
     assert f.sysv.reason == "/proc/sysvipc/shm: no such file or directory"
-    assert (f.runtime.name, f.runtime.evidence) == ("none", ())
+    # Neither the environment nor the cgroup file could be read: "none" would be a guess.
+    assert (f.runtime.name, f.runtime.evidence) == (
+        "unknown",
+        (
+            "could not read /proc/self/cgroup: no such file or directory",
+            "could not read /proc/self/environ: no such file or directory",
+        ),
+    )
 
 
 def statvfs_from_json_missing(root: Path):
@@ -154,7 +162,7 @@ def test_malformed_cgroup_values_are_unknown_not_raised(fixture_root):
     assert "/sys/fs/cgroup/memory.max: not an integer: 'lots'" in (
         f.cgroup.memory_limit.reason or ""
     )
-    assert f.cgroup.cpu_quota.reason == "/sys/fs/cgroup/cpu.max: not '$MAX $PERIOD': 'fast\\n'"
+    assert f.cgroup.cpu_quota.reason == "/sys/fs/cgroup/cpu.max: not '$MAX $PERIOD': 'fast'"
     assert f.cgroup.cpuset.reason == "/sys/fs/cgroup/cpuset.cpus.effective: not a cpu list: 'a-b'"
 
 

@@ -87,6 +87,32 @@ def test_size_zero_is_unlimited():
     assert (shm["sizing"], shm["size_option"]) == ("unlimited", 0)
 
 
+def test_zero_block_filesystems_have_no_size_not_a_size_of_zero():
+    # statvfs answers 0/0/0 for a size=0 tmpfs and for ramfs even with 10 MiB written: that is
+    # "no block count", and used to be reported as total 0, used 0, free 0.
+    fill = " && head -c 10485760 /dev/zero > /dev/shm/data"
+    shm = in_namespace("mount -t tmpfs -o size=0 tmpfs /dev/shm" + fill)
+    why = (
+        "statvfs(/dev/shm) reports 0 blocks: a tmpfs with size=0 has no size limit and keeps "
+        "no block count"
+    )
+    for key in ("total", "used", "free"):
+        assert shm[key] == {"value": None, "reason": why}
+    assert (shm["named_files"], shm["named_bytes"]) == (1, 10 * MiB)
+    shm = in_namespace("mount -t ramfs ramfs /dev/shm" + fill)
+    why = "statvfs(/dev/shm) reports 0 blocks: ramfs keeps no block count (no size limit)"
+    for key in ("total", "used", "free"):
+        assert shm[key] == {"value": None, "reason": why}
+
+
+def test_missing_dev_shm_in_a_real_namespace():
+    # A fresh /dev without shm/ (never rmdir /dev/shm, even in a namespace: the directory is
+    # on the shared /dev, and removing a mount point detaches it in every namespace).
+    shm = in_namespace("mount -t tmpfs -o size=1m tmpfs /dev")
+    assert shm["exists"] is False
+    assert shm["total"] == {"value": None, "reason": "/dev/shm: no such directory"}
+
+
 def test_ramfs_and_bind_mounted_directory_are_not_tmpfs(tmp_path):
     shm = in_namespace("mount -t ramfs ramfs /dev/shm")
     assert (shm["fstype"], shm["sizing"]) == ("ramfs", "not-tmpfs")
@@ -139,3 +165,58 @@ def test_pid_reads_another_namespace_shm_and_its_holders(holder):
     assert dict(held.by_kind)["torch"] == 10 * MiB == held.total_bytes
     # Our own /dev/shm is another filesystem, so it does not leak into the pid's view.
     assert shm.device.value != os.stat("/dev/shm").st_dev
+
+
+def test_mounts_hidden_under_a_new_dev_are_not_read(tmp_path):
+    # A fresh tmpfs on /dev hides the host's /dev/shm mounts, which stay in mountinfo. The
+    # longest matching mount point used to win, so a 64 MiB tmpfs reached through a
+    # /dev/shm -> elsewhere symlink was described by the hidden mount's size= option.
+    target = tmp_path / "runshm"
+    target.mkdir()
+    setup = (
+        "mount -t tmpfs -o size=1m tmpfs /dev && "
+        f"mount -t tmpfs -o size=64m tmpfs {target} && ln -s {target} /dev/shm && "
+        f"head -c 8192 /etc/passwd > {target}/f; true"
+    )
+    shm = in_namespace(setup)
+    assert (shm["path"], shm["real_path"], shm["mount_point"]) == (
+        "/dev/shm",
+        str(target),
+        str(target),
+    )
+    assert (shm["options"], shm["size_option"], shm["total"]) == (
+        ["rw", "size=65536k"],
+        64 * MiB,
+        64 * MiB,
+    )
+    assert shm["default_of"] == ["docker", "containerd", "cri-o"]
+
+
+HOLD_VIA_LINK = textwrap.dedent(
+    """
+    import json, os, sys
+    fd = os.open("/dev/shm/torch_9_9_0", os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    os.posix_fallocate(fd, 0, 3 << 20)
+    os.unlink("/dev/shm/torch_9_9_0")
+    from shmguard.inspect.host import inspect_host
+    from shmguard.render.json import to_data
+    facts = inspect_host(gpus=False)
+    print(json.dumps(to_data(facts.holders)))
+    """
+)
+
+
+def test_holders_found_through_a_symlinked_dev_shm(tmp_path):
+    # The kernel names held files by their resolved path (/run/shm/...), so a scan for
+    # "/dev/shm/" found nothing.
+    target = tmp_path / "runshm"
+    target.mkdir()
+    setup = (
+        "mount -t tmpfs -o size=1m tmpfs /dev && "
+        f"mount -t tmpfs -o size=64m tmpfs {target} && ln -s {target} /dev/shm"
+    )
+    held = in_namespace(setup, HOLD_VIA_LINK)
+    assert held["total_bytes"] == 3 * MiB
+    assert held["by_kind"]["torch"] == 3 * MiB
+    (proc,) = held["processes"]
+    assert [(f["path"], f["deleted"]) for f in proc["files"]] == [(f"{target}/torch_9_9_0", True)]

@@ -66,16 +66,18 @@ def doctor(
     from shmguard.model import exit_status
 
     needed = size_option(require, "--require")
-    if not root.is_dir():
-        fail(f"--root {root}: not a directory")
-    if pid is not None and (pid <= 0 or not (root / "proc" / str(pid)).is_dir()):
-        fail(f"--pid {pid}: no such process under {root / 'proc'}")
     statvfs: StatvfsFn | None = None
-    if (root / "statvfs.json").is_file() and root.resolve() != Path("/"):
-        try:
+    try:
+        if not root.is_dir():
+            fail(f"--root {root}: not a directory")
+        if pid is not None and (pid <= 0 or not (root / "proc" / str(pid)).is_dir()):
+            fail(f"--pid {pid}: no such process under {root / 'proc'}")
+        if (root / "statvfs.json").is_file() and root.resolve() != Path("/"):
             statvfs = statvfs_from_json(root)
-        except ValueError as err:
-            fail(str(err))
+    except OSError as err:  # is_dir() raises for EACCES (e.g. --root /proc/1/root)
+        fail(f"--root {root}: {(err.strerror or str(err)).lower()}")
+    except ValueError as err:
+        fail(str(err))
     facts = inspect_host(root, pid=pid, statvfs=statvfs, torch=torch)
     report = diagnose(facts, DoctorOptions(require=needed))
     code = exit_status(report.findings, fail_on)
@@ -90,12 +92,14 @@ def doctor(
         }
         sys.stdout.write(dumps("doctor", body) + "\n")
     else:
+        from rich.console import Console
+
         from shmguard.cli._common import console
-        from shmguard.render.doctor_text import render_brief, render_report
+        from shmguard.render.doctor_text import brief_parts, print_parts, report_parts
 
         out = console()
-        renderable = (render_brief if brief else render_report)(report, fail_on, code)
-        out.print(renderable)  # type: ignore[attr-defined]
+        assert isinstance(out, Console)
+        print_parts(out, (brief_parts if brief else report_parts)(report, fail_on, code))
     if code:
         raise typer.Exit(code)
 

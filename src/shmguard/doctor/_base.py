@@ -18,6 +18,17 @@ from shmguard.units import GiB, MiB, format_iec
 
 SHM_LOCATION = Location(file="/dev/shm")
 
+#: ``ShmFacts.sizing`` values of a tmpfs nobody sized: usually the host's /dev/shm.
+UNSIZED = ("kernel-default", "unlimited")
+
+#: With ``--ipc=host`` the container bind-mounts the host's /dev/shm and ``--shm-size`` is not
+#: used (moby ``daemon/container_operations_unix.go`` ``setupIpcDirs``: only a private or
+#: shareable IPC mode mounts a tmpfs of ``ShmSize``; Podman likewise, podman-run(1) ``--ipc``).
+IPC_HOST_NOTE = (
+    " An unsized /dev/shm is usually the host's (--ipc=host), where --shm-size has no effect:"
+    " run with --ipc=private (the default) for the size to apply."
+)
+
 
 @dataclass(frozen=True)
 class DoctorOptions:
@@ -92,6 +103,8 @@ def shm_fix(facts: HostFacts, shm_size: int, lead: str) -> Fix:
         "BasePath); ask the admin, or run the job in a container with the size below.",
         "none": f" On a host: mount -o remount,size={shm_size // MiB}m /dev/shm (as root).",
     }.get(runtime, "")
+    if facts.shm.sizing.value in UNSIZED and runtime in ("docker", "podman"):
+        extra += IPC_HOST_NOTE
     snippets = render_snippets(shm_size, memory, SNIPPET_RUNTIMES.get(runtime))
     return Fix(text + extra, snippets)
 
@@ -109,10 +122,15 @@ def memory_fix(facts: HostFacts, limit: int, shm_total: int) -> Fix:
 
 def needed_size(facts: HostFacts, options: DoctorOptions) -> tuple[int, str]:
     """The /dev/shm size a fix should show, and the sentence that introduces it: what is used
-    now plus ``--require`` when given, else the example size with a pointer to measuring."""
+    now plus ``--require`` when given (statvfs ``used`` on a tmpfs; the named files' bytes on
+    anything else, whose statvfs figures are the whole disk's), else the example size with a
+    pointer to measuring."""
     if options.require is not None:
-        used = facts.shm.used.value or 0
-        return round_up(used + options.require), "Give /dev/shm at least"
+        # statvfs "used" is /dev/shm's own only on a tmpfs mounted there; on a disk directory
+        # it is the whole disk's, so count the files in /dev/shm instead.
+        shm = facts.shm
+        used = shm.used.value if shm.fstype.value == "tmpfs" else shm.named_bytes.value
+        return round_up((used or 0) + options.require), "Give /dev/shm at least"
     return (
         options.example_size,
         "Size /dev/shm from a measurement (shmguard measure); for example",

@@ -26,10 +26,12 @@ WHY = (
 
 
 def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
-    """Flag used / total >= ``options.usage_threshold``."""
+    """Flag used / total >= ``options.usage_threshold`` on a tmpfs /dev/shm."""
     used, total = facts.shm.used.value, facts.shm.total.value
     if used is None or not total or used < options.usage_threshold * total:
         return
+    if facts.shm.fstype.value != "tmpfs":
+        return  # a disk's or unknown filesystem's figures are not /dev/shm's (ENV009's case)
     held = facts.holders.value
     holders = ""
     if held is not None and held.processes:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.doctor._base import DoctorOptions, Rule, memory_fix
+from shmguard.doctor._base import UNSIZED, DoctorOptions, Rule, memory_fix, needed_size, shm_fix
 from shmguard.inspect.host import HostFacts
 from shmguard.model import Finding, Location, Severity
 from shmguard.units import format_iec
@@ -30,6 +30,13 @@ def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
     total, limit = facts.shm.total.value, facts.cgroup.memory_limit.value
     if facts.shm.fstype.value != "tmpfs" or total is None or limit is None or total <= limit:
         return
+    if facts.shm.sizing.value in UNSIZED:
+        # The host's half-of-RAM tmpfs: raising the limit to cover it, or copying its size into
+        # --shm-size, is no fix; a private /dev/shm sized for the job is.
+        size, lead = needed_size(facts, options)
+        fix = shm_fix(facts, size, lead.replace("Size /dev/shm", "Give the job its own /dev/shm"))
+    else:
+        fix = memory_fix(facts, limit, total)
     yield Finding(
         CODE,
         NAME,
@@ -37,7 +44,7 @@ def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
         f"/dev/shm ({format_iec(total)}) is larger than the memory limit ({format_iec(limit)})",
         WHY,
         Location(file=facts.cgroup.memory_dir.value),
-        memory_fix(facts, limit, total),
+        fix,
     )
 
 

@@ -35,10 +35,8 @@ def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
     steps = []
     if hard is None or hard > soft:
         steps.append(f"ulimit -n {hard if hard is not None else raise_to} in the job's shell")
-    steps += [
-        f"docker run --ulimit nofile={raise_to}:{raise_to}",
-        "or torch.multiprocessing.set_sharing_strategy('file_system')",
-    ]
+    steps += _runtime_steps(facts.runtime.name, raise_to)
+    steps.append("or torch.multiprocessing.set_sharing_strategy('file_system')")
     yield Finding(
         CODE,
         NAME,
@@ -48,6 +46,23 @@ def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
         Location(file="/proc/self/limits" if facts.pid is None else f"/proc/{facts.pid}/limits"),
         Fix("Raise it: " + "; ".join(steps) + "."),
     )
+
+
+def _runtime_steps(runtime: str, n: int) -> list[str]:
+    """How the detected runtime sets RLIMIT_NOFILE: ``--ulimit`` (docker-run(1),
+    podman-run(1)), Compose ``ulimits:``; Kubernetes has no pod field for it (the container
+    runtime's own limit applies, e.g. containerd's ``LimitNOFILE``)."""
+    docker = f"docker run --ulimit nofile={n}:{n} (Compose: ulimits: nofile: {n})"
+    podman = f"podman run --ulimit nofile={n}:{n}"
+    return {
+        "docker": [docker],
+        "podman": [podman],
+        "kubernetes": [
+            "Kubernetes has no pod setting for it: the node's container runtime sets it "
+            "(containerd: LimitNOFILE in its systemd unit); ask the cluster admin"
+        ],
+        "slurm": ["Slurm propagates the submitting shell's limit: ulimit -n before sbatch"],
+    }.get(runtime, [docker, podman])
 
 
 RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, False, check)

@@ -7,10 +7,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 from shmguard.doctor._base import SHM_LOCATION, DoctorOptions, Rule, needed_size, shm_fix
 from shmguard.inspect.host import HostFacts
-from shmguard.model import Finding, Severity
+from shmguard.model import Finding, Fix, Severity
 
 CODE = "ENV008"
 NAME = "shm-missing"
@@ -23,8 +24,8 @@ WHY = (
 
 
 def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
-    """Flag a missing /dev/shm directory."""
-    if facts.shm.exists:
+    """Flag a /dev/shm directory known to be missing (not one that could not be looked at)."""
+    if facts.shm.exists.value is not False:
         return
     size, lead = needed_size(facts, options)
     yield Finding(
@@ -34,8 +35,15 @@ def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
         "/dev/shm does not exist (Docker --ipc=none, or a minimal /dev)",
         WHY,
         SHM_LOCATION,
-        shm_fix(facts, size, lead.replace("Give /dev/shm", "Mount a tmpfs /dev/shm of")),
+        _with_ipc(shm_fix(facts, size, lead.replace("Give /dev/shm", "Mount a tmpfs /dev/shm of"))),
     )
+
+
+def _with_ipc(fix: Fix) -> Fix:
+    """A shm size alone does not bring /dev/shm back under ``--ipc=none``: Docker and Podman
+    mount it only for a ``private`` or ``shareable`` IPC mode (docker-run(1) ``--ipc``)."""
+    note = " With --ipc=none there is no /dev/shm whatever the size: use --ipc=private."
+    return replace(fix, description=fix.description + note)
 
 
 RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, True, check)

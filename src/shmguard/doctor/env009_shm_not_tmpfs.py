@@ -28,10 +28,10 @@ def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
     """Flag a /dev/shm whose mount is not tmpfs."""
     shm = facts.shm
     fstype = shm.fstype.value
-    if not shm.exists or fstype is None or fstype == "tmpfs":
+    if shm.exists.value is not True or fstype is None or fstype == "tmpfs":
         return
     where = shm.mount_point.value
-    own = where == shm.path
+    own = where == shm.real_path
     size, lead = needed_size(facts, options)
     yield Finding(
         CODE,

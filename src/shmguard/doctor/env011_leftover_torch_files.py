@@ -33,7 +33,7 @@ def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
     biggest = max(f.requested for f in files)
     size, lead = needed_size(facts, options)
     fix = shm_fix(facts, size, lead)
-    cleanup = "Remove them when no job runs (rm /dev/shm/torch_*), then size /dev/shm: "
+    cleanup = "Remove them when no job runs (rm /dev/shm/torch_*). "
     yield Finding(
         CODE,
         NAME,

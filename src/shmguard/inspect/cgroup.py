@@ -14,6 +14,7 @@ memory cgroup that first touches them (config_formats.md 1.3).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -87,18 +88,30 @@ def _dir_for(mount: Mount, path: str) -> tuple[str, str | None]:
 
 
 def parse_cpuset(text: str) -> int:
-    """Number of CPUs in a cpuset list such as ``0-3,8,10-11`` (cpuset(7) list format).
+    """Number of CPUs in a cpuset list such as ``0-3,8,10-11`` (cpuset(7) "List format":
+    comma-separated decimal CPU numbers and ``lo-hi`` ranges with ``lo <= hi``). An empty
+    list (a cpuset with no CPUs) is 0.
 
     Raises:
-        ValueError: for text that is not a list.
+        ValueError: for text that is not such a list (``3-1``, ``a``, ``0,,1``, binary).
     """
+    body = text.strip()
+    if not body:
+        return 0
     count = 0
-    for part in text.strip().split(","):
-        if not part:
-            continue
-        lo, sep, hi = part.partition("-")
-        count += (int(hi) - int(lo) + 1) if sep else 1
+    for part in body.split(","):
+        m = _CPU_RANGE.fullmatch(part)
+        if m is None:
+            raise ValueError(f"not a cpu list item: {part[:20]!r}")
+        lo = int(m.group(1))
+        hi = int(m.group(2)) if m.group(2) is not None else lo
+        if hi < lo:
+            raise ValueError(f"range {part!r} runs backwards")
+        count += hi - lo + 1
     return count
+
+
+_CPU_RANGE = re.compile(r"([0-9]+)(?:-([0-9]+))?")
 
 
 class _Reader:
@@ -109,11 +122,11 @@ class _Reader:
         text, reason = read_text(self.root, path)
         return Fact.unknown(reason or path) if text is None else Fact.known(text)
 
-    def integer(self, path: str) -> Fact[int]:
+    def integer(self, path: str, *, signed: bool = False) -> Fact[int]:
         text = self.text(path)
         if text.value is None:
             return Fact.unknown(text.reason or path)
-        value, reason = parse_int(text.value, path)
+        value, reason = parse_int(text.value, path, signed=signed)
         return Fact.unknown(reason or path) if value is None else Fact.known(value)
 
     def keyed(self, path: str, key: str) -> Fact[int]:
@@ -207,15 +220,39 @@ def _memory_v2(reader: _Reader, d: str, mount_point: str) -> _Memory:
     )
 
 
+def _cpu_max(path: str, text: str) -> Fact[float]:
+    """``cpu.max``: exactly ``"$MAX $PERIOD"`` (cgroup-v2.rst), ``$MAX`` ``max`` or a positive
+    integer, ``$PERIOD`` a positive integer; a known None for ``max``."""
+    fields = text.split()
+    bad: Fact[float] = Fact.unknown(f"{path}: not '$MAX $PERIOD': {text.strip()[:40]!r}")
+    if len(fields) != 2:
+        return bad
+    period, _ = parse_int(fields[1], path)
+    if period is None or period <= 0:
+        return bad
+    if fields[0] == "max":
+        return Fact[float](None)
+    quota, _ = parse_int(fields[0], path)
+    if quota is None or quota <= 0:
+        return bad
+    return Fact.known(quota / period)
+
+
 def _cpu(reader: _Reader, v1: dict[str, str], v2_dir: str | None) -> tuple[Fact[float], Fact[int]]:
     quota: Fact[float]
     if "cpu" in v1:
-        q = reader.integer(f"{v1['cpu']}/cpu.cfs_quota_us")
+        q = reader.integer(f"{v1['cpu']}/cpu.cfs_quota_us", signed=True)
         period = reader.integer(f"{v1['cpu']}/cpu.cfs_period_us")
         if q.value is None or period.value is None:
             quota = Fact.unknown(q.reason or period.reason or "cpu quota unreadable")
-        elif q.value < 0 or period.value <= 0:
+        elif period.value <= 0:
+            quota = Fact.unknown(f"{v1['cpu']}/cpu.cfs_period_us: not positive: {period.value}")
+        elif q.value == -1:  # sched-bwc.rst: -1 = no bandwidth restriction
             quota = Fact[float](None)
+        elif q.value <= 0:
+            quota = Fact.unknown(
+                f"{v1['cpu']}/cpu.cfs_quota_us: neither -1 nor positive: {q.value}"
+            )
         else:
             quota = Fact.known(q.value / period.value)
     elif v2_dir is not None:
@@ -223,14 +260,7 @@ def _cpu(reader: _Reader, v1: dict[str, str], v2_dir: str | None) -> tuple[Fact[
         if text.value is None:
             quota = Fact.unknown(text.reason or "cpu.max unreadable")
         else:
-            fields = text.value.split()
-            try:
-                if fields[0] == "max":
-                    quota = Fact[float](None)
-                else:
-                    quota = Fact.known(int(fields[0]) / int(fields[1]))
-            except (IndexError, ValueError, ZeroDivisionError):
-                quota = Fact.unknown(f"{v2_dir}/cpu.max: not '$MAX $PERIOD': {text.value!r}")
+            quota = _cpu_max(f"{v2_dir}/cpu.max", text.value)
     else:
         quota = Fact.unknown("no cpu controller for this process")
     candidates = []

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from shmguard.inspect._read import read_text, under
+from shmguard.inspect._read import read_text, resolve, under
 from shmguard.inspect.cgroup import CgroupFacts, read_cgroup
 from shmguard.inspect.holders import HoldersScan, restrict_to_device, scan_holders
 from shmguard.inspect.runtime import RuntimeFacts, detect_runtime
@@ -44,26 +44,28 @@ class HostFacts:
     torch: Fact[TorchFacts]
 
 
-def _environ(root: Path, proc: str) -> dict[str, str]:
+def _environ(root: Path, proc: str) -> tuple[dict[str, str] | None, str | None]:
+    """The NUL-separated ``environ`` of ``proc``, or None and the reason."""
     try:
         raw = under(root, f"{proc}/environ").read_bytes()
-    except OSError:
-        return {}
+    except OSError as err:
+        return None, f"{proc}/environ: {(err.strerror or str(err)).lower()}"
     env = {}
     for item in raw.split(b"\0"):
         key, sep, value = item.partition(b"=")
         if sep:
             env[key.decode(errors="replace")] = value.decode(errors="replace")
-    return env
+    return env, None
 
 
-def _same_ipc_ns(root: Path, pid: int) -> bool:
+def _same_ipc_ns(root: Path, pid: int) -> tuple[bool | None, str | None]:
+    """Whether ``pid`` shares our IPC namespace; None and the reason when it cannot be told."""
     try:
-        return os.readlink(under(root, f"/proc/{pid}/ns/ipc")) == os.readlink(
-            under(root, "/proc/self/ns/ipc")
-        )
-    except OSError:
-        return False
+        theirs = os.readlink(under(root, f"/proc/{pid}/ns/ipc"))
+        ours = os.readlink(under(root, "/proc/self/ns/ipc"))
+    except OSError as err:
+        return None, f"/proc/{pid}/ns/ipc: {(err.strerror or str(err)).lower()}"
+    return theirs == ours, None
 
 
 def inspect_host(
@@ -94,22 +96,33 @@ def inspect_host(
     proc = f"/proc/{pid}" if pid is not None else "/proc/self"
     memory = read_meminfo(root)
     target_root = under(root, f"/proc/{pid}/root") if pid is not None else root
+    real = resolve(target_root, "/dev/shm")
     shm = read_shm(
-        under(target_root, "/dev/shm"),
+        under(target_root, real),
         read_text(root, f"{proc}/mountinfo"),
         statvfs=statvfs,
         mem_total=memory.total.value,
+        within=target_root if pid is not None else None,
+        real_path=real,
     )
     own_mountinfo, _ = read_text(root, "/proc/self/mountinfo")
-    proc_cgroup, _ = read_text(root, f"{proc}/cgroup")
+    proc_cgroup, cgroup_reason = read_text(root, f"{proc}/cgroup")
     cgroup: CgroupFacts = read_cgroup(root, own_mountinfo, proc_cgroup)
+    unreadable = [cgroup_reason] if cgroup_reason else []
     if environ is None:
-        use_own = pid is None and root == Path("/")
-        environ = dict(os.environ) if use_own else _environ(root, proc)
-    runtime: RuntimeFacts = detect_runtime(target_root, environ, proc_cgroup)
+        if pid is None and root == Path("/"):
+            environ = dict(os.environ)
+        else:
+            environ, env_reason = _environ(root, proc)
+            unreadable += [env_reason] if env_reason else []
+    runtime: RuntimeFacts = detect_runtime(target_root, environ, proc_cgroup, tuple(unreadable))
     limits: Limits = read_limits(root, f"{proc}/limits")
-    if pid is not None and not _same_ipc_ns(root, pid):
-        sysv: Fact[SysvShm] = Fact.unknown(
+    same_ipc, ipc_reason = _same_ipc_ns(root, pid) if pid is not None else (True, None)
+    sysv: Fact[SysvShm]
+    if same_ipc is None:
+        sysv = Fact.unknown(f"cannot tell pid {pid}'s IPC namespace ({ipc_reason})")
+    elif not same_ipc:
+        sysv = Fact.unknown(
             f"System V segments live in pid {pid}'s IPC namespace; run doctor inside it"
         )
     else:
@@ -120,7 +133,9 @@ def inspect_host(
     elif shm.device.value is None:
         held = Fact.unknown(shm.device.reason or "/dev/shm unreadable")
     else:
-        held = Fact.known(restrict_to_device(scan_holders(root), shm.device.value))
+        # fd and map links name the resolved path (/run/shm/... where /dev/shm -> /run/shm).
+        scan = scan_holders(root, shm_prefix=real.rstrip("/") + "/")
+        held = Fact.known(restrict_to_device(scan, shm.device.value))
     return HostFacts(
         root=str(root),
         pid=pid,

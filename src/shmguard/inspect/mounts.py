@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 
 _OCTAL = re.compile(r"\\([0-7]{3})")
+_DEVICE = re.compile(r"[0-9]+:[0-9]+")
 
 
 def _unescape(text: str) -> str:
@@ -54,16 +55,25 @@ class MountinfoError(ValueError):
 def parse_mountinfo(text: str) -> tuple[Mount, ...]:
     """Parse mountinfo text into mounts, in file order (later lines are mounted on top).
 
+    The kernel ends every line with a newline (fs/proc_namespace.c ``show_mountinfo``), so
+    text whose last line has none was cut short (a partial copy, a truncated snapshot) and is
+    refused rather than read as a mount with clipped options.
+
     Raises:
-        MountinfoError: ``line N: ...`` for a malformed line.
+        MountinfoError: ``line N: ...`` for a malformed or truncated line.
     """
     mounts = []
-    for lineno, line in enumerate(text.splitlines(), 1):
+    lines = text.split("\n")
+    if lines[-1]:
+        raise MountinfoError(f"line {len(lines)}: truncated (no end of line)")
+    for lineno, line in enumerate(lines[:-1], 1):
         if not line.strip():
             continue
         fields = line.split(" ")
         try:
             sep = fields.index("-", 6)
+            if len(fields) != sep + 4 or not _DEVICE.fullmatch(fields[2]):
+                raise ValueError(line)
             mounts.append(
                 Mount(
                     mount_id=int(fields[0]),
@@ -83,8 +93,42 @@ def parse_mountinfo(text: str) -> tuple[Mount, ...]:
 
 
 def mount_for(mounts: tuple[Mount, ...], path: str) -> Mount | None:
-    """The mount that ``path`` lives on: the longest mount point that is ``path`` or one of its
-    ancestors; among stacked mounts on the same point, the last (topmost) one."""
+    """The mount that ``path`` (absolute, symlinks already resolved) lives on, as the kernel's
+    path walk finds it.
+
+    Starting from the topmost ``/`` mount, at ``/`` and at each ancestor of ``path`` (then
+    ``path`` itself) it steps onto the last mount stacked on that point *on top of the mount
+    reached so far* (a mount's parent is the mount holding its mount point, proc(5) fields 1
+    and 2). A mount whose parent was itself covered by a later mount (``/dev/shm`` under a
+    fresh ``/dev``) is hidden, and is not chosen. Without any ``/`` mount (a partial table)
+    the longest matching mount point wins.
+    """
+    roots = [m for m in mounts if m.mount_point == "/"]
+    if not roots:
+        return _longest_prefix(mounts, path)
+    stacked_on = {m.parent_id for m in roots}
+    current = next((m for m in reversed(roots) if m.mount_id not in stacked_on), roots[-1])
+    current = _top(mounts, "/", current)
+    point = ""
+    for part in [p for p in path.split("/") if p]:
+        point += "/" + part
+        current = _top(mounts, point, current)
+    return current
+
+
+def _top(mounts: tuple[Mount, ...], point: str, below: Mount) -> Mount:
+    """The last mount on ``point`` stacked on ``below``, repeatedly (stacked mounts). A cycle
+    of parent ids (only in a corrupt table) stops the climb."""
+    seen = {below.mount_id}
+    while True:
+        above = [m for m in mounts if m.mount_point == point and m.parent_id == below.mount_id]
+        if not above or above[-1].mount_id in seen:
+            return below
+        below = above[-1]
+        seen.add(below.mount_id)
+
+
+def _longest_prefix(mounts: tuple[Mount, ...], path: str) -> Mount | None:
     best: Mount | None = None
     best_len = -1
     for m in mounts:

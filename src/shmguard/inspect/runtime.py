@@ -17,11 +17,12 @@ Markers (each documented by its runtime):
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from shmguard.inspect._read import exists
+from shmguard.inspect._read import under
 
 #: Priority when several markers are present: the orchestrator decides how to fix shm.
 _ORDER = ("kubernetes", "podman", "docker", "apptainer", "slurm")
@@ -36,31 +37,62 @@ SNIPPET_RUNTIMES: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class RuntimeFacts:
-    """``name`` is one of kubernetes, podman, docker, apptainer, slurm or none; ``evidence``
-    lists every marker seen (``"/.dockerenv exists"``, ``"env KUBERNETES_SERVICE_HOST"``)."""
+    """``name`` is one of kubernetes, podman, docker, apptainer, slurm, none or unknown;
+    ``evidence`` lists every marker seen (``"/.dockerenv exists"``, ``"env
+    KUBERNETES_SERVICE_HOST"``) and every place that could not be read (``"could not read
+    /proc/1/environ: permission denied"``). ``unknown`` means no marker was seen but some place
+    could not be looked at, so ``none`` would be a guess."""
 
     name: str
     evidence: tuple[str, ...]
 
 
-def detect_runtime(root: Path, environ: Mapping[str, str], proc_cgroup: str | None) -> RuntimeFacts:
+def detect_runtime(
+    root: Path,
+    environ: Mapping[str, str] | None,
+    proc_cgroup: str | None,
+    unreadable: tuple[str, ...] = (),
+) -> RuntimeFacts:
     """Detect the runtime.
 
     Args:
         root: the target's filesystem root (``/``, ``/proc/<pid>/root`` or a fixture tree).
-        environ: the target's environment.
+        environ: the target's environment, or None when it could not be read.
         proc_cgroup: the target's /proc/<pid>/cgroup text, or None.
+        unreadable: reasons for sources that could not be read (the environment, the cgroup
+            file), each ``"<path>: <error>"``.
     """
     found: dict[str, list[str]] = {name: [] for name in _ORDER}
+    missed = list(unreadable)
+    try:
+        os.stat(root)
+        root_ok = True
+    except OSError as err:  # /proc/<pid>/root of a process we may not look into
+        missed.append(f"{root}: {(err.strerror or str(err)).lower()}")
+        root_ok = False
+
+    def exists(path: str) -> bool:
+        if not root_ok:
+            return False
+        try:
+            os.lstat(under(root, path))
+            return True
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        except OSError as err:
+            missed.append(f"{path}: {(err.strerror or str(err)).lower()}")
+            return False
+
+    environ = environ or {}
     if "KUBERNETES_SERVICE_HOST" in environ:
         found["kubernetes"].append("env KUBERNETES_SERVICE_HOST")
-    if exists(root, "/var/run/secrets/kubernetes.io/serviceaccount"):
+    if exists("/var/run/secrets/kubernetes.io/serviceaccount"):
         found["kubernetes"].append("/var/run/secrets/kubernetes.io/serviceaccount exists")
-    if exists(root, "/run/.containerenv"):
+    if exists("/run/.containerenv"):
         found["podman"].append("/run/.containerenv exists")
     if environ.get("container") == "podman":
         found["podman"].append("env container=podman")
-    if exists(root, "/.dockerenv"):
+    if exists("/.dockerenv"):
         found["docker"].append("/.dockerenv exists")
     for var in ("APPTAINER_CONTAINER", "SINGULARITY_CONTAINER"):
         if var in environ:
@@ -75,6 +107,7 @@ def detect_runtime(root: Path, environ: Mapping[str, str], proc_cgroup: str | No
             found["docker"].append(f"cgroup path {path}")
         elif "libpod" in path and not found["podman"]:
             found["podman"].append(f"cgroup path {path}")
-    name = next((n for n in _ORDER if found[n]), "none")
+    name = next((n for n in _ORDER if found[n]), "unknown" if missed else "none")
     evidence = tuple(e for n in _ORDER for e in found[n])
+    evidence += tuple(f"could not read {m}" for m in dict.fromkeys(missed))
     return RuntimeFacts(name, evidence)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,12 +72,9 @@ def statvfs_from_json(root: Path) -> StatvfsFn:
     file = root / "statvfs.json"
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
-        table = {
-            str(k): RecordedStatvfs(
-                int(v["f_frsize"]), int(v["f_blocks"]), int(v["f_bfree"]), int(v["f_bavail"])
-            )
-            for k, v in data.items()
-        }
+        if not isinstance(data, dict):
+            raise ValueError("not an object of paths")
+        table = {str(k): _recorded(str(k), v) for k, v in data.items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
         raise ValueError(f"{file}: not a statvfs record ({err})") from None
 
@@ -87,6 +85,23 @@ def statvfs_from_json(root: Path) -> StatvfsFn:
         return table[rel]
 
     return _statvfs
+
+
+def _recorded(path: str, entry: object) -> RecordedStatvfs:
+    """One ``statvfs.json`` entry, checked as statvfs(3) guarantees: non-negative integers,
+    ``f_frsize`` > 0 and ``f_bavail <= f_bfree <= f_blocks``."""
+    if not isinstance(entry, dict):
+        raise ValueError(f"{path}: not an object")
+    fields = []
+    for name in ("f_frsize", "f_blocks", "f_bfree", "f_bavail"):
+        value = entry.get(name)
+        if type(value) is not int or value < 0:
+            raise ValueError(f"{path}: {name} is not a non-negative integer: {value!r}")
+        fields.append(value)
+    frsize, blocks, bfree, bavail = fields
+    if frsize == 0 or not bavail <= bfree <= blocks:
+        raise ValueError(f"{path}: needs f_frsize > 0 and f_bavail <= f_bfree <= f_blocks")
+    return RecordedStatvfs(frsize, blocks, bfree, bavail)
 
 
 @dataclass(frozen=True)
@@ -104,7 +119,10 @@ class ShmFacts:
 
     Attributes:
         path: ``/dev/shm`` as the target sees it.
-        exists: whether the directory exists.
+        real_path: ``path`` with symlinks resolved in the target (``/run/shm`` where
+            ``/dev/shm -> /run/shm``); the mount is looked up for this path.
+        exists: whether the directory exists; unknown when it cannot be looked at (another
+            process's ``/proc/<pid>/root`` may be unreadable even to root).
         mount_point: the mount it lives on (``/dev/shm`` itself when mounted there; ``/dev``
             or ``/`` when it is a plain directory).
         fstype: ``tmpfs``, ``ramfs``, ``ext4``... (mountinfo field 9).
@@ -114,7 +132,9 @@ class ShmFacts:
         sizing: ``size-option``, ``kernel-default`` (tmpfs without ``size=``: half of RAM),
             ``unlimited`` (``size=0``) or ``not-tmpfs``.
         total, used, free: statvfs bytes: ``f_blocks``, ``f_blocks - f_bfree``, ``f_bavail``
-            times ``f_frsize``. Counts unlinked-but-held files too.
+            times ``f_frsize``. Counts unlinked-but-held files too. Unknown when statvfs
+            reports 0 blocks: ramfs and a tmpfs with ``size=0`` keep no block counts
+            (mm/shmem.c ``shmem_statfs``, fs/ramfs ``simple_statfs``), so 0 is not a size.
         default_of: the runtimes whose default size equals ``total`` (empty when none).
             Equal size is all it says: the size may have been set on purpose.
         named_files, named_bytes: visible regular files at the top level and their allocated
@@ -124,7 +144,8 @@ class ShmFacts:
     """
 
     path: str
-    exists: bool
+    real_path: str
+    exists: Fact[bool]
     mount_point: Fact[str]
     fstype: Fact[str]
     source: Fact[str]
@@ -148,6 +169,8 @@ def read_shm(
     target_path: str = "/dev/shm",
     statvfs: StatvfsFn | None = None,
     mem_total: int | None = None,
+    within: Path | None = None,
+    real_path: str | None = None,
 ) -> ShmFacts:
     """Read /dev/shm facts.
 
@@ -159,24 +182,42 @@ def read_shm(
         target_path: the path as the target names it, looked up in mountinfo.
         statvfs: default :func:`os.statvfs`.
         mem_total: RAM bytes, to resolve ``size=N%``.
+        within: the target's root (``/proc/<pid>/root``). When /dev/shm is not found and this
+            root itself cannot be reached (the process exited, or is a zombie), existence is
+            unknown: a missing root says nothing about the container's /dev/shm.
+        real_path: ``target_path`` after symlinks, as the target resolves it (default
+            ``target_path``); ``fs_path`` must already point at it.
 
     Returns:
         :class:`ShmFacts`; anything unreadable is an unknown Fact with its reason.
     """
     statvfs = statvfs or os.statvfs
-    exists = fs_path.is_dir()
-    if not exists:
+    real = real_path or target_path
+    try:
+        exists: Fact[bool] = Fact.known(stat.S_ISDIR(os.stat(fs_path).st_mode))
         why = f"{target_path}: no such directory"
+    except (FileNotFoundError, NotADirectoryError):
+        exists, why = Fact.known(False), f"{target_path}: no such directory"
+        if within is not None:
+            try:
+                os.stat(within)
+            except OSError as err:
+                why = f"{within}: {(err.strerror or str(err)).lower()} (has the process exited?)"
+                exists = Fact.unknown(why)
+    except OSError as err:
+        why = f"{fs_path}: {(err.strerror or str(err)).lower()}"
+        exists = Fact.unknown(why)
+    if not exists.value:
         return ShmFacts(
-            target_path, False,
+            target_path, real, exists,
             *(Fact.unknown(why),) * 6,
             total=Fact.unknown(why), used=Fact.unknown(why), free=Fact.unknown(why),
             default_of=Fact.unknown(why), named_files=Fact.unknown(why),
             named_bytes=Fact.unknown(why), leftovers=Fact.unknown(why),
             device=Fact.unknown(why),
         )  # fmt: skip
-    mount = _mount_facts(mountinfo, target_path, mem_total)
-    total, used, free = _statvfs_facts(statvfs, fs_path, target_path)
+    mount = _mount_facts(mountinfo, real, mem_total)
+    total, used, free = _statvfs_facts(statvfs, fs_path, target_path, mount[1], mount[5])
     if total.value is not None:
         default_of: Fact[tuple[str, ...]] = Fact.known(RUNTIME_DEFAULTS.get(total.value, ()))
     else:
@@ -187,7 +228,7 @@ def read_shm(
     except OSError as err:
         device = Fact.unknown(f"{target_path}: {(err.strerror or str(err)).lower()}")
     return ShmFacts(
-        target_path, True, *mount, total, used, free, default_of,
+        target_path, real, exists, *mount, total, used, free, default_of,
         named_files, named_bytes, leftovers, device,
     )  # fmt: skip
 
@@ -238,12 +279,22 @@ def _size(text: str, mem_total: int | None) -> Fact[int]:
 
 
 def _statvfs_facts(
-    statvfs: StatvfsFn, fs_path: Path, target: str
+    statvfs: StatvfsFn, fs_path: Path, target: str, fstype: Fact[str], sizing: Fact[str]
 ) -> tuple[Fact[int], Fact[int], Fact[int]]:
     try:
         st = statvfs(str(fs_path))
     except OSError as err:
         why = f"statvfs({target}): {(err.strerror or str(err)).lower()}"
+        return Fact.unknown(why), Fact.unknown(why), Fact.unknown(why)
+    if st.f_blocks == 0:
+        # ramfs and an unlimited tmpfs answer statvfs with zeros: there is no size to read.
+        if sizing.value == "unlimited":
+            what = "a tmpfs with size=0 has no size limit and keeps no block count"
+        elif fstype.value is not None:
+            what = f"{fstype.value} keeps no block count (no size limit)"
+        else:
+            what = "the filesystem keeps no block count"
+        why = f"statvfs({target}) reports 0 blocks: {what}"
         return Fact.unknown(why), Fact.unknown(why), Fact.unknown(why)
     size = st.f_frsize
     return (

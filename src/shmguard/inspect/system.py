@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from shmguard.inspect._read import read_text
+from shmguard.inspect._read import parse_int, read_text
 from shmguard.model import Fact
 
 
@@ -29,15 +29,21 @@ def read_meminfo(root: Path) -> MemInfo:
     """Read ``root/proc/meminfo``; each missing key is unknown with the reason."""
     text, reason = read_text(root, "/proc/meminfo")
     values: dict[str, int] = {}
+    bad: dict[str, str] = {}
     for line in (text or "").splitlines():
         key, _, rest = line.partition(":")
         fields = rest.split()
-        if fields and fields[0].isdigit():
-            values[key] = int(fields[0]) * (1024 if fields[1:] == ["kB"] else 1)
+        number, _ = parse_int(fields[0], "") if fields else (None, None)
+        if number is not None and fields[1:] in ([], ["kB"]):
+            values[key] = number * (1024 if fields[1:] == ["kB"] else 1)
+        else:
+            bad[key] = rest.strip()[:40]
 
     def fact(key: str) -> Fact[int]:
         if text is None:
             return Fact.unknown(reason or "/proc/meminfo unreadable")
+        if key in bad:
+            return Fact.unknown(f"/proc/meminfo: {key}: not 'N kB': {bad[key]!r}")
         if key not in values:
             return Fact.unknown(f"/proc/meminfo: no {key} line")
         return Fact.known(values[key])
@@ -78,9 +84,10 @@ def read_limits(root: Path, path: str) -> Limits:
         value = rows[name][col]
         if value == "unlimited":
             return Fact[int](None)
-        if not value.isdigit():
-            return Fact.unknown(f"{path}: {name}: not a number: {value!r}")
-        return Fact.known(int(value))
+        number, _ = parse_int(value, path)
+        if number is None:
+            return Fact.unknown(f"{path}: {name}: not a number: {value[:40]!r}")
+        return Fact.known(number)
 
     return Limits(
         fact("Max open files", 0),
@@ -116,9 +123,13 @@ def read_sysv(root: Path) -> Fact[SysvShm]:
             fields = line.split()
             if not fields:
                 continue
+            size, _ = parse_int(fields[size_col], "")
+            nattch, _ = parse_int(fields[nattch_col], "")
+            if size is None or nattch is None:
+                raise ValueError(line)
             count += 1
-            total += int(fields[size_col])
-            unattached += int(fields[nattch_col]) == 0
+            total += size
+            unattached += nattch == 0
     except (ValueError, IndexError):
         return Fact.unknown("/proc/sysvipc/shm: not in proc(5) format")
     return Fact.known(SysvShm(count, total, unattached))

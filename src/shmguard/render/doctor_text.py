@@ -6,9 +6,10 @@ on the text path (Rich costs tens of milliseconds to import).
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable
 
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
 from rich.panel import Panel
 from rich.table import Table
@@ -36,7 +37,9 @@ def _count(fact: Fact[int], none: str = "unlimited") -> str:
 
 def _shm_line(facts: HostFacts) -> str:
     shm = facts.shm
-    if not shm.exists:
+    if shm.exists.value is None:
+        return f"unknown ({shm.exists.reason})"
+    if not shm.exists.value:
         return "missing"
     parts = []
     kind = shm.fstype.value or f"unknown filesystem ({shm.fstype.reason})"
@@ -51,7 +54,9 @@ def _shm_line(facts: HostFacts) -> str:
         parts.append(f"free {format_iec(shm.free.value or 0)}")
     if shm.default_of.value:
         parts.append("the default size of " + ", ".join(shm.default_of.value))
-    if shm.mount_point.value and shm.mount_point.value != shm.path:
+    if shm.real_path != shm.path:
+        parts.append(f"a symlink to {shm.real_path}")
+    if shm.mount_point.value and shm.mount_point.value != shm.real_path:
         parts.append(f"not a mount point (on {shm.mount_point.value})")
     return " · ".join(parts)
 
@@ -143,7 +148,17 @@ def facts_table(facts: HostFacts) -> Table:
     return grid
 
 
-def _finding(f: Finding, *, snippets: bool = True) -> RenderableType:
+#: A renderable and whether it is verbatim: fix snippets are printed with ``soft_wrap`` so Rich
+#: neither wraps nor crops them at the terminal width (COLUMNS=40, a file): a snippet broken
+#: over two lines is no longer valid shell, YAML or JSON.
+Part = tuple[RenderableType, bool]
+
+
+def _snippet(text: str, indent: int) -> Text:
+    return Text(textwrap.indent(text, " " * indent), style="green")
+
+
+def _finding(f: Finding, *, snippets: bool = True) -> list[Part]:
     head = Text()
     head.append(f"{f.severity.value.upper():7} ", style=_STYLE[f.severity])
     head.append(f"{f.code} ", style="bold")
@@ -151,13 +166,16 @@ def _finding(f: Finding, *, snippets: bool = True) -> RenderableType:
     body: list[RenderableType] = [head, Padding(Text(f.message), (0, 0, 0, 8))]
     if f.why:
         body.append(Padding(Text("why: " + f.why, style="dim"), (0, 0, 0, 8)))
+    parts: list[Part] = []
     if f.fix is not None:
         body.append(Padding(Text("fix: " + f.fix.description), (0, 0, 0, 8)))
+        parts.append((Group(*body), False))
         if snippets:
             for s in f.fix.snippets:
-                body.append(Padding(Text(f"# {s.title}", style="dim"), (0, 0, 0, 10)))
-                body.append(Padding(Text(s.text, style="green"), (0, 0, 0, 10)))
-    return Group(*body)
+                parts.append((Padding(Text(f"# {s.title}", style="dim"), (0, 0, 0, 10)), False))
+                parts.append((_snippet(s.text, 10), True))
+        return parts
+    return [(Group(*body), False)]
 
 
 def _summary(findings: Iterable[Finding], fail_on: FailOn, code: int) -> Text:
@@ -168,23 +186,25 @@ def _summary(findings: Iterable[Finding], fail_on: FailOn, code: int) -> Text:
     return Text(f"{', '.join(parts)} · exit {code} (--fail-on {fail_on.value})", style="bold")
 
 
-def render_report(report: DoctorReport, fail_on: FailOn, code: int) -> RenderableType:
-    """The full report: facts, then each finding with why and fix snippets, then a summary."""
-    parts: list[RenderableType] = [
-        Text("shmguard doctor", style="bold"),
-        facts_table(report.facts),
-        Text(""),
+def report_parts(report: DoctorReport, fail_on: FailOn, code: int) -> list[Part]:
+    """The full report as parts to print in order (see :data:`Part`): facts, then each
+    finding with why and fix snippets, then a summary."""
+    parts: list[Part] = [
+        (Text("shmguard doctor", style="bold"), False),
+        (facts_table(report.facts), False),
+        (Text(""), False),
     ]
     if not report.findings:
-        parts.append(Text("No problems found.", style="green"))
+        parts.append((Text("No problems found.", style="green"), False))
     for f in report.findings:
-        parts += [_finding(f), Text("")]
-    parts.append(_summary(report.findings, fail_on, code))
-    return Group(*parts)
+        parts += [*_finding(f), (Text(""), False)]
+    parts.append((_summary(report.findings, fail_on, code), False))
+    return parts
 
 
-def render_brief(report: DoctorReport, fail_on: FailOn, code: int) -> RenderableType:
-    """A one-screen banner: the /dev/shm line, one line per finding, the first fix."""
+def brief_parts(report: DoctorReport, fail_on: FailOn, code: int) -> list[Part]:
+    """A one-screen banner (the /dev/shm line, one line per finding, the summary), then the
+    first fix and its first snippet below the panel, verbatim."""
     worst = max((f.severity for f in report.findings), key=lambda s: s.rank, default=None)
     style = _STYLE[worst] if worst is not None else "green"
     lines: list[RenderableType] = [Text("/dev/shm: " + _shm_line(report.facts))]
@@ -194,10 +214,31 @@ def render_brief(report: DoctorReport, fail_on: FailOn, code: int) -> Renderable
         line.append(f"{f.code} ", style="bold")
         line.append(f.message)
         lines.append(line)
-    first = next((f.fix for f in report.findings if f.fix and f.fix.snippets), None)
-    if first is not None:
-        lines.append(Text("fix: " + first.description))
-        lines.append(Text(first.snippets[0].text, style="green"))
     lines.append(_summary(report.findings, fail_on, code))
     title = "shmguard doctor: " + ("OK" if worst is None else f"{worst.value}s found")
-    return Panel(Group(*lines), title=title, border_style=style, expand=False)
+    parts: list[Part] = [
+        (Panel(Group(*lines), title=title, border_style=style, expand=False), False)
+    ]
+    first = next((f.fix for f in report.findings if f.fix and f.fix.snippets), None)
+    if first is not None:
+        parts.append((Text("fix: " + first.description), False))
+        parts.append((_snippet(first.snippets[0].text, 2), True))
+    return parts
+
+
+def render_report(report: DoctorReport, fail_on: FailOn, code: int) -> RenderableType:
+    """:func:`report_parts` as one renderable (snippets wrap with the rest; the CLI prints
+    the parts with :func:`print_parts` instead)."""
+    return Group(*(r for r, _ in report_parts(report, fail_on, code)))
+
+
+def render_brief(report: DoctorReport, fail_on: FailOn, code: int) -> RenderableType:
+    """:func:`brief_parts` as one renderable."""
+    return Group(*(r for r, _ in brief_parts(report, fail_on, code)))
+
+
+def print_parts(console: Console, parts: Iterable[Part]) -> None:
+    """Print parts on ``console``; verbatim ones with ``soft_wrap`` (never wrapped or
+    cropped)."""
+    for renderable, verbatim in parts:
+        console.print(renderable, soft_wrap=verbatim)
