@@ -31,13 +31,21 @@ def size_option(text: str | None, flag: str, *, allow_zero: bool = False) -> int
         fail(f"{flag}: {err}")
 
 
+def no_color_requested() -> bool:
+    """True when NO_COLOR is present and not empty (https://no-color.org)."""
+    return bool(os.environ.get("NO_COLOR"))
+
+
 def use_color() -> bool:
-    """Colour only on a terminal and never when NO_COLOR is set (https://no-color.org)."""
-    return "NO_COLOR" not in os.environ and sys.stdout.isatty()
+    """Colour only on a terminal and never when NO_COLOR is requested."""
+    return not no_color_requested() and sys.stdout.isatty()
 
 
 def console() -> object:
-    """A Rich console honouring NO_COLOR; imported lazily so ``--json`` paths skip Rich."""
+    """A Rich console honouring NO_COLOR (no colour and no other styling either); imported
+    lazily so ``--json`` paths skip Rich."""
     from rich.console import Console
 
+    if no_color_requested():
+        return Console(color_system=None, highlight=False, soft_wrap=False)
     return Console(no_color=not use_color(), highlight=False, soft_wrap=False)

@@ -1,0 +1,60 @@
+"""CLI plumbing shared by every command: NO_COLOR, size options, help."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import typer
+
+from shmguard import __version__
+from shmguard.cli import _common
+from shmguard.units import MiB
+
+
+def test_no_color_disables_all_styling(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    con = _common.console()
+    assert con.color_system is None  # type: ignore[attr-defined]
+    assert _common.use_color() is False
+
+
+def test_empty_no_color_is_not_a_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    # https://no-color.org: "when present and not an empty string".
+    monkeypatch.setenv("NO_COLOR", "")
+    assert _common.no_color_requested() is False
+
+
+def test_size_option_parses_or_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _common.size_option("64Mi", "--shm-size") == 64 * MiB
+    assert _common.size_option(None, "--shm-size") is None
+    with pytest.raises(typer.Exit) as exc:
+        _common.size_option("64 MB MB", "--shm-size")
+    assert exc.value.exit_code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("shmguard: error: --shm-size: invalid size '64 MB MB'")
+    assert err.count("\n") == 1
+
+
+def test_help_lists_every_command() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "shmguard", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    for command in ("doctor", "explain", "sandbox", "measure", "probe", "demo"):
+        assert command in out
+
+
+def test_version() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "shmguard", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert out == f"shmguard {__version__}\n"
