@@ -12,13 +12,13 @@ from collections.abc import Sequence
 
 import pytest
 from _triage_helpers import FIXTURES, diagnose_text
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from shmguard.triage import explain_streams, load_catalogue
 from shmguard.triage.matchers import Matcher, read_unit
 from shmguard.triage.model import Signature
-from shmguard.triage.scanner import BLOCK, clean, make_finder
+from shmguard.triage.scanner import BLOCK, clean, looks_utf16, make_finder
 
 _CATALOGUE = load_catalogue()
 ALLOC = (
@@ -235,6 +235,7 @@ def test_literal_cut_inside_a_very_long_line_is_found_once(
 )
 def test_any_bytes_never_raise_and_lines_are_counted(chunks: list[bytes]) -> None:
     data = b"".join(chunks)
+    assume(not looks_utf16(data))  # UTF-16 text is recoded: its lines are not b"\n" counts
     d = explain_streams([("fuzz", io.BytesIO(data))], signatures=_CATALOGUE)
     expected_lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
     assert d.inputs[0].lines == expected_lines and d.inputs[0].bytes == len(data)

@@ -6,9 +6,12 @@ usage error (missing file, bad option, bad signature file). Docs: docs/explain.m
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import typer
 
@@ -47,6 +50,35 @@ def _config_dirs(cwd: Path) -> list[Path]:
             fail(f"{path}: {'.'.join(keys)}.signatures: must be a list of directory paths")
         return [(path.parent / x) for x in dirs]
     return []
+
+
+def _check_input(name: str) -> None:
+    """Exit 2 unless ``name`` is a regular file or a pipe: a directory, a device (``/dev/zero``
+    never ends, a terminal waits for typing) or a socket is not a log."""
+    try:
+        mode = os.stat(name).st_mode
+    except FileNotFoundError:
+        fail(f"{name}: no such file")
+    except OSError as err:
+        fail(f"{name}: cannot open: {err.strerror or err}")
+    if stat.S_ISDIR(mode):
+        fail(f"{name}: is a directory, not a log file")
+    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+        what = "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
+        fail(f"{name}: is {what}, not a log file (pipe it in with '-' if you mean it)")
+
+
+def _read_error(reading: list[tuple[str, BinaryIO]], err: OSError) -> str:
+    """One line for a read error: the input's name and, where the stream can say, the byte
+    offset the read started at."""
+    if not reading:
+        return f"{err.filename or 'input'}: read error: {err.strerror or err}"
+    name, stream = reading[0]
+    try:
+        where = f" at byte {stream.tell():,}"
+    except (OSError, ValueError):
+        where = ""
+    return f"{name}: read error{where}: {err.strerror or err}"
 
 
 @app.command()
@@ -98,14 +130,11 @@ def explain(
         names = ["-"]
     if names.count("-") > 1:
         fail("'-' (standard input) can be given only once")
+    if "-" in names and sys.stdin is None:
+        fail("-: standard input is closed; give a log file instead")
     for name in names:
-        if name == "-":
-            continue
-        p = Path(name)
-        if not p.exists():
-            fail(f"{name}: no such file")
-        if p.is_dir():
-            fail(f"{name}: is a directory, not a log file")
+        if name != "-":
+            _check_input(name)
 
     try:
         extra = [*_config_dirs(Path.cwd()), *signatures]
@@ -113,9 +142,12 @@ def explain(
     except SignatureError as err:
         fail(str(err))
 
-    def streams() -> Any:
+    reading: list[tuple[str, BinaryIO]] = []  # the input being read, for read errors
+
+    def streams() -> Iterator[tuple[str, BinaryIO]]:
         for name in names:
             if name == "-":
+                reading[:] = [("<stdin>", sys.stdin.buffer)]
                 yield "<stdin>", sys.stdin.buffer
                 continue
             try:
@@ -123,12 +155,13 @@ def explain(
             except OSError as err:
                 fail(f"{name}: cannot open: {err.strerror or err}")
             with f:
+                reading[:] = [(name, f)]
                 yield name, f
 
     try:
         diagnosis = explain_streams(streams(), signatures=catalogue, runtime=runtime, shm_size=size)
     except OSError as err:
-        fail(f"{getattr(err, 'filename', None) or 'input'}: read error: {err.strerror or err}")
+        fail(_read_error(reading, err))
     except KeyboardInterrupt:
         fail("interrupted", code=130)
 

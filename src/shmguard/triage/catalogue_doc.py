@@ -40,7 +40,7 @@ for example `mine.toml: patterns[0].regex: invalid regular expression: ...`.
 | `[[boost]]` | `when = [ids]`, `confidence`: raise the confidence when one of them matched |
 | `references` | where the wording and the fix come from |
 | `priority` | 0-100, breaks ties between equally confident causes (default 50) |
-| `[size]` | `default`, `floor` (Docker sizes: `1g`), `need_factor`, `basis` (why) |
+| `[size]` | `default`, `floor` (`1g`), `need_factor`, `basis`, `runtimes` (that get a snippet) |
 | `[fix]` | `summary`, `app`, `next`, `[fix.runtimes]` (a sentence per runtime) |
 | `[[patterns]]` | the wording variants, below |
 
@@ -51,10 +51,13 @@ print it); `confidence`, `note`, `runtime` (override the signature's); `units` (
 group -> `bytes`, `kib`, `df`, `k8s`, `docker`, `size`, `tmpfs`, `gb`, `text`; the groups
 `shm_total`, `shm_need`, `shm_avail`, `mem_limit` and `shm_suggested` feed the size choice);
 `marker = true` (only remembered, never evidence) and `after = "marker-name"` with
-`within = N` (match only N lines or fewer after that marker).
+`within = N` (match only N lines or fewer after that marker, with no other marker of the
+same signature in between).
 
-Matching is per line, streamed in constant memory; ANSI colours, NUL bytes and CR are removed
-and invalid UTF-8 is replaced before the regex runs. Samples live in
+Matching is per line, streamed in constant memory; ANSI colours and NUL bytes are removed,
+invalid UTF-8 is replaced, and each CR-separated part of a line (progress-bar redraws) is
+matched on its own. Catalogue regexes must not nest unbounded repeats (`(a+)+`, the shape
+of catastrophic backtracking): the loader refuses them. Samples live in
 `signatures/samples/<id>.pos*.log` and `<id>.neg*.log`; a test runs every one of them and
 checks that the positive samples exercise every pattern.
 
@@ -113,7 +116,9 @@ def render_markdown(sigs: Sequence[Signature]) -> str:
                     if s.size.need_factor
                     else ""
                 )
-                + f"; {s.size.basis}."
+                + f"; {s.size.basis}"
+                + (f"; snippets only for {', '.join(s.size.runtimes)}" if s.size.runtimes else "")
+                + "."
             )
         if s.references:
             out.append("")

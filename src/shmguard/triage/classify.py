@@ -148,6 +148,8 @@ def diagnose(
     matched_all = set(by_id)
     facts = _facts(tallies)
     rt, rt_source = _runtime(tallies, runtime)
+    host = [t for t in tallies if t.signature.host_shm and t.first]
+    host_ev = min(host, key=lambda t: t.first_pos or (0, 0)).first[0] if host else None
 
     results: list[Result] = []
     for t in tallies:
@@ -163,7 +165,7 @@ def diagnose(
         fix = None
         if sig.role == "cause" and explained is None and sig.fix is not None:
             captured: Captured = t.captures
-            fix = plan_fix(sig, captured, facts, rt, shm_override)
+            fix = plan_fix(sig, captured, facts, rt, shm_override, host_ev)
         results.append(
             Result(
                 id=sig.id,

@@ -84,15 +84,29 @@ def choose_size(
     return SizeChoice(nice_size(n), method)
 
 
+def host_ipc_note(ev: Evidence) -> str:
+    """What to do about /dev/shm when the container shares the host's IPC namespace."""
+    return (
+        f"The container uses the host's IPC namespace ({ev.file} line {ev.line}): its /dev/shm "
+        "is the host's, and --shm-size / shm_size are ignored (Docker) or refused (Podman). "
+        "Check `df -h /dev/shm` on the host and remove stale files there, or drop host IPC "
+        "and give the container its own /dev/shm with --shm-size."
+    )
+
+
 def plan_fix(
     sig: Signature,
     captured: Captured,
     facts: Captured,
     runtime: str | None,
     override: int | None,
+    host_shm: Evidence | None = None,
 ) -> FixPlan:
     """The fix for ``sig`` on ``runtime`` (None: unknown, every runtime; ``app``: only the
-    application side).
+    application side). ``host_shm``: a line showing the container uses the host's IPC
+    namespace; then no size snippet is printed (Docker ignores ``--shm-size`` with
+    ``--ipc=host``, Podman rejects it: docs.docker.com/reference/cli/docker/container/run,
+    podman #14609), and the fix says what to do on the host instead.
 
     Raises:
         ValueError: ``sig`` has no ``fix`` (only cause signatures have one).
@@ -105,16 +119,25 @@ def plan_fix(
     snippets: tuple[Snippet, ...] = ()
     nxt = list(spec.next)
     wants_size = sig.remedy in ("shm-size", "config") and sig.size is not None
-    if wants_size and runtime != "app" and sig.size is not None:
+    applies = sig.size is not None and (
+        not sig.size.runtimes or runtime is None or runtime in sig.size.runtimes
+    )
+    if wants_size and host_shm is not None and runtime != "app":
+        nxt.insert(0, host_ipc_note(host_shm))
+    elif wants_size and runtime != "app" and sig.size is not None and applies:
         size = choose_size(sig.size, captured, facts, override)
         if "mem_limit" in facts:
             memory = facts["mem_limit"][0] + size.bytes
-        chosen = RUNTIMES if runtime is None else (runtime,)
+        chosen: tuple[str, ...] = RUNTIMES if runtime is None else (runtime,)
+        if sig.size.runtimes:
+            chosen = tuple(r for r in chosen if r in sig.size.runtimes)
         snippets = render_snippets(size.bytes, memory, chosen)
         if sig.remedy == "shm-size":
             nxt.append(MEASURE_HINT)
     notes = []
     for name, text in spec.runtimes:
+        if sig.remedy == "shm-size" and host_shm is not None:
+            break  # the sentences size /dev/shm per container: not with host IPC
         if runtime is None or name == runtime or (runtime == "app" and name == "app"):
             notes.append(f"{name}: {text}" if runtime is None else text)
     return FixPlan(

@@ -7,7 +7,9 @@ The format is documented in docs/signatures.md. Every problem raises
 
 from __future__ import annotations
 
+import importlib
 import re
+import stat
 import sys
 from collections.abc import Iterable, Mapping
 from importlib import resources
@@ -38,10 +40,13 @@ _KIND = re.compile(r"^[a-z0-9_]+$")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 #: Shortest literal accepted: shorter ones make the pre-filter fire on noise.
 MIN_LITERAL = 3
+#: Largest signature file accepted (the built-in ones are 1-4 KiB).
+MAX_FILE_BYTES = 1 << 20
 
 _TOP_KEYS = {
     "id", "title", "kind", "also", "role", "confidence", "remedy", "cause", "decide",
     "runtime", "explained_by", "boost", "references", "size", "fix", "priority", "patterns",
+    "host_shm",
 }  # fmt: skip
 _PATTERN_KEYS = {
     "name", "literal", "regex", "variant", "confidence", "note", "runtime", "after",
@@ -92,9 +97,21 @@ def load_file(path: Path) -> Signature:
         SignatureError: unreadable file, TOML syntax error, or a bad field.
     """
     try:
-        raw = path.read_bytes()
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):
+            # A FIFO would block and a device (a link to /dev/zero) never ends.
+            raise SignatureError(f"{path}: not a regular file")
+        if st.st_size > MAX_FILE_BYTES:
+            raise SignatureError(
+                f"{path}: {st.st_size:,} bytes; a signature file is at most "
+                f"{MAX_FILE_BYTES:,} bytes"
+            )
+        with path.open("rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)
     except OSError as err:
         raise SignatureError(f"{path}: cannot read: {err.strerror or err}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise SignatureError(f"{path}: more than {MAX_FILE_BYTES:,} bytes")
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as err:
@@ -125,6 +142,7 @@ def parse_signature(data: Mapping[str, Any], source: str) -> Signature:
     explained_by = tuple(v.strings(data, "explained_by", pattern=_ID))
     references = tuple(v.strings(data, "references"))
     priority = v.integer(data, "priority", default=50, low=0, high=100)
+    host_shm = v.boolean(data, "host_shm")
 
     boosts = []
     for i, b in enumerate(v.tables(data, "boost")):
@@ -179,6 +197,7 @@ def parse_signature(data: Mapping[str, Any], source: str) -> Signature:
         size=size,
         fix=fix,
         priority=priority,
+        host_shm=host_shm,
     )
 
 
@@ -220,6 +239,13 @@ def _pattern(v: _Validator, p: Mapping[str, Any], where: str) -> Pattern:
         regex = re.compile(text if text else re.escape(literal))
     except re.error as err:
         v.fail(f"{where}.regex", f"invalid regular expression: {err}")
+    if nested_repeat(regex.pattern):
+        v.fail(
+            f"{where}.regex",
+            "a repeated group contains an unbounded repeat (like '(a+)+' or '(\\s+\\S+)*'), "
+            "which can backtrack for hours on one line; drop the outer repeat, or make the "
+            "inner one possessive ('a++') or atomic ('(?>a+)')",
+        )
     units: list[tuple[str, str]] = []
     table = v.table(p, "units", where=where) if "units" in p else {}
     for group, unit in table.items():
@@ -250,8 +276,56 @@ def _pattern(v: _Validator, p: Mapping[str, Any], where: str) -> Pattern:
     )
 
 
+#: An outer repeat above this count (or unbounded) around an unbounded repeat is refused.
+_MAX_OUTER_REPEAT = 8
+
+
+def nested_repeat(pattern: str) -> bool:
+    """True when ``pattern`` (valid Python regex syntax) has an unbounded repeat (``*``,
+    ``+``, ``{n,}``, or a count above 64) inside a group that is itself repeated more than
+    :data:`_MAX_OUTER_REPEAT` times: the shape behind catastrophic backtracking
+    (``^(a+)+$`` on ``aaaa...!`` takes exponential time). Possessive repeats and atomic groups
+    do not backtrack and are allowed. Reads the parse tree of Python's own ``re`` parser
+    (``re._parser``, ``sre_parse`` before 3.11): a conservative check, it may refuse a
+    pattern that would in fact be fast (``(\\d+,)+``).
+    """
+    parser: Any = importlib.import_module(
+        "re._parser" if sys.version_info >= (3, 11) else "sre_parse"
+    )
+    unbounded_at = 64
+
+    def walk(items: Any, outer: bool) -> bool:
+        for op, av in items:
+            name = str(op)
+            if name in ("MAX_REPEAT", "MIN_REPEAT"):
+                _lo, hi, body = av
+                unbounded = hi == parser.MAXREPEAT or hi > unbounded_at
+                if unbounded and outer:
+                    return True
+                repeated = hi == parser.MAXREPEAT or hi > _MAX_OUTER_REPEAT
+                if walk(body, outer or repeated):
+                    return True
+            elif name == "SUBPATTERN":
+                if walk(av[-1], outer):
+                    return True
+            elif name == "BRANCH":
+                if any(walk(b, outer) for b in av[1]):
+                    return True
+            elif name in ("ASSERT", "ASSERT_NOT"):
+                if walk(av[1], outer):
+                    return True
+            elif name == "GROUPREF_EXISTS" and any(
+                b is not None and walk(b, outer) for b in av[1:]
+            ):
+                return True
+            # POSSESSIVE_REPEAT and ATOMIC_GROUP never backtrack into their body.
+        return False
+
+    return walk(parser.parse(pattern), False)
+
+
 def _size(v: _Validator, t: Mapping[str, Any]) -> SizeRule:
-    v.keys(t, {"default", "floor", "need_factor", "basis"}, "size")
+    v.keys(t, {"default", "floor", "need_factor", "basis", "runtimes"}, "size")
     default = v.size(t, "default", "size")
     floor = v.size(t, "floor", "size")
     factor = t.get("need_factor")
@@ -260,7 +334,12 @@ def _size(v: _Validator, t: Mapping[str, Any]) -> SizeRule:
     ):
         v.fail("size.need_factor", "must be a number >= 1")
     basis = v.string(t, "basis", where="size")
-    return SizeRule(default, floor, float(factor) if factor is not None else None, _flat(basis))
+    runtimes = tuple(v.strings(t, "runtimes", where="size"))
+    for i, name in enumerate(runtimes):
+        if name not in RUNTIMES:
+            v.fail(f"size.runtimes[{i}]", f"{name!r} is not one of {', '.join(RUNTIMES)}")
+    factor_f = float(factor) if factor is not None else None
+    return SizeRule(default, floor, factor_f, _flat(basis), runtimes)
 
 
 def _flat(text: str) -> str:

@@ -7,7 +7,9 @@ Three templates, chosen by the pattern's fields (see docs/signatures.md):
 * **marker**: like *line* but only records that it was seen (``marker = true``);
 * **after**: like *line*, and a marker of the same signature was seen at most ``within``
   lines before (``after = "marker-name"``), e.g. ``unable to allocate shared memory`` in a
-  traceback that passed through ``multiprocessing/queues.py ... in _feed``.
+  traceback that passed through ``multiprocessing/queues.py ... in _feed``. The marker must
+  be the signature's latest one: another marker in between closes its section (``Requests:``
+  after ``Limits:`` in ``kubectl describe``, so a memory request is not read as the limit).
 
 Named capture groups are read in the unit the pattern gives (:func:`read_unit`).
 """
@@ -19,7 +21,14 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from shmguard.triage.model import Evidence, Pattern, Signature
-from shmguard.triage.scanner import BlockReader, clean, hit_lines, make_finder, shorten
+from shmguard.triage.scanner import (
+    BlockReader,
+    clean_parts,
+    hit_lines,
+    make_finder,
+    make_line_literals,
+    shorten,
+)
 from shmguard.units import (
     KiB,
     SizeError,
@@ -126,13 +135,14 @@ class Matcher:
         ]
         self._overlap = max((len(lit) for lit in literals), default=0) + 64
         self._find, self.backend = make_finder(list(literals), backend=backend)
+        self._present = make_line_literals(list(literals), self.backend)
         self.tallies: dict[str, Tally] = {}
         self.inputs: list[tuple[str, int, int, bool]] = []  # name, bytes, lines, binary
 
     def feed(self, name: str, stream: BinaryIO) -> None:
         """Match every line of ``stream`` (binary). Memory stays bounded whatever its size."""
         index = len(self.inputs)
-        markers: dict[tuple[str, str], int] = {}
+        markers: dict[str, tuple[str, int]] = {}  # signature id -> its latest marker, line
         seen: set[tuple[str, str, int]] = set()
         last_line_seen = 0
         reader = BlockReader(stream, self._overlap)
@@ -154,29 +164,40 @@ class Matcher:
         index: int,
         line: int,
         raw: bytes,
-        markers: dict[tuple[str, str], int],
+        markers: dict[str, tuple[str, int]],
         seen: set[tuple[str, str, int]],
     ) -> None:
-        text: str | None = None
-        for lit, pairs in self._by_literal:
-            if lit not in raw:
-                continue
-            if text is None:
-                text = clean(raw)
+        parts: list[str] | None = None
+        if self._present is not None:
+            held = [self._by_literal[i] for i in self._present(raw)]
+        else:
+            held = [(lit, pairs) for lit, pairs in self._by_literal if lit in raw]
+        for _lit, pairs in held:
+            if parts is None:
+                parts = clean_parts(raw)
             for sig, pat in pairs:
                 key = (sig.id, pat.name, line)
                 if key in seen:
                     continue
                 if pat.after is not None:
-                    at = markers.get((sig.id, pat.after))
-                    if at is None or not 0 <= line - at <= pat.within:
+                    latest = markers.get(sig.id)
+                    if (
+                        latest is None
+                        or latest[0] != pat.after
+                        or not 0 <= line - latest[1] <= pat.within
+                    ):
                         continue
-                m = pat.regex.search(text)
+                m = None
+                text = parts[0]
+                for text in parts:
+                    m = pat.regex.search(text)
+                    if m is not None:
+                        break
                 if m is None:
                     continue
                 seen.add(key)
                 if pat.marker:
-                    markers[(sig.id, pat.name)] = line
+                    markers[sig.id] = (pat.name, line)
                     continue
                 groups = {k: v for k, v in m.groupdict().items() if v is not None}
                 sizes: dict[str, int] = {}

@@ -64,12 +64,16 @@ class Pattern:
 @dataclass(frozen=True)
 class SizeRule:
     """How to choose a /dev/shm size for this failure (bytes). ``need_factor`` multiplies a
-    size the log says was requested; ``basis`` says where ``default`` comes from."""
+    size the log says was requested; ``basis`` says where ``default`` comes from.
+    ``runtimes``: the runtimes whose size snippet is the fix (empty: all); for the others
+    the per-runtime sentence is the fix, because a snippet would repeat the rejected
+    setting (``podman run --shm-size`` with ``--ipc=host``)."""
 
     default: int
     floor: int
     need_factor: float | None
     basis: str
+    runtimes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -96,7 +100,9 @@ class Signature:
     """One known failure. ``kind`` is its class (``dataloader_shm``, ``cgroup_oom``...),
     ``also`` the other classes the same evidence is consistent with (ambiguous signatures
     list every candidate). ``explained_by``: more specific signatures that, when they match,
-    make this one a consequence rather than a cause. ``source`` is the file it came from."""
+    make this one a consequence rather than a cause. ``source`` is the file it came from.
+    ``host_shm``: a match means the container uses the host's IPC namespace, so /dev/shm is
+    the host's and runtime size settings (``--shm-size``, ``shm_size``) do not apply."""
 
     id: str
     title: str
@@ -116,6 +122,7 @@ class Signature:
     size: SizeRule | None = None
     fix: FixSpec | None = None
     priority: int = 50
+    host_shm: bool = False
 
 
 @dataclass(frozen=True)
