@@ -16,7 +16,7 @@ from shmguard.units import MiB
 def test_no_color_disables_all_styling(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
     con = _common.console()
-    assert con.color_system is None  # type: ignore[attr-defined]
+    assert con.color_system is None
     assert _common.use_color() is False
 
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
 from shmguard.units import SizeError, parse_size_flag
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -41,7 +44,7 @@ def use_color() -> bool:
     return not no_color_requested() and sys.stdout.isatty()
 
 
-def console() -> object:
+def console() -> Console:
     """A Rich console honouring NO_COLOR (no colour and no other styling either); imported
     lazily so ``--json`` paths skip Rich."""
     from rich.console import Console

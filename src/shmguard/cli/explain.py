@@ -173,7 +173,7 @@ def explain(
     else:
         from shmguard.render.explain_text import render
 
-        render(diagnosis, console(), evidence=evidence)  # type: ignore[arg-type]
+        render(diagnosis, console(), evidence=evidence)
     raise typer.Exit(diagnosis.exit_code)
 
 
