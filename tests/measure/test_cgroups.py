@@ -23,6 +23,7 @@ def test_v1_memory_under_the_current_group_and_cpu_quota() -> None:
         (("memory.limit_in_bytes", "268435456"),),
         peak="memory.max_usage_in_bytes",
         usage="memory.usage_in_bytes",
+        events="memory.oom_control",
     )
     cpu = plan.get("cpu")
     assert cpu is not None
@@ -56,6 +57,7 @@ def test_v2_host_uses_memory_max_and_cpu_max() -> None:
         (("memory.max", "1073741824"),),
         peak="memory.peak",
         usage="memory.current",
+        events="memory.events",
     )
     assert cpu is not None and cpu.writes == (("cpu.max", "50000 100000"),)
 
@@ -75,7 +77,7 @@ def test_nothing_asked_nothing_planned() -> None:
 
 
 def test_missing_proc_is_a_reason_not_a_crash(tmp_path: Path) -> None:
-    plan = plan_cgroups(2**20, root=tmp_path)
+    plan = plan_cgroups(64 * 2**20, root=tmp_path)
     assert "memory" in plan.unavailable
 
 

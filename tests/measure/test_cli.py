@@ -68,7 +68,8 @@ def test_missing_command() -> None:
     ("args", "message"),
     [
         (["--tolerance", "0"], "--tolerance: must be between 0% and 100%"),
-        (["--confirm", "0"], "--confirm: must be at least 1"),
+        (["--confirm", "0"], "--confirm: must be from 1 to 10, got 0"),
+        (["--confirm", "100000"], "--confirm: must be from 1 to 10, got 100000"),
         (["--floor", "1g", "--ceiling", "64m"], "--floor must be below --ceiling"),
         (["--headroom", "lots"], "--headroom: invalid percentage 'lots'"),
     ],

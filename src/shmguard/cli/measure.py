@@ -6,6 +6,7 @@ matplotlib) happen inside the command bodies.
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import sys
@@ -46,6 +47,8 @@ def _check_command(command: list[str] | None) -> list[str]:
 
 
 def _positive(value: float | None, flag: str) -> float | None:
+    if value is not None and not math.isfinite(value):
+        fail(f"{flag}: must be a finite number, got {value:g}")
     if value is not None and value <= 0:
         fail(f"{flag}: must be greater than 0, got {value:g}")
     return value
@@ -57,9 +60,38 @@ def _percent(text: str, flag: str) -> float:
         value = float(raw)
     except ValueError:
         fail(f"{flag}: invalid percentage {text!r}; use e.g. 25 or 25%")
+    if not math.isfinite(value):
+        fail(f"{flag}: must be a finite percentage, got {text!r}")
     if value < 0:
         fail(f"{flag}: must be >= 0, got {text!r}")
     return value / 100
+
+
+def _limits(shm: int | None, memory: int | None, cpus: float | None) -> None:
+    """Refuse limits Docker would refuse; warn when --memory cannot hold a full /dev/shm."""
+    from shmguard.measure.cgroups import available_cpus, check_limits
+    from shmguard.units import format_iec
+
+    _positive(cpus, "--cpus")
+    problem = check_limits(memory, None)
+    if problem is not None:
+        fail(f"--memory: {problem.removeprefix('memory limit ')}")
+    problem = check_limits(None, cpus, available_cpus())
+    if problem is not None:
+        fail(f"--cpus: {problem.removeprefix('cpus ')}")
+    if memory is not None and shm is not None and memory <= shm:
+        sys.stderr.write(
+            f"shmguard: warning: --memory {format_iec(memory)} is not above --shm-size "
+            f"{format_iec(shm)}: tmpfs pages count against the memory limit, so the job is "
+            "OOM-killed before /dev/shm can fill\n"
+        )
+
+
+#: Largest --confirm: probe stops after 30 trials, and more than 10 passes in a row at one size
+#: would leave too few for the bisection.
+_MAX_CONFIRM = 10
+#: Bounds of --interval in ms: below 0.1 ms the sampler would spin a core (with SCHED_FIFO).
+_INTERVAL_MS = (0.1, 1000.0)
 
 
 def _print(renderable: Any) -> None:
@@ -91,9 +123,9 @@ def sandbox(
 
     shm = size_option(shm_size, "--shm-size")
     mem = size_option(memory, "--memory")
-    _positive(cpus, "--cpus")
     _positive(stop_timeout, "--stop-timeout")
     argv = _check_command(command)
+    _limits(shm, mem, cpus)
     assert shm is not None
     spec = SandboxSpec(tuple(argv), shm, memory_limit=mem, cpus=cpus, account_memory=True)
     output = "tee" if json_out else "inherit"
@@ -109,6 +141,14 @@ def sandbox(
         sys.stderr.write(f"shmguard: error: {result.exec_error}\n")
     if result.stopped_by:
         sys.stderr.write(f"shmguard: stopped the command: {result.stopped_by}\n")
+    if result.oom_kills and mem is not None:
+        from shmguard.units import format_iec
+
+        n = result.oom_kills
+        sys.stderr.write(
+            f"shmguard: the memory cgroup's OOM killer killed {n} process{'es' if n > 1 else ''}"
+            f" (--memory {format_iec(mem)}; tmpfs pages count against it)\n"
+        )
     if json_out:
         from shmguard.render.json import dumps
 
@@ -127,6 +167,7 @@ def sandbox(
             "user_namespace": result.user_namespace,
             "wall_time": round(result.wall_time, 3),
             "leftovers": result.leftovers,
+            "oom_kills": result.oom_kills,
         }
         sys.stdout.write(dumps("sandbox", body) + "\n")
     raise typer.Exit(result.exit_status)
@@ -199,12 +240,15 @@ def measure(
 
     shm = size_option(shm_size, "--shm-size")
     mem = size_option(memory, "--memory")
-    _positive(cpus, "--cpus")
     _positive(timeout, "--timeout")
     _positive(hang_after, "--hang-after")
     _positive(interval_ms, "--interval")
+    if not _INTERVAL_MS[0] <= interval_ms <= _INTERVAL_MS[1]:
+        low, high = _INTERVAL_MS
+        fail(f"--interval: must be from {low:g} to {high:g} ms, got {interval_ms:g}")
     room = _percent(headroom, "--headroom")
     argv = _check_command(command)
+    _limits(shm, mem, cpus)
     if plot is not None:
         _check_plot(plot)
     try:
@@ -235,6 +279,9 @@ def measure(
 
         sys.stdout.flush()
         _print(measure_report(result))
+    if result.interrupted and not result.passed:
+        # The user stopped it (Ctrl-C, SIGTERM): the partial report is shown, the status says so.
+        raise typer.Exit(EXIT_INTERRUPTED)
     raise typer.Exit(EXIT_OK if result.passed else EXIT_FINDINGS)
 
 
@@ -243,9 +290,23 @@ def _check_plot(path: Path) -> None:
 
     if importlib.util.find_spec("matplotlib") is None:
         fail("--plot needs matplotlib: pip install 'shmguard[plot]'")
+    # Checked before the run: afterwards a bad name would cost the whole measurement.
+    if path.is_dir():
+        fail(f"--plot {path}: is a directory; give a file name such as shm.png")
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = FigureCanvasBase.get_supported_filetypes()
+    suffix = path.suffix.lower().lstrip(".")
+    if suffix not in formats:
+        # matplotlib would append .png to a name without a suffix (another file than asked
+        # for) and raise ValueError for an unknown one.
+        shown = path.suffix or "(no suffix)"
+        fail(f"--plot {path}: unknown image format {shown}; use .png, .svg or .pdf")
     parent = path.resolve().parent
     if not parent.is_dir():
         fail(f"--plot: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        fail(f"--plot: directory {parent} is not writable")
 
 
 def _write_plot(result: Any, path: Path) -> None:
@@ -259,7 +320,7 @@ def _write_plot(result: Any, path: Path) -> None:
             recommended=result.recommendation.shm_size,
             title=f"/dev/shm used: {' '.join(result.command)[:60]}",
         )
-    except (PlotUnavailable, OSError) as err:
+    except (PlotUnavailable, OSError, ValueError) as err:
         fail(f"--plot {path}: {err}")
 
 
@@ -373,14 +434,16 @@ def probe(
     tol = _percent(tolerance, "--tolerance")
     if not 0 < tol < 1:
         fail(f"--tolerance: must be between 0% and 100%, got {tolerance!r}")
-    if confirm < 1:
-        fail(f"--confirm: must be at least 1, got {confirm}")
+    if not 1 <= confirm <= _MAX_CONFIRM:
+        fail(f"--confirm: must be from 1 to {_MAX_CONFIRM}, got {confirm}")
     _positive(trial_timeout, "--trial-timeout")
     _positive(hang_after, "--hang-after")
     room = _percent(headroom, "--headroom")
     if top is not None and low >= top:
         fail("--floor must be below --ceiling")
     argv = _check_command(command)
+    from shmguard.measure.sandbox import RunInterrupted
+
     try:
         result = _run_probe(
             argv,
@@ -395,6 +458,8 @@ def probe(
         )
     except SandboxError as err:
         fail(str(err))
+    except RunInterrupted as err:
+        fail(str(err), EXIT_INTERRUPTED)
     except KeyboardInterrupt:
         fail("interrupted; the sandbox was torn down", EXIT_INTERRUPTED)
     if json_out:
@@ -425,7 +490,7 @@ def demo(
 
     from shmguard.examples import __file__ as examples_init
     from shmguard.measure.run import measure_command
-    from shmguard.measure.sandbox import SandboxError
+    from shmguard.measure.sandbox import RunInterrupted, SandboxError
     from shmguard.render.measure_text import (
         command_line,
         demo_explanation,
@@ -452,6 +517,8 @@ def demo(
         fail(str(err))
     except KeyboardInterrupt:
         fail("interrupted; the sandbox was torn down", EXIT_INTERRUPTED)
+    if failure.interrupted:
+        fail(str(RunInterrupted(failure.interrupted)), EXIT_INTERRUPTED)
     verdict = "failed" if not failure.passed else "passed (unexpected)"
     con.print(
         f"Result: {verdict}: {failure.cause.outcome.value}, exit status {failure.exit_status}, "
@@ -468,6 +535,8 @@ def demo(
         result = _run_probe(argv, hang_after=5.0)
     except SandboxError as err:
         fail(str(err))
+    except RunInterrupted as err:
+        fail(str(err), EXIT_INTERRUPTED)
     except KeyboardInterrupt:
         fail("interrupted; the sandbox was torn down", EXIT_INTERRUPTED)
     con.print(probe_report(result))

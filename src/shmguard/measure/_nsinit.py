@@ -17,6 +17,9 @@ the user's environment. Two processes result:
   the namespace, so nothing the command forked outlives it; the mount namespace, and with it
   the tmpfs, goes away with its last process.
 
+When the spec has a ``gate_fd``, the command is executed only once the parent writes one
+byte ``g`` to it (the parent starts its sampler first); EOF means the parent gave up.
+
 Events go to the parent as JSON lines on the ``status_fd`` pipe: ``ready`` (with the inner
 PID as the parent sees it), ``error`` (setup failed: ``stage`` and ``message``), ``exec_error``,
 ``proc`` (whether /proc was remounted), ``exit``/``signal`` (how the command ended),
@@ -166,6 +169,20 @@ def _read_int(path: str) -> int | None:
         return None
 
 
+def _read_oom_kills(path: str) -> int | None:
+    """The ``oom_kill N`` counter of a memory cgroup (v1 memory.oom_control, v2
+    memory.events), or None when the kernel does not report it."""
+    try:
+        with open(path) as fh:
+            for line in fh:
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value)
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 def _remove_cgroups(made: list[dict[str, Any]]) -> list[str]:
     left = []
     for cg in reversed(made):
@@ -188,6 +205,30 @@ def _remove_cgroups(made: list[dict[str, Any]]) -> list[str]:
 # ------------------------------------------------------------------------------- inner
 
 
+def _exec_message(prog: str, err: OSError) -> str:
+    """``prog: strerror``; for a script whose ``#!`` interpreter is missing, say so as bash
+    does (``prog: /bin/interp: bad interpreter: No such file or directory``): execve(2) gives
+    ENOENT for both cases."""
+    message = f"{prog}: {err.strerror}"
+    if err.errno != errno.ENOENT:
+        return message
+    dirs = [""] if "/" in prog else os.environ.get("PATH", os.defpath).split(os.pathsep)
+    for d in dirs:
+        path = os.path.join(d, prog) if d else prog
+        try:
+            with open(path, "rb") as fh:
+                head = fh.readline(256)
+        except OSError:
+            continue
+        if head.startswith(b"#!"):
+            interp = head[2:].split()
+            if interp:
+                name = interp[0].decode(errors="replace")
+                return f"{prog}: {name}: bad interpreter: {err.strerror}"
+        return message
+    return message
+
+
 def _inner(spec: dict[str, Any], status: Status, alive_r: int) -> None:
     """PID 1 of the new PID namespace."""
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -207,6 +248,14 @@ def _inner(spec: dict[str, Any], status: Status, alive_r: int) -> None:
             os.close(alive_r)
             os.set_inheritable(status.fd, False)
             _join_cgroups(spec["cgroups"])
+            gate = spec.get("gate_fd")
+            if gate is not None:
+                # Wait until the parent's sampler has taken its first poll: a command that
+                # allocates and frees in its first milliseconds would otherwise go unseen.
+                # EOF without the byte means the parent is gone: do not run the command.
+                if os.read(gate, 1) != b"g":
+                    os._exit(EXIT_SETUP)
+                os.close(gate)
             for default in (signal.SIGPIPE, signal.SIGXFSZ, *FORWARD):
                 signal.signal(default, signal.SIG_DFL)
             signal.pthread_sigmask(signal.SIG_SETMASK, set())
@@ -216,7 +265,7 @@ def _inner(spec: dict[str, Any], status: Status, alive_r: int) -> None:
             status.send(
                 "exec_error",
                 errno=err.errno,
-                message=f"{cmd[0]}: {err.strerror}",
+                message=_exec_message(cmd[0], err),
                 code=code,
             )
             os._exit(code)
@@ -327,11 +376,14 @@ def main(argv: list[str]) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(inner, sig)
     peaks = {}
+    oom_kills = None
     for cg in made:
         if cg.get("peak"):
             peaks[cg["controller"]] = _read_int(os.path.join(cg["dir"], cg["peak"]))
+        if cg.get("events"):
+            oom_kills = _read_oom_kills(os.path.join(cg["dir"], cg["events"]))
     left = _remove_cgroups(made)
-    status.send("cgroup", peaks=peaks, left=left)
+    status.send("cgroup", peaks=peaks, left=left, oom_kills=oom_kills)
     status.send("done", status=result)
     os._exit(result)
 

@@ -17,6 +17,7 @@ controller is usable in a child only when listed in the parent's ``cgroup.subtre
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 from dataclasses import dataclass, field
@@ -24,6 +25,41 @@ from pathlib import Path
 
 #: CFS period we write with a CPU quota (Docker's default, 100 ms).
 CFS_PERIOD_US = 100_000
+#: Smallest memory limit accepted, as Docker (moby daemon/daemon_unix.go ``linuxMinMemory``,
+#: "Minimum memory limit allowed is 6MB"): below it the command is OOM-killed before it runs.
+MIN_MEMORY = 6 * 1024 * 1024
+#: Smallest CPU quota accepted, as Docker ("range of CPUs is from 0.01 to N.00").
+MIN_CPUS = 0.01
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on (``sched_getaffinity``), the upper bound of ``cpus``."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def check_limits(
+    memory_limit: int | None, cpus: float | None, max_cpus: int | None = None
+) -> str | None:
+    """Why these limits cannot be applied as given (one line), or None when they can.
+
+    Docker's own bounds (moby ``daemon/daemon_unix.go``): memory at least 6 MiB; CPUs from 0.01
+    to the number of CPUs available (``max_cpus``; pass :func:`available_cpus` for this host,
+    None skips that bound).
+    """
+    if memory_limit is not None and memory_limit < MIN_MEMORY:
+        return f"memory limit must be at least 6 MiB (Docker's minimum), got {memory_limit} bytes"
+    if cpus is not None:
+        if not math.isfinite(cpus) or cpus < MIN_CPUS:
+            return f"cpus must be at least {MIN_CPUS} (Docker's minimum), got {cpus:g}"
+        if max_cpus is not None and cpus > max_cpus:
+            return (
+                f"cpus must be from {MIN_CPUS} to {max_cpus}.00, as there are only {max_cpus} "
+                f"CPUs available, got {cpus:g}"
+            )
+    return None
 
 
 @dataclass(frozen=True)
@@ -39,6 +75,8 @@ class CgroupDir:
         peak: file holding peak memory bytes (v2 ``memory.peak`` exists from Linux 5.19; when
             it is missing the peak is reported unknown), or None for CPU.
         usage: file holding current memory bytes, or None.
+        events: file with an ``oom_kill N`` line counting the memory cgroup's OOM kills (v1
+            ``memory.oom_control``, Linux 4.13+; v2 ``memory.events``), or None.
     """
 
     controller: str
@@ -48,6 +86,7 @@ class CgroupDir:
     procs: str = "cgroup.procs"
     peak: str | None = None
     usage: str | None = None
+    events: str | None = None
 
 
 @dataclass(frozen=True)
@@ -178,12 +217,11 @@ def plan_cgroups(
         a :class:`CgroupPlan`; nothing is created here.
 
     Raises:
-        ValueError: for ``memory_limit <= 0`` or ``cpus <= 0``.
+        ValueError: for limits outside Docker's bounds (:func:`check_limits`).
     """
-    if memory_limit is not None and memory_limit <= 0:
-        raise ValueError(f"memory limit must be > 0, got {memory_limit}")
-    if cpus is not None and cpus <= 0:
-        raise ValueError(f"cpus must be > 0, got {cpus}")
+    problem = check_limits(memory_limit, cpus)
+    if problem is not None:
+        raise ValueError(problem)
     name = f"shmguard-{token or secrets.token_hex(6)}"
     dirs: list[CgroupDir] = []
     unavailable: dict[str, str] = {}
@@ -201,6 +239,7 @@ def plan_cgroups(
                     writes,
                     peak="memory.peak",
                     usage="memory.current",
+                    events="memory.events",
                 )
             )
         else:
@@ -213,6 +252,7 @@ def plan_cgroups(
                     writes,
                     peak="memory.max_usage_in_bytes",
                     usage="memory.usage_in_bytes",
+                    events="memory.oom_control",
                 )
             )
     if cpus is not None:

@@ -101,6 +101,8 @@ def classify(
     shm_full: bool = False,
     memory_limited: bool = False,
     exec_error: str | None = None,
+    oom_kills: int | None = None,
+    strict: bool = False,
 ) -> Cause:
     """Classify a run's end.
 
@@ -112,6 +114,10 @@ def classify(
         shm_full: whether /dev/shm was (nearly) full at the end or the peak.
         memory_limited: whether a memory cgroup limit was set (SIGKILL then suggests OOM).
         exec_error: the exec failure text when the command never ran.
+        oom_kills: processes the memory cgroup's OOM killer killed (None: unknown).
+        strict: an exit 0 whose output reports a failed allocation is a failure even when
+            /dev/shm did not look full (tmpfs refuses a ``fallocate`` larger than itself up
+            front, so nothing fills). probe sets it when its measuring run printed no such line.
 
     Returns:
         a :class:`Cause`.
@@ -127,12 +133,16 @@ def classify(
     if exec_error:
         return Cause(Outcome.NOT_STARTED, f"the command could not be started: {exec_error}")
     if stopped_by == "hang":
+        why = (
+            " (a DataLoader worker failed to allocate in its feeder thread, the batch was "
+            "dropped and the main process waits for it forever)"
+            if "feeder" in hits
+            else ""
+        )
         return Cause(
             Outcome.HANG,
-            "the job hung: /dev/shm was full and nothing progressed (a DataLoader worker "
-            "failed to allocate in its feeder thread, the batch was dropped and the main "
-            "process waits for it forever)",
-            (*ev("feeder", "shm-alloc"), "/dev/shm full, no output, no CPU use"),
+            f"the job hung: /dev/shm was full and nothing progressed{why}",
+            (*ev("feeder", "shm-alloc", "nospace"), "/dev/shm full, no output, no CPU use"),
         )
     if stopped_by == "timeout":
         extra = " while /dev/shm was full" if shm_full else ""
@@ -142,7 +152,25 @@ def classify(
             ev("feeder", "shm-alloc"),
         )
     if exit_status == 0:
+        if (shm_full or strict) and any(k in hits for k in ALLOC_FAILURE_KINDS):
+            # A script that ignores a failed write (`cmd > /dev/shm/x; echo done`) or a job
+            # that catches the error still exits 0: with /dev/shm full and the error in its
+            # output, the size was too small all the same (probe must not call it a pass).
+            return Cause(
+                Outcome.SHM_EXHAUSTED,
+                "the command exited 0, but /dev/shm filled up and its output reports a failed "
+                "shared memory allocation",
+                ev("shm-alloc", "sigbus", "nospace"),
+            )
         return Cause(Outcome.OK, "the command finished successfully")
+    if oom_kills:
+        return Cause(
+            Outcome.OOM_KILLED,
+            f"the memory cgroup's OOM killer killed {oom_kills} "
+            f"process{'es' if oom_kills > 1 else ''} (tmpfs pages count against the memory "
+            "limit)",
+            (*ev("oom", "worker-exit"), f"memory cgroup: oom_kill {oom_kills}"),
+        )
     if signal_name == "SIGBUS" or "sigbus" in hits:
         return Cause(
             Outcome.SIGBUS,
@@ -183,14 +211,33 @@ def classify(
     )
 
 
+#: Kinds of :data:`PATTERNS` that report a failed allocation (or ENOSPC somewhere).
+ALLOC_FAILURE_KINDS = ("shm-alloc", "sigbus", "nospace")
+
+#: Output that shows a shared memory allocation failed (the kinds of :data:`PATTERNS` that
+#: mean it), matched on the live output by :class:`HangDetector`.
+_ALLOC_FAILED = re.compile(
+    "|".join(p.regex.pattern for p in PATTERNS if p.kind in ("shm-alloc", "feeder", "sigbus"))
+    + r"|No space left on device"
+)
+#: Bytes of the previous output chunk kept so a message split across two chunks still matches.
+_CARRY = 256
+_PAGE = 4096
+
+
 class HangDetector:
     """A ``stop_check`` for :meth:`Sandbox.wait`: "hang" when /dev/shm is full and nothing
     progresses for ``after`` seconds.
 
-    Full means free space, now or at the peak, below ``full_margin`` bytes (give the largest
-    single allocation seen, about one batch) or below 2% of the size. No progress means: used
-    bytes unchanged, no output, and the tree's CPU time grew by less than 5% of one core over
-    the window.
+    Full means: no free page left now, or free space (now or at the peak) below ``full_margin``
+    bytes (give the largest single allocation seen, about one batch) or 2% of the size **and**
+    the output has shown a failed allocation (``No space left on device``, ``unable to allocate
+    shared memory(shm)``, a feeder-thread traceback; a failed allocation frees its partial
+    pages, so a hung job can sit up to one batch below the limit). Without that evidence, a job
+    that merely holds most of its /dev/shm and idles (a ``fallocate`` then a sleep, a slow
+    step) is not a hang: calling it one made probe report sizes above the real minimum. No
+    progress means: used bytes unchanged, no output, and the tree's CPU time grew by less than
+    5% of one core over the window.
 
     Args:
         sampler: the running sampler (its slow loop must be on for the CPU criterion).
@@ -214,19 +261,36 @@ class HangDetector:
         self.clock = clock or time.monotonic
         self.last_output = self.clock()
         self._cpu_mark: tuple[float, float] | None = None
+        self.alloc_failed = False
+        self._carry = ""
 
-    def saw_output(self, _stream: str = "", _chunk: bytes = b"") -> None:
-        """Record output activity (use as the sandbox's ``on_output``)."""
+    def saw_output(self, _stream: str = "", chunk: bytes = b"") -> None:
+        """Record output activity, and whether it reports a failed shm allocation (use as the
+        sandbox's ``on_output``)."""
         self.last_output = self.clock()
+        # Only scanned once /dev/shm came near its limit (a failed allocation happens there),
+        # so a job printing gigabytes with plenty of room costs nothing here.
+        if chunk and not self.alloc_failed and self._near_full():
+            text = self._carry + chunk.decode("utf-8", "replace")
+            self.alloc_failed = _ALLOC_FAILED.search(text) is not None
+            self._carry = text[-_CARRY:]
 
-    def full(self) -> bool:
-        """Whether /dev/shm is full now, or was full at its peak (a failed allocation frees
-        its partial pages, so a hung job can sit well below the limit)."""
+    def _near_full(self) -> bool:
         total = self.sampler.total
         if total <= 0:
             return False
         margin = max(self.full_margin, total // 50)
         return total - self.sampler.used < margin or total - self.sampler.peak < margin
+
+    def full(self) -> bool:
+        """Whether /dev/shm counts as full (see the class docstring): no free page now, or near
+        the limit (now or at its peak) with a failed allocation in the output."""
+        total = self.sampler.total
+        if total <= 0:
+            return False
+        if total - self.sampler.used < _PAGE:
+            return True
+        return self.alloc_failed and self._near_full()
 
     def __call__(self) -> str | None:
         now = self.clock()

@@ -25,6 +25,7 @@ from typing import Protocol
 from shmguard.measure.outcome import Outcome
 from shmguard.measure.recommend import DEFAULT_HEADROOM, Recommendation, recommend
 from shmguard.measure.run import MeasureResult, generous_shm_size, measure_command
+from shmguard.measure.sandbox import RunInterrupted
 from shmguard.units import MiB, format_iec
 
 
@@ -150,6 +151,8 @@ def probe_command(
 
     Raises:
         SandboxError: the sandbox could not be set up.
+        RunInterrupted: shmguard got SIGINT/SIGTERM/SIGHUP/SIGQUIT during a run (the run that
+            was cut short is not counted as a failure: the search stops).
         ValueError: for a tolerance outside (0, 1) or ``confirm < 1``.
     """
     if not 0 < tolerance < 1:
@@ -163,6 +166,8 @@ def probe_command(
     base = measure_command(
         command, shm_size=top, headroom=headroom, hang_after=hang_after, output="capture", env=env
     )
+    if base.interrupted:
+        raise RunInterrupted(base.interrupted)
     trials: list[Trial] = []
     timeout = trial_timeout or max(30.0, 3 * base.wall_time)
     margin = base.timeline.max_step()
@@ -199,6 +204,9 @@ def probe_command(
         return done(None, reason, recommend(None, reason, headroom=headroom), None)
 
     lo, hi = floor, 0
+    # A trial that exits 0 but prints a failed allocation the measuring run did not print
+    # failed for lack of shm (a script that ignores the error still exits 0).
+    strict = not base.alloc_errors
 
     def trial(size: int, phase: str) -> bool:
         if observer:
@@ -212,7 +220,10 @@ def probe_command(
             output="capture",
             owner_interval=0.2,
             env=env,
+            strict=strict,
         )
+        if r.interrupted:
+            raise RunInterrupted(r.interrupted)
         t = Trial(
             size,
             phase,
@@ -261,11 +272,13 @@ def probe_command(
         basis = f"no size passed {confirm} times in a row within {max_trials} trials"
         return done(None, basis, recommend(None, basis, headroom=headroom), None)
     minimum = hi
-    basis = (
-        f"{format_iec(minimum)} passed {confirm} times in a row; {format_iec(lo)} failed"
-        if lo > floor
-        else f"{format_iec(minimum)} passed"
-    )
+    if streak >= confirm:
+        basis = f"{format_iec(minimum)} passed {confirm} times in a row"
+    else:
+        # The search climbed back to the ceiling: only the measuring run passed there.
+        basis = f"only the ceiling {format_iec(minimum)} passed (the measuring run)"
+    if lo > floor:
+        basis += f"; {format_iec(lo)} failed"
     need = max(minimum, base.peak)
     need_basis = "probed minimum" if minimum >= base.peak else "measured peak (above the minimum)"
     rec = recommend(

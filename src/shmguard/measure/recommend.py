@@ -16,6 +16,7 @@ Rules (docs/measure.md, "How the recommendation is made"):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from shmguard.model.fact import Fact
@@ -86,14 +87,20 @@ def recommend(
         non_shm_seen: largest ``cgroup usage - shm used`` seen at the same instant, or None.
 
     Raises:
-        ValueError: for a negative headroom.
+        ValueError: for a negative or non-finite headroom.
     """
-    if headroom < 0:
-        raise ValueError(f"headroom must be >= 0, got {headroom}")
+    if not math.isfinite(headroom) or headroom < 0:
+        raise ValueError(f"headroom must be a finite number >= 0, got {headroom}")
     if need is None or need <= 0:
+        basis = need_basis
+        if need is not None:
+            basis = (
+                f"{need_basis} 0 B: the command used no /dev/shm, so any size works "
+                "(the runtimes' default 64 MiB included)"
+            )
         return Recommendation(
             None,
-            need_basis,
+            basis,
             headroom,
             Fact.unknown("no shm size could be recommended"),
             "no shm size, so no memory limit",

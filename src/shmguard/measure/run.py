@@ -6,7 +6,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from shmguard.measure.outcome import Cause, HangDetector, classify
+from shmguard.measure.outcome import (
+    ALLOC_FAILURE_KINDS,
+    Cause,
+    HangDetector,
+    classify,
+    scan_output,
+)
 from shmguard.measure.recommend import DEFAULT_HEADROOM, Recommendation, recommend
 from shmguard.measure.sampler import OwnerSnapshot, ShmSampler, Timeline
 from shmguard.measure.sandbox import Sandbox, SandboxError, SandboxSpec
@@ -56,6 +62,9 @@ class MeasureResult:
         wall_time: seconds from start to the end of teardown.
         timeline: the sampler's record.
         recommendation: sizes to configure.
+        interrupted: the signal shmguard received while waiting (Ctrl-C, SIGTERM), else None.
+        alloc_errors: output lines reporting a failed shared memory allocation or ENOSPC (at
+            most 5), also when the command succeeded.
     """
 
     command: tuple[str, ...]
@@ -75,6 +84,8 @@ class MeasureResult:
     wall_time: float
     timeline: Timeline
     recommendation: Recommendation
+    interrupted: str | None = None
+    alloc_errors: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -104,6 +115,7 @@ def measure_command(
     env: dict[str, str] | None = None,
     stdout_fd: int = 1,
     on_start: Callable[[Sandbox], None] | None = None,
+    strict: bool = False,
 ) -> MeasureResult:
     """Run ``command`` in a sandbox and measure its /dev/shm use.
 
@@ -125,6 +137,8 @@ def measure_command(
         stdout_fd: where ``tee`` copies the command's stdout (2 when our stdout carries JSON).
         on_start: called with the running :class:`Sandbox` once sampling has begun (e.g. to
             attach another observer to ``box.shm_path``).
+        strict: an exit 0 with a failed allocation in the output is a failure even when
+            /dev/shm did not look full (probe's trials, when the measuring run printed none).
 
     Raises:
         SandboxError: the sandbox could not be set up (message names what is missing).
@@ -142,12 +156,12 @@ def measure_command(
 
     def relay(stream: str, chunk: bytes) -> None:
         if detector is not None:
-            detector.saw_output()
+            detector.saw_output(stream, chunk)
         if on_output is not None:
             on_output(stream, chunk)
 
     with Sandbox(spec, output=output, on_output=relay, stdout_fd=stdout_fd) as box:
-        box.start()
+        box.start(hold=True)  # the command runs only once the sampler has its first poll
         sampler = ShmSampler(
             box.shm_path,
             interval=interval,
@@ -162,9 +176,10 @@ def measure_command(
             box.wait()
             raise SandboxError(f"cannot read {box.shm_path}: {err.strerror}") from None
         detector = HangDetector(sampler, after=hang_after, full_margin=full_margin)
-        if on_start is not None:
-            on_start(box)
         try:
+            if on_start is not None:
+                on_start(box)
+            box.release()
             result = box.wait(timeout=timeout, stop_check=detector)
         finally:
             timeline = sampler.stop()
@@ -179,8 +194,14 @@ def measure_command(
         text,
         shm_full=full,
         memory_limited=memory_limit is not None,
+        oom_kills=result.oom_kills,
         exec_error=result.exec_error,
+        strict=strict,
     )
+    hits = scan_output(text)
+    alloc_errors = tuple(
+        dict.fromkeys(line for kind in ALLOC_FAILURE_KINDS for line in hits.get(kind, []))
+    )[:5]
     peak = timeline.peak
     if cause.passed:
         rec = recommend(
@@ -226,4 +247,6 @@ def measure_command(
         wall_time=result.wall_time,
         timeline=timeline,
         recommendation=rec,
+        interrupted=result.interrupted,
+        alloc_errors=alloc_errors,
     )

@@ -91,6 +91,12 @@ class SandboxResult:
         leftovers: cgroup directories that could not be removed (should be empty).
         stdout_tail: the last :data:`TAIL_BYTES` of stdout (only when output was piped).
         stderr_tail: the same for stderr.
+        oom_kills: processes the memory cgroup's OOM killer killed (``oom_kill`` of
+            memory.oom_control / memory.events), or None when unknown (no memory cgroup, or
+            a kernel before 4.13).
+        interrupted: the name of a SIGINT/SIGTERM/SIGHUP/SIGQUIT that shmguard received
+            while waiting (from a terminal or sent to it), else None. Callers that run several
+            sandboxes (probe, demo) stop there instead of counting the run as a failure.
     """
 
     exit_status: int
@@ -106,6 +112,23 @@ class SandboxResult:
     leftovers: tuple[str, ...] = ()
     stdout_tail: bytes = field(default=b"", repr=False)
     stderr_tail: bytes = field(default=b"", repr=False)
+    interrupted: str | None = None
+    oom_kills: int | None = None
+
+
+class RunInterrupted(Exception):
+    """The user interrupted a series of sandboxed runs (Ctrl-C, SIGTERM to shmguard).
+
+    ``str(err)`` names the signal; ``err.signal_name`` is its name (``SIGINT``).
+    """
+
+    def __init__(self, signal_name: str) -> None:
+        super().__init__(f"interrupted by {signal_name}; the sandbox was torn down")
+        self.signal_name = signal_name
+
+
+#: Signals that mean "the user wants this to stop" when shmguard receives them.
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
 def _signame(sig: int) -> str:
@@ -182,7 +205,9 @@ class Sandbox:
         self._tails = {"stdout": _Tail(), "stderr": _Tail()}
         self._started = 0.0
         self._stopped_by: str | None = None
+        self._interrupted: str | None = None
         self._result: SandboxResult | None = None
+        self._gate_w: int | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -190,8 +215,10 @@ class Sandbox:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._close_gate()
         if self.proc is not None and self.proc.poll() is None:
             self.kill("aborted")
+            self.proc.wait()
         self._finish_threads()
 
     @property
@@ -212,8 +239,12 @@ class Sandbox:
         cg = self.plan.get("memory")
         return Path(cg.dir) / cg.usage if cg and cg.usage else None
 
-    def start(self) -> None:
+    def start(self, *, hold: bool = False) -> None:
         """Create cgroups and namespaces, mount the tmpfs, start the command.
+
+        Args:
+            hold: set everything up but execute the command only at :meth:`release` (so a
+                sampler can take its first poll before the command allocates anything).
 
         Raises:
             SandboxError: a limit was asked for and cannot be applied, or namespaces/mounts
@@ -237,6 +268,7 @@ class Sandbox:
                 "run as root or without --cpus"
             )
         status_r, status_w = os.pipe()
+        gate_r, self._gate_w = os.pipe()
         helper_spec = {
             "command": list(spec.command),
             "shm_size": spec.shm_size,
@@ -247,11 +279,13 @@ class Sandbox:
                     "writes": [list(w) for w in d.writes],
                     "procs": d.procs,
                     "peak": d.peak,
+                    "events": d.events,
                 }
                 for d in self.plan.dirs
             ],
             "mount_proc": spec.mount_proc,
             "status_fd": status_w,
+            "gate_fd": gate_r,
             "parent_pid": os.getpid(),
         }
         pipe = subprocess.PIPE if self.output != "inherit" else None
@@ -263,13 +297,17 @@ class Sandbox:
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-I", "-S", str(_HELPER), json.dumps(helper_spec)],
-                pass_fds=(status_w,),
+                pass_fds=(status_w, gate_r),
                 stdout=pipe,
                 stderr=pipe,
                 env=dict(spec.env) if spec.env is not None else None,
             )
+        except BaseException:
+            self._close_gate()
+            raise
         finally:
             os.close(status_w)
+            os.close(gate_r)
         self._spawn(self._read_status, status_r)
         if pipe is not None:
             assert self.proc.stdout is not None and self.proc.stderr is not None
@@ -287,7 +325,24 @@ class Sandbox:
             self._finish_threads()
             error = next((e for e in self.events if e["event"] == "error"), error)
             msg = error["message"] if error else f"sandbox helper exited {self.proc.returncode}"
+            self._close_gate()
             raise SandboxError(msg)
+        if not hold:
+            self.release()
+
+    def release(self) -> None:
+        """Let a command started with ``hold=True`` run (a no-op when already released)."""
+        if self._gate_w is None:
+            return
+        with contextlib.suppress(OSError):
+            os.write(self._gate_w, b"g")
+        self._close_gate()
+
+    def _close_gate(self) -> None:
+        if self._gate_w is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._gate_w)
+            self._gate_w = None
 
     def _spawn(self, target: Callable[..., None], *args: Any) -> None:
         self._threads.append(start_thread(target, *args))
@@ -319,10 +374,17 @@ class Sandbox:
                 break
             tail.add(chunk)
             if self.output == "tee":
-                with contextlib.suppress(OSError):
+                try:
                     view = memoryview(chunk)
                     while view:
                         view = view[os.write(out_fd, view) :]
+                except BrokenPipeError:
+                    # Our reader is gone (`shmguard measure -- cmd | head`): close the pipe so
+                    # the command gets EPIPE/SIGPIPE as it would without us, instead of being
+                    # drained forever.
+                    break
+                except OSError:
+                    pass
             if self.on_output is not None:
                 self.on_output(name, chunk)
         stream.close()
@@ -406,6 +468,8 @@ class Sandbox:
                 if info is None or info.si_signo == signal.SIGCHLD:
                     continue
                 sig = info.si_signo
+                if sig in _STOP_SIGNALS and self._interrupted is None:
+                    self._interrupted = _signame(sig)
                 if sig in (signal.SIGINT, signal.SIGQUIT) and info.si_code == _SI_KERNEL:
                     continue  # from the terminal: the command's process group has it already
                 self.send(sig)
@@ -470,6 +534,8 @@ class Sandbox:
             leftovers=tuple(ev.get("cgroup", {}).get("left", ())),
             stdout_tail=self._tails["stdout"].value(),
             stderr_tail=self._tails["stderr"].value(),
+            interrupted=self._interrupted,
+            oom_kills=ev.get("cgroup", {}).get("oom_kills"),
         )
 
 
