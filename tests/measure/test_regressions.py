@@ -444,3 +444,35 @@ def test_bad_plot_file_is_refused_before_the_run(tmp_path: Path, name: str, mess
     assert done.stderr == f"shmguard: error: --plot {target}: {message}\n"
     assert not marker.exists()  # refused before anything ran
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------------- temporary files of killed workers
+
+
+def test_command_gets_a_private_tmpdir_removed_at_the_end(tmp_path: Path) -> None:
+    # multiprocessing makes $TMPDIR/pymp-* directories that only a clean worker exit removes;
+    # the teardown SIGKILLs workers, so a failing PyTorch trial used to leave two in /tmp.
+    seen = tmp_path / "seen"
+    spec = SandboxSpec(
+        command=(
+            sys.executable,
+            "-c",
+            "import multiprocessing.util as u, os, sys, time; "
+            f"open({str(seen)!r}, 'w').write(u.get_temp_dir()); time.sleep(60)",
+        ),
+        shm_size=8 * MiB,
+    )
+    with Sandbox(spec, output="capture") as box:
+        box.start()
+        private = box.tmpdir
+        assert private is not None and Path(private).name.startswith("shmguard-tmp-")
+        deadline = time.monotonic() + 30
+        while not seen.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        pymp = Path(seen.read_text())
+        assert pymp.parent == Path(private) and pymp.is_dir()
+        box.kill("test")
+        result = box.wait(timeout=30)
+    assert result.signal == signal.SIGKILL
+    assert not Path(private).exists()
+    assert box.tmpdir is None

@@ -11,9 +11,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -208,6 +210,7 @@ class Sandbox:
         self._interrupted: str | None = None
         self._result: SandboxResult | None = None
         self._gate_w: int | None = None
+        self._tmpdir: str | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -220,6 +223,18 @@ class Sandbox:
             self.kill("aborted")
             self.proc.wait()
         self._finish_threads()
+        self._remove_tmpdir()
+
+    @property
+    def tmpdir(self) -> str | None:
+        """The command's private TMPDIR (removed when the sandbox ends), once started."""
+        return self._tmpdir
+
+    def _remove_tmpdir(self) -> None:
+        # Only after the PID namespace is gone: nothing of the command can still use it.
+        if self._tmpdir is not None:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
 
     @property
     def pid(self) -> int | None:
@@ -288,6 +303,12 @@ class Sandbox:
             "gate_fd": gate_r,
             "parent_pid": os.getpid(),
         }
+        # A private TMPDIR, removed at the end: multiprocessing (so every PyTorch DataLoader)
+        # makes /tmp/pymp-* directories that its workers delete only when they exit cleanly;
+        # a worker killed by the teardown would leave them behind on the host.
+        self._tmpdir = tempfile.mkdtemp(prefix="shmguard-tmp-")
+        env = dict(spec.env) if spec.env is not None else dict(os.environ)
+        env["TMPDIR"] = self._tmpdir
         pipe = subprocess.PIPE if self.output != "inherit" else None
         if self.output == "tee":
             with contextlib.suppress(Exception):
@@ -300,10 +321,11 @@ class Sandbox:
                 pass_fds=(status_w, gate_r),
                 stdout=pipe,
                 stderr=pipe,
-                env=dict(spec.env) if spec.env is not None else None,
+                env=env,
             )
         except BaseException:
             self._close_gate()
+            self._remove_tmpdir()
             raise
         finally:
             os.close(status_w)
@@ -326,6 +348,7 @@ class Sandbox:
             error = next((e for e in self.events if e["event"] == "error"), error)
             msg = error["message"] if error else f"sandbox helper exited {self.proc.returncode}"
             self._close_gate()
+            self._remove_tmpdir()
             raise SandboxError(msg)
         if not hold:
             self.release()
@@ -485,6 +508,7 @@ class Sandbox:
         self.proc.wait()
         self._finish_threads()
         self._result = self._build_result()
+        self._remove_tmpdir()
         return self._result
 
     def _build_result(self) -> SandboxResult:
