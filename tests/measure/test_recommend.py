@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shmguard.measure.recommend import clean_size, recommend
+from shmguard.measure.recommend import clean_size, dataloader_bound, recommend
 from shmguard.model.fact import Fact
 from shmguard.units import GiB, MiB
 
@@ -93,3 +93,27 @@ def test_no_need_means_no_recommendation() -> None:
 def test_negative_headroom_is_rejected() -> None:
     with pytest.raises(ValueError, match="headroom"):
         recommend(MiB, "x", headroom=-0.1)
+
+
+def test_dataloader_bound_matches_the_measured_formula() -> None:
+    # (nw x pf + 2) x B' + (3 nw + 8) pages, B' = batch pages + one labels page
+    # (docs/background.md): 4 workers, uint8 32x3x224x224 = 4816896 bytes = 1176 pages.
+    assert dataloader_bound(4, 4816896) == (10 * 1177 + 20) * 4096
+    assert dataloader_bound(4, 4816896, prefetch_factor=4) == (18 * 1177 + 20) * 4096
+    assert dataloader_bound(1, 1) == (4 * 2 + 11) * 4096
+    assert dataloader_bound(0, 10 * MiB) == 0
+    with pytest.raises(ValueError):
+        dataloader_bound(2, MiB, prefetch_factor=0)
+
+
+def test_floor_raises_the_recommendation_and_says_why() -> None:
+    rec = recommend(
+        22 * MiB,
+        "measured peak",
+        floor=dataloader_bound(4, 4816896),
+        floor_basis="the DataLoader bound",
+    )
+    assert rec.shm_size == 48 * MiB
+    assert "raised to the DataLoader bound" in rec.shm_basis
+    low = recommend(100 * MiB, "measured peak", floor=10 * MiB, floor_basis="x")
+    assert low.shm_size == 128 * MiB and "raised" not in low.shm_basis

@@ -15,6 +15,7 @@ import pytest
 
 from shmguard.measure.outcome import Outcome
 from shmguard.measure.probe import probe_command
+from shmguard.measure.recommend import dataloader_bound
 from shmguard.measure.run import measure_command
 from shmguard.measure.sandbox import Sandbox, SandboxSpec, run_sandboxed
 from shmguard.units import DOCKER_DEFAULT_SHM, MiB
@@ -116,6 +117,12 @@ def test_measure_peak_matches_an_independent_1khz_sampler(root_only: None) -> No
     assert ref_polls > 500
     assert ref_peak > 50 * MiB
     assert abs(r.peak - ref_peak) <= 0.10 * ref_peak, (r.peak, ref_peak)
+    # The owner scans saw the two workers' torch_* blocks; the largest is one collated batch
+    # of 32 float32 3x224x224 images, and the recommendation covers the DataLoader bound.
+    assert r.timeline.torch_creators == 2
+    assert r.timeline.torch_largest == 32 * 3 * 224 * 224 * 4
+    bound = dataloader_bound(2, 32 * 3 * 224 * 224 * 4)
+    assert r.recommendation.shm_size is not None and r.recommendation.shm_size >= bound
 
 
 @pytest.mark.timeout(240)

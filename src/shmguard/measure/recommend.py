@@ -5,6 +5,11 @@ Rules (docs/measure.md, "How the recommendation is made"):
 * shm: the need (measured peak, or probe's reliable minimum when larger) times ``1 + headroom``,
   rounded *up* to a clean value: a multiple of a quarter of the power of two below it
   (160 MiB -> 160m, 207 MiB -> 224m, 1.3 GiB -> 1.5g), at least 1 MiB.
+* a PyTorch DataLoader seen in the run (``torch_*`` blocks from W processes, the largest of B
+  bytes) sets a floor: :func:`dataloader_bound` with the default ``prefetch_factor`` 2. One
+  run of a consumer faster than its workers can leave the prefetch queue part-empty and peak
+  at about half of that (docs/background.md, "How much is needed"), so the measured peak alone
+  can understate what the next run needs.
 * memory limit: tmpfs pages are charged to the memory cgroup (config_formats.md 1.3), so the
   cgroup's own peak already includes the shm the job used; summing process RSS would count
   every mapped batch once per process. The non-shm part is the largest
@@ -22,7 +27,7 @@ from dataclasses import dataclass
 from shmguard.model.fact import Fact
 from shmguard.model.finding import Snippet
 from shmguard.render.snippets import render_snippets
-from shmguard.units import GiB, MiB, format_iec
+from shmguard.units import PAGE_SIZE, GiB, MiB, format_iec
 
 #: Default shm headroom over the measured need.
 DEFAULT_HEADROOM = 0.25
@@ -44,6 +49,24 @@ def clean_size(n: int) -> int:
         return MiB
     step = max(MiB, (1 << (n.bit_length() - 1)) // 4)
     return -(-n // step) * step
+
+
+def dataloader_bound(workers: int, batch_bytes: int, prefetch_factor: int = 2) -> int:
+    """Upper bound of one DataLoader iterator's /dev/shm use, in bytes.
+
+    ``(workers x prefetch_factor + 2) x B' + (3 x workers + 8) pages``, where B' is the batch
+    rounded up to whole pages plus one page for the labels tensor. Measured with torch 2.13
+    over 72 configurations without an exception (docs/background.md, "How much is needed").
+
+    Raises:
+        ValueError: for a negative argument or ``prefetch_factor`` < 1.
+    """
+    if workers < 0 or batch_bytes < 0 or prefetch_factor < 1:
+        raise ValueError("workers and batch bytes must be >= 0, prefetch_factor >= 1")
+    if workers == 0:
+        return 0
+    pages = -(-batch_bytes // PAGE_SIZE) + 1
+    return (workers * prefetch_factor + 2) * pages * PAGE_SIZE + (3 * workers + 8) * PAGE_SIZE
 
 
 @dataclass(frozen=True)
@@ -75,6 +98,8 @@ def recommend(
     cgroup_peak: Fact[int] | None = None,
     shm_peak: int = 0,
     non_shm_seen: int | None = None,
+    floor: int | None = None,
+    floor_basis: str = "",
 ) -> Recommendation:
     """Build a :class:`Recommendation`.
 
@@ -85,6 +110,9 @@ def recommend(
         cgroup_peak: the memory cgroup's peak bytes (a Fact), or None when not measured.
         shm_peak: measured shm peak bytes.
         non_shm_seen: largest ``cgroup usage - shm used`` seen at the same instant, or None.
+        floor: bytes the shm size must reach whatever the headroom gives (e.g.
+            :func:`dataloader_bound`), or None.
+        floor_basis: what ``floor`` is, for the basis sentence.
 
     Raises:
         ValueError: for a negative or non-finite headroom.
@@ -105,11 +133,15 @@ def recommend(
             Fact.unknown("no shm size could be recommended"),
             "no shm size, so no memory limit",
         )
-    shm = clean_size(int(need * (1 + headroom)))
-    shm_basis = (
-        f"{need_basis} {format_iec(need)} + {headroom:.0%} headroom = "
-        f"{format_iec(int(need * (1 + headroom)))}, rounded up to {format_iec(shm)}"
+    with_headroom = int(need * (1 + headroom))
+    shm_basis = f"{need_basis} {format_iec(need)} + {headroom:.0%} headroom = " + format_iec(
+        with_headroom
     )
+    if floor is not None and floor > with_headroom:
+        shm_basis += f", raised to {floor_basis} {format_iec(floor)}"
+        with_headroom = floor
+    shm = clean_size(with_headroom)
+    shm_basis += f", rounded up to {format_iec(shm)}"
     if cgroup_peak is None:
         memory: Fact[int] = Fact.unknown("memory was not measured")
         basis = "memory was not measured"

@@ -13,11 +13,16 @@ from shmguard.measure.outcome import (
     classify,
     scan_output,
 )
-from shmguard.measure.recommend import DEFAULT_HEADROOM, Recommendation, recommend
+from shmguard.measure.recommend import (
+    DEFAULT_HEADROOM,
+    Recommendation,
+    dataloader_bound,
+    recommend,
+)
 from shmguard.measure.sampler import OwnerSnapshot, ShmSampler, Timeline
 from shmguard.measure.sandbox import Sandbox, SandboxError, SandboxSpec
 from shmguard.model.fact import Fact
-from shmguard.units import GiB, MiB
+from shmguard.units import GiB, MiB, format_iec
 
 #: statvfs interval for measure and probe: the extra-batch spikes last about 1 ms.
 MEASURE_INTERVAL = 0.002
@@ -91,6 +96,19 @@ class MeasureResult:
     def passed(self) -> bool:
         """True when the command succeeded."""
         return self.cause.passed
+
+
+def _dataloader_floor(timeline: Timeline) -> tuple[int | None, str]:
+    """The DataLoader bound for what the owner scans saw, or None when no torch block was."""
+    workers, batch = timeline.torch_creators, timeline.torch_largest
+    if workers == 0 or batch == 0:
+        return None, ""
+    bound = dataloader_bound(workers, batch)
+    return bound, (
+        f"the DataLoader bound for {workers} worker(s), prefetch_factor 2 and "
+        f"{format_iec(batch)} batches ((workers x 2 + 2) batches + semaphores; one fast run "
+        "can peak below it)"
+    )
 
 
 def _non_shm(timeline: Timeline) -> int | None:
@@ -204,6 +222,7 @@ def measure_command(
     )[:5]
     peak = timeline.peak
     if cause.passed:
+        floor, floor_basis = _dataloader_floor(timeline)
         rec = recommend(
             peak,
             "measured peak",
@@ -211,6 +230,8 @@ def measure_command(
             cgroup_peak=result.memory_peak,
             shm_peak=peak,
             non_shm_seen=_non_shm(timeline),
+            floor=floor,
+            floor_basis=floor_basis,
         )
     elif cause.outcome.shm_related:
         rec = recommend(

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import sys
 import threading
 import time
@@ -34,6 +35,9 @@ from shmguard.measure._threads import start_thread
 
 #: Keep at most this many change points (about 3 MB of tuples); later points are thinned.
 MAX_POINTS = 200_000
+#: PyTorch's shm block names: ``/torch_<pid>_<random>_<counter>`` (at::MapAllocator;
+#: docs/background.md).
+_TORCH_NAME = re.compile(r"/torch_(\d+)_\d+_\d+$")
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,11 @@ class Timeline:
         realtime: whether the fast loop ran SCHED_FIFO.
         owners: slow-loop snapshots in time order.
         errors: distinct problems met (unreadable paths, scan errors), one line each.
+        torch_largest: bytes of the largest single PyTorch shm block (``torch_*``) the owner
+            scans saw: a DataLoader's collated batch tensor (0 when none was seen).
+        torch_creators: how many processes created ``torch_*`` blocks (the pid in
+            ``torch_<pid>_<random>_<n>`` is the allocating process: with a DataLoader, its
+            workers).
     """
 
     path: str
@@ -96,6 +105,8 @@ class Timeline:
     realtime: bool
     owners: tuple[OwnerSnapshot, ...] = ()
     errors: tuple[str, ...] = field(default=())
+    torch_largest: int = 0
+    torch_creators: int = 0
 
     @property
     def rss_peak(self) -> int | None:
@@ -181,6 +192,8 @@ class ShmSampler:
         self._cpu_done = 0.0
         self._switch = 0.005
         self._cpu_last: dict[int, float] = {}
+        self._torch_largest = 0
+        self._torch_creators: set[str] = set()
 
     # --------------------------------------------------------------- live values
 
@@ -260,6 +273,8 @@ class ShmSampler:
             realtime=self._realtime,
             owners=tuple(self._owners),
             errors=tuple(self._errors),
+            torch_largest=self._torch_largest,
+            torch_creators=len(self._torch_creators),
         )
 
     # ------------------------------------------------------------------- loops
@@ -324,6 +339,12 @@ class ShmSampler:
         if scan is not None and pids:
             result = scan(pids=pids)
             by_kind, held = dict(result.by_kind), result.total_bytes
+            for holding in result.processes:
+                for f in holding.files:
+                    m = _TORCH_NAME.search(f.path) if f.kind == "torch" else None
+                    if m is not None:
+                        self._torch_creators.add(m.group(1))
+                        self._torch_largest = max(self._torch_largest, f.bytes)
             for line in result.errors[:3]:
                 if "no such process" not in line:
                     self._errors.setdefault(line, None)
