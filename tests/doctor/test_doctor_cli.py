@@ -159,3 +159,11 @@ def test_torch_flag_reports_version_and_strategy():
     assert doc["facts"]["torch"]["version"] == str(torch.__version__)
     assert doc["facts"]["torch"]["sharing_strategy"] == "file_descriptor"
     assert "file_system" in doc["facts"]["torch"]["strategies"]
+
+
+@needs_ns
+def test_require_that_is_met_says_so():
+    out = run_in_64m("doctor", "--require", "32m", env=dict(os.environ, NO_COLOR="1"))
+    assert out.returncode == 0, out.stderr
+    assert "ENV002" not in out.stdout
+    assert out.stdout.rstrip().endswith("--require 32 MiB: met (64 MiB free)")

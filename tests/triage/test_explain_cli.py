@@ -71,7 +71,7 @@ def test_failure_exit_1_text(tmp_path: Path) -> None:
         "</torch_22128_2334166919_0>: No space left on device (28)" in out
     )
     assert "docker run --shm-size=8g IMAGE ..." in out
-    assert "Result: 1 cause(s) of medium confidence or more (exit 1)." in out
+    assert "Result: 1 cause of medium confidence or more (exit 1)." in out
     assert "\x1b" not in out and r.stderr == b""
 
 
@@ -205,3 +205,22 @@ def test_schema_validates_every_fixture(catalogue: Sequence[Signature]) -> None:
             d = explain_streams([(name, io.BytesIO(data))], signatures=catalogue, runtime=runtime)
             doc: Any = json.loads(json.dumps(envelope("explain", json_body(d))))
             jsonschema.validate(doc, SCHEMA)
+
+
+def test_runtime_aliases_are_accepted(tmp_path: Path) -> None:
+    log = tmp_path / "bus.log"
+    log.write_text(
+        "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error. It is "
+        "possible that dataloader's workers are out of shared memory. Please try to raise "
+        "your shared memory limit.\n"
+    )
+    for alias in ("k8s", "K8S", "kube"):
+        done = subprocess.run(
+            [sys.executable, "-m", "shmguard", "explain", "--json", "--runtime", alias, str(log)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 1, done.stderr
+        data = json.loads(done.stdout)
+        assert data["runtime"] == "kubernetes"

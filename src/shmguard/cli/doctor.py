@@ -64,6 +64,7 @@ def doctor(
     from shmguard.inspect.host import inspect_host
     from shmguard.inspect.shm import StatvfsFn, statvfs_from_json
     from shmguard.model import exit_status
+    from shmguard.units import format_iec
 
     needed = size_option(require, "--require")
     statvfs: StatvfsFn | None = None
@@ -100,6 +101,9 @@ def doctor(
         out = console()
         assert isinstance(out, Console)
         print_parts(out, (brief_parts if brief else report_parts)(report, fail_on, code))
+        free = facts.shm.free.value
+        if needed is not None and free is not None and free >= needed:
+            out.print(f"--require {format_iec(needed)}: met ({format_iec(free)} free)")
     if code:
         raise typer.Exit(code)
 

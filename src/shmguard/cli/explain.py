@@ -19,6 +19,8 @@ from shmguard.cli._app import app
 from shmguard.cli._common import EXIT_USAGE, console, fail, size_option
 
 _RUNTIME_CHOICES = ("docker", "compose", "kubernetes", "podman", "ecs", "app")
+#: Common spellings users type for a runtime.
+_RUNTIME_ALIASES = {"k8s": "kubernetes", "kube": "kubernetes", "docker-compose": "compose"}
 
 
 def _config_dirs(cwd: Path) -> list[Path]:
@@ -120,6 +122,7 @@ def explain(
     """Explain a failure log: ranked causes, evidence lines and the fix for your runtime."""
     from shmguard.triage import SignatureError, explain_streams, load_catalogue
 
+    runtime = _RUNTIME_ALIASES.get(runtime.lower(), runtime.lower()) if runtime else runtime
     if runtime is not None and runtime not in _RUNTIME_CHOICES:
         fail(f"--runtime: {runtime!r} is not one of {', '.join(_RUNTIME_CHOICES)}")
     size = size_option(shm_size, "--shm-size")

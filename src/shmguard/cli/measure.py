@@ -28,7 +28,9 @@ _Command = Annotated[
 ]
 _Plot = Annotated[
     Optional[Path],  # noqa: UP045
-    typer.Option("--plot", help="Write the shm timeline to FILE.png (needs matplotlib)."),
+    typer.Option(
+        "--plot", metavar="FILE.png", help="Write the shm timeline to FILE.png (needs matplotlib)."
+    ),
 ]
 
 
@@ -103,9 +105,11 @@ def _print(renderable: Any) -> None:
 def sandbox(
     command: _Command = None,
     shm_size: str = typer.Option(
-        ..., "--shm-size", help="Size of the private /dev/shm (64m, 1g, 512Mi)."
+        ..., "--shm-size", metavar="SIZE", help="Size of the private /dev/shm (64m, 1g, 512Mi)."
     ),
-    memory: str | None = typer.Option(None, "--memory", help="Memory limit (a real cgroup limit)."),
+    memory: str | None = typer.Option(
+        None, "--memory", metavar="SIZE", help="Memory limit (a real cgroup limit)."
+    ),
     cpus: float | None = typer.Option(None, "--cpus", help="CPU quota in CPUs (CFS bandwidth)."),
     stop_timeout: float = typer.Option(
         10.0, "--stop-timeout", help="Seconds a forwarded SIGTERM/SIGINT may take before SIGKILL."
@@ -211,12 +215,17 @@ def _measure_body(result: Any) -> dict[str, Any]:
 def measure(
     command: _Command = None,
     shm_size: str | None = typer.Option(
-        None, "--shm-size", help="Sandbox /dev/shm size (default: half of RAM, at least 1 GiB)."
+        None,
+        "--shm-size",
+        metavar="SIZE",
+        help="Sandbox /dev/shm size (default: half of RAM, at least 1 GiB).",
     ),
-    memory: str | None = typer.Option(None, "--memory", help="Memory limit for the run."),
+    memory: str | None = typer.Option(
+        None, "--memory", metavar="SIZE", help="Memory limit for the run."
+    ),
     cpus: float | None = typer.Option(None, "--cpus", help="CPU quota for the run."),
     headroom: str = typer.Option(
-        "25%", "--headroom", help="Added to the peak for the recommendation."
+        "25%", "--headroom", metavar="PCT", help="Added to the peak for the recommendation."
     ),
     timeout: float | None = typer.Option(
         None, "--timeout", help="Kill the run after this many seconds."
@@ -404,11 +413,18 @@ def _trial_dict(trial: Any) -> dict[str, Any]:
 @app.command(context_settings=_CTX)
 def probe(
     command: _Command = None,
-    floor: str | None = typer.Option(None, "--floor", help="A size assumed to fail (default 0)."),
-    ceiling: str | None = typer.Option(
-        None, "--ceiling", help="tmpfs of the measuring run (default half of RAM, >= 1 GiB)."
+    floor: str | None = typer.Option(
+        None, "--floor", metavar="SIZE", help="A size assumed to fail (default 0)."
     ),
-    tolerance: str = typer.Option("5%", "--tolerance", help="Resolution of the bisection."),
+    ceiling: str | None = typer.Option(
+        None,
+        "--ceiling",
+        metavar="SIZE",
+        help="tmpfs of the measuring run (default half of RAM, >= 1 GiB).",
+    ),
+    tolerance: str = typer.Option(
+        "5%", "--tolerance", metavar="PCT", help="Resolution of the bisection."
+    ),
     confirm: int = typer.Option(3, "--confirm", help="Passes in a row required at the minimum."),
     trial_timeout: float | None = typer.Option(
         None, "--trial-timeout", help="Seconds per trial (default 3x the measuring run, >= 30)."
@@ -416,7 +432,9 @@ def probe(
     hang_after: float = typer.Option(
         5.0, "--hang-after", help="Seconds of full /dev/shm and no progress that count as a hang."
     ),
-    headroom: str = typer.Option("25%", "--headroom", help="Added for the recommendation."),
+    headroom: str = typer.Option(
+        "25%", "--headroom", metavar="PCT", help="Added for the recommendation."
+    ),
     verify: bool = typer.Option(
         True, "--verify/--no-verify", help="Run the recommended size once."
     ),
@@ -479,9 +497,9 @@ def demo(
 ) -> None:
     """Reproduce the classic DataLoader /dev/shm failure, explain it, size it and print the fix.
 
-    Runs the bundled seed loader (3x224x224 float32, batch 32, 4 workers) in a 64 MiB sandbox
-    (Docker's default), then probes the smallest size that works. Needs PyTorch. About a minute
-    on 2 cores.
+    Runs the bundled image-classification loader (3x224x224 float32, batch 32, 4 workers) in a
+    64 MiB sandbox (Docker's default), then probes the smallest size that works. Needs PyTorch.
+    About a minute on 2 cores.
     """
     import importlib.util
 
@@ -507,7 +525,9 @@ def demo(
     # (a loop that does no work is production-limited and needs less; torch_shm.md section 3).
     argv = [sys.executable, str(script), "--batches", str(batches), "--step-time", "0.1", "--quiet"]
     con: Any = console()
-    con.print(Rule("1. The seed's DataLoader in Docker's default 64 MiB /dev/shm"))
+    con.print(
+        Rule("1. A typical image-classification DataLoader in Docker's default 64 MiB /dev/shm")
+    )
     con.print(Text(f"$ shmguard sandbox --shm-size 64m -- {command_line(argv)}", style="dim"))
     try:
         failure = measure_command(

@@ -1,4 +1,4 @@
-"""The seed's loader configured to fit Docker's default 64 MiB /dev/shm.
+"""The image-classification loader configured to fit Docker's default 64 MiB /dev/shm.
 
 Images cross the process boundary as uint8 (what a JPEG decodes to) and become float32 only in
 the training process: 4.6 MiB per batch instead of 18.4 MiB, so 4 workers x prefetch 2 + 1 batch

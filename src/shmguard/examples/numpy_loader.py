@@ -1,7 +1,7 @@
 """A DataLoader whose dataset returns numpy arrays (float32 3x224x224, batch 32, 4 workers).
 
 Default collate turns each numpy array into a tensor and stacks the batch straight into shared
-memory, so the /dev/shm need is the same as the seed's (about 165 MiB) and it fails the same way
+memory, so the /dev/shm need is the same as seed_loader's (about 165 MiB) and it fails the same way
 in 64 MiB (torch_shm.md, scenario S08).
 
     python examples/numpy_loader.py [--batches N] [--step-time S]

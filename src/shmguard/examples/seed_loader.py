@@ -1,4 +1,4 @@
-"""The seed's image-classification DataLoader: 3x224x224 float32, batch 32, 4 workers.
+"""A typical image-classification DataLoader: 3x224x224 float32, batch 32, 4 workers.
 
 One batch is 32 * 3 * 224 * 224 * 4 B = 18.4 MiB of /dev/shm; 4 workers x prefetch 2 keep 8 in
 flight, plus the one in the training loop's hands: about 165 MiB. In Docker's default 64 MiB it

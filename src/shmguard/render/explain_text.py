@@ -112,7 +112,8 @@ def render(d: Diagnosis, console: Console, *, evidence: int = 3) -> None:
     line("")
     strong = sum(1 for r in causes if r.confidence in ("medium", "high"))
     if d.exit_code:
-        line(f"Result: {strong} cause(s) of medium confidence or more (exit 1).")
+        noun = "cause" if strong == 1 else "causes"
+        line(f"Result: {strong} {noun} of medium confidence or more (exit 1).")
     else:
         line("Result: no cause of medium confidence or more (exit 0).")
 

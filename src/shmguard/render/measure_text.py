@@ -236,9 +236,11 @@ def probe_report(result: ProbeResult) -> Any:
 
 
 def demo_explanation(failure: MeasureResult, batch_bytes: int, workers: int, prefetch: int) -> str:
-    """Plain words on why the seed's loader fails in 64 MiB (numbers from torch_shm.md 3-4)."""
+    """Plain words on why the demo's loader fails in 64 MiB (docs/background.md, "How much is
+    needed": steady (nw x pf + 1) batches, peak (nw x pf + 2))."""
     in_flight = workers * prefetch
     need = (in_flight + 1) * batch_bytes
+    peak = (in_flight + 2) * batch_bytes
     fits = failure.shm_size // batch_bytes
     how = {
         "shm-exhausted": "a worker's next batch allocation failed and the DataLoader raised "
@@ -253,7 +255,8 @@ def demo_explanation(failure: MeasureResult, batch_bytes: int, workers: int, pre
         "Every DataLoader "
         f"worker builds its batches directly in /dev/shm, and {workers} workers x prefetch_factor "
         f"{prefetch} keep {in_flight} batches in flight, plus the one your loop holds: "
-        f"{format_iec(need)}. A {format_iec(failure.shm_size)} /dev/shm holds only "
+        f"{format_iec(need)}, and for a moment inside next() the previous batch too: "
+        f"{format_iec(peak)}. A {format_iec(failure.shm_size)} /dev/shm holds only "
         f"{fits} batches, so "
         f"{how}. The job never ran out of RAM; the container's /dev/shm is simply too small "
         "(Docker, containerd and CRI-O give 64 MiB unless told otherwise)."
