@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,24 +9,6 @@ import pytest
 
 from shmguard.inspect.host import HostFacts, inspect_host
 from shmguard.inspect.shm import statvfs_from_json
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hosts"
-
-
-@pytest.fixture
-def fixture_root(tmp_path: Path) -> Callable[[str], Path]:
-    """Copy the host fixture tree ``name`` under tmp_path (adding its /dev/shm directory,
-    which git cannot hold empty) and return its root."""
-
-    def _load(name: str) -> Path:
-        src = FIXTURES / name
-        root = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=tmp_path))
-        shutil.copytree(src, root, dirs_exist_ok=True)
-        if json.loads((src / "scenario.json").read_text())["dev_shm"]:
-            (root / "dev" / "shm").mkdir(parents=True)
-        return root
-
-    return _load
 
 
 @pytest.fixture

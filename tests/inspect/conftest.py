@@ -7,9 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -74,22 +72,3 @@ def holder() -> Iterator[type[Holder]]:
     yield _Tracked
     for h in started:
         h.close()
-
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hosts"
-
-
-@pytest.fixture
-def fixture_root(tmp_path: Path) -> Callable[[str], Path]:
-    """Copy the host fixture tree ``name`` under tmp_path (adding its /dev/shm directory,
-    which git cannot hold empty) and return its root."""
-
-    def _load(name: str) -> Path:
-        src = FIXTURES / name
-        root = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=tmp_path))
-        shutil.copytree(src, root, dirs_exist_ok=True)
-        if json.loads((src / "scenario.json").read_text())["dev_shm"]:
-            (root / "dev" / "shm").mkdir(parents=True)
-        return root
-
-    return _load

@@ -14,19 +14,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from shmguard.measure._nsinit import WAIT_SET
+
 #: Signals a sandbox forwards to its command, plus SIGCHLD it waits on.
-BLOCKED = frozenset(
-    {
-        signal.SIGINT,
-        signal.SIGTERM,
-        signal.SIGHUP,
-        signal.SIGQUIT,
-        signal.SIGUSR1,
-        signal.SIGUSR2,
-        signal.SIGWINCH,
-        signal.SIGCHLD,
-    }
-)
+BLOCKED = frozenset(WAIT_SET)
 
 
 def start_thread(

@@ -23,25 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from shmguard.measure._nsinit import EXIT_SETUP, FORWARD, SI_KERNEL
 from shmguard.measure._threads import start_thread
 from shmguard.measure.cgroups import CgroupPlan, plan_cgroups
 from shmguard.model.fact import Fact
 
 _HELPER = Path(__file__).with_name("_nsinit.py")
-_FORWARD = (
-    signal.SIGINT,
-    signal.SIGTERM,
-    signal.SIGHUP,
-    signal.SIGQUIT,
-    signal.SIGUSR1,
-    signal.SIGUSR2,
-    signal.SIGWINCH,
-)
-_SI_KERNEL = 0x80
 #: Bytes of each output stream kept for classification.
 TAIL_BYTES = 256 * 1024
-#: The helper's exit status when the sandbox could not be set up (as Docker's 125).
-EXIT_SETUP = 125
 
 
 class SandboxError(Exception):
@@ -469,7 +458,7 @@ class Sandbox:
         if self._result is not None:
             return self._result
         main = threading.current_thread() is threading.main_thread()
-        wanted = {*_FORWARD, signal.SIGCHLD}
+        wanted = {*FORWARD, signal.SIGCHLD}
         old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, wanted) if main else None
         kill_at: float | None = None
         pending_name: str | None = None
@@ -493,7 +482,7 @@ class Sandbox:
                 sig = info.si_signo
                 if sig in _STOP_SIGNALS and self._interrupted is None:
                     self._interrupted = _signame(sig)
-                if sig in (signal.SIGINT, signal.SIGQUIT) and info.si_code == _SI_KERNEL:
+                if sig in (signal.SIGINT, signal.SIGQUIT) and info.si_code == SI_KERNEL:
                     continue  # from the terminal: the command's process group has it already
                 self.send(sig)
                 if sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP) and kill_at is None:
