@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -238,3 +241,42 @@ def test_real_torch_share_memory_is_attributed(holder):
     assert f.deleted and f.via == "fd" and f.bytes == 10 * MiB
     assert os.path.basename(f.path).startswith(f"torch_{h.info['pid']}_")
     assert scan.by_kind["torch"] == 10 * MiB
+
+
+@pytest.fixture
+def shm_tmp() -> Iterator[Path]:
+    """A scratch directory on the host's tmpfs /dev/shm (exact block counts), removed after."""
+    path = Path(tempfile.mkdtemp(prefix="shmguard-test-", dir="/dev/shm"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_named_files_nobody_holds_are_listed_once(shm_tmp: Path):
+    # PyTorch's file_system strategy keeps queued batches as named files no process holds
+    # open; a listing of the directory finds them. Held files and zero-block names do not
+    # appear there.
+    tmp_path = shm_tmp
+    (tmp_path / "torch_7_11_0").write_bytes(b"x" * (3 * 4096))
+    (tmp_path / "psm_abc").write_bytes(b"y" * 4096)
+    sparse = tmp_path / "torch_7_11_1"
+    sparse.touch()
+    os.truncate(sparse, 1 << 20)  # a failed allocation: size set, no blocks
+    held = tmp_path / "nccl-held"
+    held.write_bytes(b"z" * 8192)
+    (tmp_path / "subdir").mkdir()
+    with held.open("rb"):
+        scan = scan_holders(pids=[os.getpid()], shm_prefix=f"{tmp_path}/", shm_dir=tmp_path)
+    assert [(f.path, f.bytes, f.kind, f.via) for f in scan.unheld] == [
+        (f"{tmp_path}/psm_abc", 4096, "psm", "name"),
+        (f"{tmp_path}/torch_7_11_0", 3 * 4096, "torch", "name"),
+    ]
+    assert scan.by_kind["torch"] == 3 * 4096
+    assert scan.by_kind["psm"] == 4096
+    assert scan.by_kind["nccl"] == 8192  # held through our fd, counted once
+    assert scan.total_bytes == 3 * 4096 + 4096 + 8192
+
+
+def test_unlistable_shm_dir_is_an_error_line(tmp_path: Path):
+    scan = scan_holders(pids=[], shm_dir=tmp_path / "missing")
+    assert scan.unheld == ()
+    assert scan.errors == (f"{tmp_path}/missing: no such file or directory",)

@@ -64,6 +64,8 @@ def test_owner_attribution_sees_unlinked_files(root_only: None, no_leftovers: No
     assert snap is not None
     assert snap.shm_used == 5 * MiB
     assert snap.by_kind["torch"] == 4 * MiB  # unlinked, found through /proc/<pid>/fd
+    assert snap.by_kind["psm"] == 1 * MiB  # named and closed: found by listing /dev/shm
+    assert snap.held_bytes == 5 * MiB
     assert snap.processes >= 1
     assert snap.rss > 0
     assert tl.rss_peak is not None and tl.rss_peak >= snap.rss

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,7 +80,8 @@ class ShmFile:
             shows 0 here even when ``st_size`` is large; torch_shm.md section 1.2).
         deleted: True when the name was unlinked (the kernel's `` (deleted)`` marker).
         kind: :func:`classify_shm_name` of the path.
-        via: ``"fd"`` (an open descriptor) or ``"map"`` (only a mapping).
+        via: ``"fd"`` (an open descriptor), ``"map"`` (only a mapping) or ``"name"`` (a named
+            file no scanned process holds, found by listing the directory).
         device: ``st_dev`` of the tmpfs, so files of different containers never merge.
     """
 
@@ -114,12 +116,18 @@ class HoldersScan:
             process is keeping alive).
         errors: one line per entry that could not be read, e.g. ``"pid 123: permission
             denied"``; never raised.
+        unheld: named files in the listed /dev/shm directory that no scanned process holds,
+            with blocks allocated (PyTorch's ``file_system`` strategy keeps queued batches as
+            named files until the consumer takes them; a crashed job's segments stay too).
+            Counted in ``by_kind`` and ``total_bytes``. Zero-block names (failed allocations)
+            are left out.
     """
 
     processes: tuple[ProcessHolding, ...]
     by_kind: Mapping[str, int]
     total_bytes: int
     errors: tuple[str, ...]
+    unheld: tuple[ShmFile, ...] = ()
 
 
 def _err_text(err: OSError) -> str:
@@ -253,6 +261,7 @@ def scan_holders(
     root: Path = Path("/"),
     pids: Iterable[int] | None = None,
     shm_prefix: str = "/dev/shm/",
+    shm_dir: str | os.PathLike[str] | None = None,
 ) -> HoldersScan:
     """Find every process holding /dev/shm files and how many bytes each holds.
 
@@ -263,6 +272,8 @@ def scan_holders(
         shm_prefix: keep fd/map targets starting with this (the kernel writes paths as the
             holder's mount namespace sees them, so a container's files still read
             ``/dev/shm/...``).
+        shm_dir: also list this directory (the same /dev/shm as seen from here, e.g.
+            ``/proc/<pid>/root/dev/shm``) and report named files nobody holds in ``unheld``.
 
     Returns:
         a :class:`HoldersScan`. Unreadable entries become lines in ``errors``; nothing is raised
@@ -283,15 +294,50 @@ def scan_holders(
         held = scanner.process(pid, explicit)
         if held is not None:
             holdings.append(held)
+    unheld = _list_unheld(shm_dir, shm_prefix, scanner) if shm_dir is not None else ()
     by_kind = dict.fromkeys(KINDS, 0)
-    for shm in scanner.seen.values():
+    for shm in (*scanner.seen.values(), *unheld):
         by_kind[shm.kind] += shm.bytes
     return HoldersScan(
         tuple(holdings),
         MappingProxyType(by_kind),
         sum(by_kind.values()),
         tuple(scanner.errors),
+        unheld,
     )
+
+
+def _list_unheld(
+    shm_dir: str | os.PathLike[str], shm_prefix: str, scanner: _Scanner
+) -> tuple[ShmFile, ...]:
+    found = []
+    try:
+        entries = list(os.scandir(shm_dir))
+    except OSError as err:
+        scanner.errors.append(f"{os.fspath(shm_dir)}: {_err_text(err)}")
+        return ()
+    for entry in entries:
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue  # removed while we listed: not an error
+        if not stat.S_ISREG(st.st_mode) or st.st_blocks == 0:
+            continue
+        if (st.st_dev, st.st_ino) in scanner.seen:
+            continue
+        path = shm_prefix + entry.name
+        found.append(
+            ShmFile(
+                path,
+                st.st_ino,
+                st.st_blocks * 512,
+                False,
+                classify_shm_name(path),
+                "name",
+                st.st_dev,
+            )
+        )
+    return tuple(sorted(found, key=lambda f: f.path))
 
 
 def _empty_kinds() -> Mapping[str, int]:
@@ -313,6 +359,11 @@ def restrict_to_device(scan: HoldersScan, device: int) -> HoldersScan:
             if f.inode not in seen:
                 seen.add(f.inode)
                 by_kind[f.kind] += f.bytes
+    unheld = tuple(f for f in scan.unheld if f.device == device)
+    for f in unheld:
+        if f.inode not in seen:
+            seen.add(f.inode)
+            by_kind[f.kind] += f.bytes
     return HoldersScan(
-        tuple(processes), MappingProxyType(by_kind), sum(by_kind.values()), scan.errors
+        tuple(processes), MappingProxyType(by_kind), sum(by_kind.values()), scan.errors, unheld
     )

@@ -134,7 +134,9 @@ def inspect_host(
         held = Fact.unknown(shm.device.reason or "/dev/shm unreadable")
     else:
         # fd and map links name the resolved path (/run/shm/... where /dev/shm -> /run/shm).
-        scan = scan_holders(root, shm_prefix=real.rstrip("/") + "/")
+        scan = scan_holders(
+            root, shm_prefix=real.rstrip("/") + "/", shm_dir=under(target_root, real)
+        )
         held = Fact.known(restrict_to_device(scan, shm.device.value))
     return HostFacts(
         root=str(root),

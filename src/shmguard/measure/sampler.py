@@ -21,6 +21,7 @@ The library never prints; callers read :meth:`ShmSampler.stop`'s :class:`Timelin
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import re
 import sys
@@ -234,7 +235,7 @@ class ShmSampler:
             if self._scan is None and self.pids is not None:
                 from shmguard.inspect.holders import scan_holders
 
-                self._scan = scan_holders
+                self._scan = functools.partial(scan_holders, shm_dir=self.path)
         now = time.monotonic()
         self._t0 = self._last_t = self._last_change = self._peak_t = now
         self._total, self._baseline, self._peak, self._used = total, used, used, used
@@ -339,12 +340,12 @@ class ShmSampler:
         if scan is not None and pids:
             result = scan(pids=pids)
             by_kind, held = dict(result.by_kind), result.total_bytes
-            for holding in result.processes:
-                for f in holding.files:
-                    m = _TORCH_NAME.search(f.path) if f.kind == "torch" else None
-                    if m is not None:
-                        self._torch_creators.add(m.group(1))
-                        self._torch_largest = max(self._torch_largest, f.bytes)
+            files = [f for holding in result.processes for f in holding.files]
+            for f in (*files, *getattr(result, "unheld", ())):
+                m = _TORCH_NAME.search(f.path) if f.kind == "torch" else None
+                if m is not None:
+                    self._torch_creators.add(m.group(1))
+                    self._torch_largest = max(self._torch_largest, f.bytes)
             for line in result.errors[:3]:
                 if "no such process" not in line:
                     self._errors.setdefault(line, None)
