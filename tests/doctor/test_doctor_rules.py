@@ -16,7 +16,7 @@ from shmguard.inspect.host import inspect_host
 from shmguard.inspect.runtime import RuntimeFacts
 from shmguard.inspect.shm import statvfs_from_json
 from shmguard.model import Fact, Severity
-from shmguard.units import GiB
+from shmguard.units import GiB, format_iec
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "rules-env.md"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hosts"
@@ -92,6 +92,14 @@ def test_env002_require_sizes_the_fix_from_used_plus_required(host):
     # 2970 MiB is 922 MiB more than now: the 8 GiB limit rises by that, rounded up to 9 GiB.
     assert "memory: 9Gi" in k8s.text
     assert diagnose(facts, DoctorOptions(require=100 << 20)).findings[0].code == "ENV003"
+    # More than the machine's RAM can never be met: the message says so.
+    ram = facts.memory.total.value
+    assert ram is not None
+    huge = diagnose(facts, DoctorOptions(require=ram + GiB)).findings[0]
+    assert huge.message.endswith(
+        f"required (--require); that is more than this machine's {format_iec(ram)} of RAM, "
+        "which every tmpfs page comes out of"
+    )
 
 
 def test_env003_usage_names_the_percentage(host):

@@ -31,12 +31,19 @@ def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
     if options.require is None or free is None or free >= options.require:
         return
     size, lead = needed_size(facts, options)
+    ram = facts.memory.total.value
+    beyond_ram = (
+        f"; that is more than this machine's {format_iec(ram)} of RAM, which every tmpfs page "
+        "comes out of"
+        if ram is not None and options.require > ram
+        else ""
+    )
     yield Finding(
         CODE,
         NAME,
         SEVERITY,
         f"/dev/shm has {format_iec(free)} free, below the {format_iec(options.require)} "
-        "required (--require)",
+        f"required (--require){beyond_ram}",
         WHY,
         SHM_LOCATION,
         shm_fix(facts, size, lead),
