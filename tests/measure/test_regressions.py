@@ -458,7 +458,9 @@ def test_command_gets_a_private_tmpdir_removed_at_the_end(tmp_path: Path) -> Non
             sys.executable,
             "-c",
             "import multiprocessing.util as u, os, sys, time; "
-            f"open({str(seen)!r}, 'w').write(u.get_temp_dir()); time.sleep(60)",
+            # written whole, then renamed: the test must never read a half-written file
+            f"open({str(seen)!r} + '.part', 'w').write(u.get_temp_dir()); "
+            f"os.rename({str(seen)!r} + '.part', {str(seen)!r}); time.sleep(60)",
         ),
         shm_size=8 * MiB,
     )

@@ -100,11 +100,12 @@ def test_memory_limit_kills_a_job_that_exceeds_it(root_only: None, no_leftovers:
     assert result.memory_peak.value is not None and result.memory_peak.value <= 64 * MiB
 
 
-def _cli(*args: str) -> subprocess.Popen[bytes]:
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "shmguard", "sandbox", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        env=env,
     )
 
 
@@ -138,11 +139,19 @@ def test_child_ignoring_sigterm_is_killed_after_the_grace(
     assert processes_with(f"sleep {marker}") == []
 
 
-def test_shmguard_killed_takes_everything_down(root_only: None) -> None:
+def test_shmguard_killed_takes_everything_down(root_only: None, tmp_path: Path) -> None:
     marker = "302.718"
     before = leftover_cgroups()
     proc = _cli(
-        "--shm-size", "8m", "--memory", "256m", "--", "sh", "-c", f"echo ready; sleep {marker}"
+        "--shm-size",
+        "8m",
+        "--memory",
+        "256m",
+        "--",
+        "sh",
+        "-c",
+        f"echo ready; sleep {marker}",
+        env=dict(os.environ, TMPDIR=str(tmp_path)),  # where the private TMPDIR is made
     )
     _wait_line(proc, b"ready")
     assert processes_with(f"sleep {marker}")
@@ -155,6 +164,9 @@ def test_shmguard_killed_takes_everything_down(root_only: None) -> None:
         time.sleep(0.05)
     assert processes_with(f"sleep {marker}") == []
     assert leftover_cgroups() == before
+    while list(tmp_path.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert list(tmp_path.iterdir()) == []  # the command's private TMPDIR went too
 
 
 def _nobody_can_import() -> None:

@@ -39,6 +39,7 @@ import errno
 import json
 import os
 import select
+import shutil
 import signal
 import sys
 import time
@@ -383,6 +384,9 @@ def main(argv: list[str]) -> None:
         if cg.get("events"):
             oom_kills = _read_oom_kills(os.path.join(cg["dir"], cg["events"]))
     left = _remove_cgroups(made)
+    if spec.get("tmpdir"):
+        # shmguard removes it too; this covers shmguard having been killed (PDEATHSIG).
+        shutil.rmtree(spec["tmpdir"], ignore_errors=True)
     status.send("cgroup", peaks=peaks, left=left, oom_kills=oom_kills)
     status.send("done", status=result)
     os._exit(result)

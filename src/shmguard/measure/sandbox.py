@@ -271,6 +271,12 @@ class Sandbox:
                 f"cannot apply --cpus: {self.plan.unavailable['cpu']}; "
                 "run as root or without --cpus"
             )
+        # A private TMPDIR, removed at the end: multiprocessing (so every PyTorch DataLoader)
+        # makes /tmp/pymp-* directories that its workers delete only when they exit cleanly;
+        # a worker killed by the teardown would leave them behind on the host.
+        self._tmpdir = tempfile.mkdtemp(prefix="shmguard-tmp-")
+        env = dict(spec.env) if spec.env is not None else dict(os.environ)
+        env["TMPDIR"] = self._tmpdir
         status_r, status_w = os.pipe()
         gate_r, self._gate_w = os.pipe()
         helper_spec = {
@@ -291,13 +297,8 @@ class Sandbox:
             "status_fd": status_w,
             "gate_fd": gate_r,
             "parent_pid": os.getpid(),
+            "tmpdir": self._tmpdir,
         }
-        # A private TMPDIR, removed at the end: multiprocessing (so every PyTorch DataLoader)
-        # makes /tmp/pymp-* directories that its workers delete only when they exit cleanly;
-        # a worker killed by the teardown would leave them behind on the host.
-        self._tmpdir = tempfile.mkdtemp(prefix="shmguard-tmp-")
-        env = dict(spec.env) if spec.env is not None else dict(os.environ)
-        env["TMPDIR"] = self._tmpdir
         pipe = subprocess.PIPE if self.output != "inherit" else None
         if self.output == "tee":
             with contextlib.suppress(Exception):

@@ -72,7 +72,7 @@ def _kubernetes(shm: int, mem: int | None) -> Snippet:
     lines = [
         "spec:",
         "  containers:",
-        "    - name: app",
+        "    - name: app  # your container's name: these keys merge into it",
         "      volumeMounts:",
         "        - name: dshm",
         "          mountPath: /dev/shm",
@@ -80,7 +80,7 @@ def _kubernetes(shm: int, mem: int | None) -> Snippet:
     if mem is not None:
         lines += [
             "      resources:",
-            "        limits:",
+            "        limits:  # requests.memory equal to it keeps a Guaranteed pod Guaranteed",
             f"          memory: {format_k8s_quantity(mem)}",
         ]
     lines += [
