@@ -88,7 +88,8 @@ def explain(
     files: list[str] = typer.Argument(  # noqa: B008
         None,
         help="Log files to read ('-' or none: standard input). docker logs, kubectl logs, "
-        "kubectl describe pod, dmesg/journal, plain stderr; any size, any mix.",
+        "kubectl describe pod, dmesg/journal, plain stderr; any size. Several files are one "
+        "incident (e.g. the logs and the describe output of one pod).",
         show_default=False,
         metavar="FILE",
     ),
