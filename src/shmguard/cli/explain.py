@@ -91,7 +91,7 @@ def explain(
         "kubectl describe pod, dmesg/journal, plain stderr; any size. Several files are one "
         "incident (e.g. the logs and the describe output of one pod).",
         show_default=False,
-        metavar="FILE",
+        metavar="FILE...",
     ),
     runtime: str = typer.Option(
         None,
