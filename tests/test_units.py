@@ -257,3 +257,11 @@ def test_size_flag_errors_are_one_line(text: str, fragment: str) -> None:
         parse_size_flag(text)
     assert fragment in str(err.value)
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("n", "unit", "expected"),
+    [(0, 4096, 0), (1, 4096, 4096), (4096, 4096, 4096), (4097, MiB, MiB), (GiB + 1, GiB, 2 * GiB)],
+)
+def test_round_up(n: int, unit: int, expected: int) -> None:
+    assert units.round_up(n, unit) == expected

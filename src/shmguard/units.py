@@ -40,6 +40,11 @@ PODMAN_DEFAULT_SHM = 65_536_000
 _INT64_MAX = 2**63 - 1
 
 
+def round_up(n: int, unit: int) -> int:
+    """``n`` rounded up to a whole multiple of ``unit`` (both in bytes, ``unit`` > 0)."""
+    return -(-n // unit) * unit
+
+
 class SizeError(ValueError):
     """A size string that the named syntax rejects. ``str(err)`` is a one-line message."""
 
@@ -252,7 +257,7 @@ def parse_tmpfs_size(text: str, mem_total: int | None = None) -> int:
         rest = ""
     if rest:
         raise SizeError(f"Bad value for 'size': {text!r}")
-    return -(-value // PAGE_SIZE) * PAGE_SIZE
+    return round_up(value, PAGE_SIZE)
 
 
 # ------------------------------------------------------------------------------- ECS (MiB)
@@ -277,7 +282,7 @@ def parse_ecs_mib(value: int | str) -> int:
 
 def format_ecs_mib(n: int) -> int:
     """MiB for ECS ``sharedMemorySize``/``memory``, rounded up so nothing is lost."""
-    return -(-n // MiB)
+    return round_up(n, MiB) // MiB
 
 
 # ------------------------------------------------------------------------- human and flags

@@ -14,7 +14,7 @@ from shmguard.inspect.host import HostFacts
 from shmguard.inspect.runtime import SNIPPET_RUNTIMES
 from shmguard.model import Finding, Fix, Location, Severity
 from shmguard.render.snippets import render_snippets
-from shmguard.units import GiB, MiB, format_iec
+from shmguard.units import GiB, MiB, format_iec, round_up
 
 SHM_LOCATION = Location(file="/dev/shm")
 
@@ -64,11 +64,6 @@ class Rule:
     severity: Severity
     fixable: bool
     check: Check
-
-
-def round_up(n: int, unit: int = MiB) -> int:
-    """``n`` rounded up to a multiple of ``unit`` (default 1 MiB)."""
-    return -(-n // unit) * unit
 
 
 def memory_for(facts: HostFacts, shm_size: int) -> int | None:
@@ -130,7 +125,7 @@ def needed_size(facts: HostFacts, options: DoctorOptions) -> tuple[int, str]:
         # it is the whole disk's, so count the files in /dev/shm instead.
         shm = facts.shm
         used = shm.used.value if shm.fstype.value == "tmpfs" else shm.named_bytes.value
-        return round_up((used or 0) + options.require), "Give /dev/shm at least"
+        return round_up((used or 0) + options.require, MiB), "Give /dev/shm at least"
     return (
         options.example_size,
         "Size /dev/shm from a measurement (shmguard measure); for example",

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.doctor._base import SHM_LOCATION, DoctorOptions, Rule, round_up, shm_fix
+from shmguard.doctor._base import SHM_LOCATION, DoctorOptions, Rule, shm_fix
 from shmguard.inspect.host import HostFacts
 from shmguard.model import Finding, Severity
-from shmguard.units import format_iec
+from shmguard.units import MiB, format_iec, round_up
 
 CODE = "ENV003"
 NAME = "shm-usage-high"
@@ -47,7 +47,7 @@ def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
         SHM_LOCATION,
         shm_fix(
             facts,
-            round_up(2 * total),
+            round_up(2 * total, MiB),
             "If a live job holds it, give /dev/shm more room; for example twice the size:",
         ),
     )

@@ -26,7 +26,7 @@ from shmguard.measure.outcome import Outcome
 from shmguard.measure.recommend import DEFAULT_HEADROOM, Recommendation, recommend
 from shmguard.measure.run import MeasureResult, generous_shm_size, measure_command
 from shmguard.measure.sandbox import RunInterrupted
-from shmguard.units import MiB, format_iec
+from shmguard.units import MiB, format_iec, round_up
 
 
 @dataclass(frozen=True)
@@ -112,10 +112,6 @@ class ProbeObserver(Protocol):
 
     def trial_done(self, trial: Trial) -> None:
         """A trial ended."""
-
-
-def _mib_up(n: int) -> int:
-    return -(-n // MiB) * MiB
 
 
 def probe_command(
@@ -240,17 +236,17 @@ def probe_command(
         return t.passed
 
     # 2. a passing bound near the peak
-    hi = max(_mib_up(int(base.peak * (1 + tolerance))), _mib_up(floor + 1))
+    hi = max(round_up(int(base.peak * (1 + tolerance)), MiB), round_up(floor + 1, MiB))
     while hi < top and not trial(hi, "bound"):
         lo = hi
-        hi = min(top, _mib_up(int(hi * 1.5)))
+        hi = min(top, round_up(int(hi * 1.5), MiB))
         if len(trials) >= max_trials:
             break
     if hi >= top:
         hi = top  # the measuring run passed here
     # 3. bisection
     while hi - lo > max(int(tolerance * hi), MiB) and len(trials) < max_trials:
-        mid = _mib_up((lo + hi) // 2)
+        mid = round_up((lo + hi) // 2, MiB)
         if mid >= hi:
             mid = hi - MiB
         if mid <= lo:
@@ -266,7 +262,7 @@ def probe_command(
             streak += 1
         else:
             lo = hi
-            hi = min(top, _mib_up(hi + max(int(tolerance * hi), MiB)))
+            hi = min(top, round_up(hi + max(int(tolerance * hi), MiB), MiB))
             streak = 0
     if streak < confirm and hi < top:
         basis = f"no size passed {confirm} times in a row within {max_trials} trials"

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from shmguard.model.fact import Fact
 from shmguard.model.finding import Snippet
 from shmguard.render.snippets import render_snippets
-from shmguard.units import PAGE_SIZE, GiB, MiB, format_iec
+from shmguard.units import PAGE_SIZE, GiB, MiB, format_iec, round_up
 
 #: Default shm headroom over the measured need.
 DEFAULT_HEADROOM = 0.25
@@ -48,7 +48,7 @@ def clean_size(n: int) -> int:
     if n <= MiB:
         return MiB
     step = max(MiB, (1 << (n.bit_length() - 1)) // 4)
-    return -(-n // step) * step
+    return round_up(n, step)
 
 
 def dataloader_bound(workers: int, batch_bytes: int, prefetch_factor: int = 2) -> int:
@@ -65,7 +65,7 @@ def dataloader_bound(workers: int, batch_bytes: int, prefetch_factor: int = 2) -
         raise ValueError("workers and batch bytes must be >= 0, prefetch_factor >= 1")
     if workers == 0:
         return 0
-    pages = -(-batch_bytes // PAGE_SIZE) + 1
+    pages = round_up(batch_bytes, PAGE_SIZE) // PAGE_SIZE + 1
     return (workers * prefetch_factor + 2) * pages * PAGE_SIZE + (3 * workers + 8) * PAGE_SIZE
 
 

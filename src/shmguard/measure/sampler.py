@@ -341,7 +341,7 @@ class ShmSampler:
             result = scan(pids=pids)
             by_kind, held = dict(result.by_kind), result.total_bytes
             files = [f for holding in result.processes for f in holding.files]
-            for f in (*files, *getattr(result, "unheld", ())):
+            for f in (*files, *result.unheld):
                 m = _TORCH_NAME.search(f.path) if f.kind == "torch" else None
                 if m is not None:
                     self._torch_creators.add(m.group(1))

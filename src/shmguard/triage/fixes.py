@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from shmguard.model.finding import Snippet
 from shmguard.render.snippets import RUNTIMES, render_snippets
 from shmguard.triage.model import Evidence, FixPlan, Signature, SizeChoice, SizeRule
-from shmguard.units import GiB, MiB, format_iec
+from shmguard.units import GiB, MiB, format_iec, round_up
 
 #: Shown with every shm-size fix: the size above is a starting point, these measure it.
 MEASURE_HINT = (
@@ -37,7 +37,7 @@ Captured = Mapping[str, tuple[int, Evidence]]
 def nice_size(n: int) -> int:
     """Round bytes up to a size people write: 64 MiB steps up to 1 GiB, whole GiB above."""
     step = 64 * MiB if n <= GiB else GiB
-    return max(step, -(-n // step) * step)
+    return max(step, round_up(n, step))
 
 
 def choose_size(
