@@ -259,7 +259,13 @@ def test_sigterm_stops_probe_instead_of_counting_a_failure(
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(3.0)  # inside the first sandboxed run (measuring run / 64 MiB run)
+    # Signal once the first sandboxed run (measuring run / 64 MiB run) is under way: a fixed
+    # delay raced with a slow start (importing torch in a fresh venv) and hit shmguard before
+    # it had a sandbox to tear down.
+    deadline = time.monotonic() + 60
+    while not processes_with(ours) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
     proc.send_signal(signal.SIGTERM)
     try:
         _, err = proc.communicate(timeout=60)
