@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from shmguard import __version__
-from shmguard.model import Fact, FailOn, Finding, Location, Severity, exit_status
+from shmguard.model import Fact, FailOn, Finding, Location, Severity, exit_status, shm_changes
 from shmguard.render.json import dumps, envelope
 from shmguard.render.snippets import RUNTIMES, render_snippets
 from shmguard.units import GiB, MiB, k8s_quantity_bytes, parse_docker_size
@@ -50,12 +50,21 @@ def test_envelope_shapes_facts_and_findings() -> None:
         "reason": "/sys/fs/cgroup/memory.max: no such file",
     }
     assert data["findings"][0]["severity"] == "error"
-    assert data["where"] == {"file": "/dev/shm", "line": None, "column": None, "path": None}
+    assert data["where"] == {
+        "file": "/dev/shm",
+        "line": None,
+        "column": None,
+        "end_line": None,
+        "end_column": None,
+        "start": None,
+        "end": None,
+        "path": None,
+    }
     assert envelope("x", {})["schema"] == "shmguard.x/1"
 
 
 def test_snippets_all_runtimes_exact_syntax() -> None:
-    snippets = {s.runtime: s for s in render_snippets(2 * GiB, 6 * GiB)}
+    snippets = {s.runtime: s for s in render_snippets(shm_changes(2 * GiB, 6 * GiB))}
     assert tuple(snippets) == RUNTIMES
     assert snippets["docker"].text == "docker run --shm-size=2g --memory=6g IMAGE ..."
     assert snippets["podman"].text == "podman run --shm-size=2g --memory=6g IMAGE ..."
@@ -77,7 +86,7 @@ def test_snippets_all_runtimes_exact_syntax() -> None:
 
 
 def test_snippets_without_memory_and_subset() -> None:
-    (k8s,) = render_snippets(1536 * MiB, runtimes=["kubernetes"])
+    (k8s,) = render_snippets(shm_changes(1536 * MiB), ["kubernetes"])
     pod = yaml.safe_load(k8s.text)["spec"]
     assert "resources" not in pod["containers"][0]
     assert pod["volumes"][0]["emptyDir"]["sizeLimit"] == "1536Mi"
@@ -85,6 +94,6 @@ def test_snippets_without_memory_and_subset() -> None:
 
 def test_snippets_reject_bad_input() -> None:
     with pytest.raises(ValueError, match="unknown runtime 'nomad'"):
-        render_snippets(GiB, runtimes=["nomad"])
+        render_snippets(shm_changes(GiB), runtimes=["nomad"])
     with pytest.raises(ValueError, match="must be > 0"):
-        render_snippets(0)
+        shm_changes(0)

@@ -21,6 +21,7 @@ from rich.console import Console
 from shmguard.doctor import DoctorOptions, diagnose
 from shmguard.model import Fact, FailOn
 from shmguard.render import doctor_text
+from shmguard.render.snippets import fix_snippets
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -179,7 +180,7 @@ def test_snippets_are_never_wrapped_or_cropped(host, width):
     parts = doctor_text.report_parts(report, FailOn.ERROR, 1)
     doctor_text.print_parts(Console(file=buf, width=width, no_color=True), parts)
     lines = [line.rstrip() for line in buf.getvalue().splitlines()]
-    snippets = {s.text for f in report.findings if f.fix for s in f.fix.snippets}
+    snippets = {s.text for f in report.findings if f.fix for s in fix_snippets(f.fix)}
     assert snippets
     for text in snippets:
         block = [" " * 10 + line if line else "" for line in text.splitlines()]
@@ -195,9 +196,9 @@ def test_cli_narrow_terminal_keeps_snippets_whole(tmp_path):
     out = run("doctor", "--root", str(root), "--require", "1g", env=env)
     assert out.returncode == 1
     lines = out.stdout.splitlines()
-    assert "          docker run --shm-size=1g --memory=9g IMAGE ..." in lines
+    assert "          docker run --shm-size=1280m --memory=10g IMAGE ..." in lines
     brief = run("doctor", "--root", str(root), "--require", "1g", "--brief", env=env)
-    assert "  docker run --shm-size=1g --memory=9g IMAGE ..." in brief.stdout.splitlines()
+    assert "  docker run --shm-size=1280m --memory=10g IMAGE ..." in brief.stdout.splitlines()
 
 
 def test_env006_fix_follows_the_runtime(host):
@@ -291,7 +292,7 @@ def test_real_v1_child_cgroup_limit_and_shm_charge():
         )
         assert (
             env005["fix"]["snippets"][0]["text"]
-            == ("docker run --shm-size=1g --memory=3g IMAGE ...")
+            == ("docker run --shm-size=1g --memory=2560m IMAGE ...")
             or doc["facts"]["runtime"]["name"] != "docker"
         )
     finally:
@@ -312,7 +313,7 @@ def test_disk_bind_mount_is_not_sized_from_the_whole_disk(tmp_path):
     codes = [f["code"] for f in doc["findings"]]
     assert "ENV003" not in codes
     env009 = next(f for f in doc["findings"] if f["code"] == "ENV009")
-    assert env009["fix"]["description"].startswith("Give /dev/shm at least ~1 GiB.")
+    assert env009["fix"]["description"].startswith("Give /dev/shm at least 1.5 GiB.")
     texts = [s["text"] for s in env009["fix"]["snippets"]]
-    if doc["facts"]["runtime"]["name"] == "docker":  # 3 MiB in /dev/shm + 1 GiB
-        assert texts[0] == "docker run --shm-size=1027m IMAGE ..."
+    if doc["facts"]["runtime"]["name"] == "docker":  # (3 MiB in /dev/shm + 1 GiB) x 1.25
+        assert texts[0] == "docker run --shm-size=1536m IMAGE ..."

@@ -16,6 +16,7 @@ from shmguard.inspect.host import inspect_host
 from shmguard.inspect.runtime import RuntimeFacts
 from shmguard.inspect.shm import statvfs_from_json
 from shmguard.model import Fact, Severity
+from shmguard.render.snippets import fix_snippets
 from shmguard.units import GiB, format_iec
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "rules-env.md"
@@ -62,10 +63,11 @@ def test_env001_message_and_fix_for_docker(host):
     )
     assert f.location is not None and f.location.file == "/dev/shm"
     assert f.fix is not None
-    assert [s.runtime for s in f.fix.snippets] == ["docker", "compose", "ecs"]
-    # 1 GiB example: 960 MiB more shm than now, so the 8 GiB limit rises by that (to 9 GiB).
-    assert f.fix.snippets[0].text == "docker run --shm-size=1g --memory=9g IMAGE ..."
-    assert "raise the memory limit to 9 GiB" in f.fix.description
+    assert [s.runtime for s in fix_snippets(f.fix)] == ["docker", "compose", "ecs"]
+    # 1 GiB default: the 8 GiB limit keeps the room the job had beside 64 MiB of shm (8 GiB -
+    # 64 MiB) and gains 1 GiB: 9 GiB - 64 MiB, rounded up by the sizing policy to 10 GiB.
+    assert fix_snippets(f.fix)[0].text == "docker run --shm-size=1g --memory=10g IMAGE ..."
+    assert "raise the memory limit to 10 GiB" in f.fix.description
     assert "shmguard measure" in f.fix.description
 
 
@@ -73,7 +75,7 @@ def test_env001_podman_fix_is_podman_only(host):
     (f,) = diagnose(host("podman-v2-default")).findings
     assert "default of podman" in f.message and "65536000 bytes" in f.message
     assert f.fix is not None
-    assert [(s.runtime, s.text) for s in f.fix.snippets] == [
+    assert [(s.runtime, s.text) for s in fix_snippets(f.fix)] == [
         ("podman", "podman run --shm-size=1g IMAGE ...")
     ]
 
@@ -86,11 +88,12 @@ def test_env002_require_sizes_the_fix_from_used_plus_required(host):
     assert f.severity is Severity.ERROR
     assert f.message == "/dev/shm has 102 MiB free, below the 1 GiB required (--require)"
     assert f.fix is not None
-    assert f.fix.description.startswith("Give /dev/shm at least ~2.9 GiB")
-    (k8s,) = f.fix.snippets
-    assert "sizeLimit: 2970Mi" in k8s.text  # 1946 MiB used + 1024 MiB required
-    # 2970 MiB is 922 MiB more than now: the 8 GiB limit rises by that, rounded up to 9 GiB.
-    assert "memory: 9Gi" in k8s.text
+    assert f.fix.description.startswith("Give /dev/shm at least 4 GiB")
+    (k8s,) = fix_snippets(f.fix)
+    # (1946 MiB used + 1024 MiB required) x 1.25 headroom = 3712.5 MiB, rounded up to 4 GiB.
+    assert "sizeLimit: 4Gi" in k8s.text
+    # The room beside the 2 GiB /dev/shm (6 GiB) + 4 GiB = 10 GiB.
+    assert "memory: 10Gi" in k8s.text
     assert diagnose(facts, DoctorOptions(require=100 << 20)).findings[0].code == "ENV003"
     # More than the machine's RAM can never be met: the message says so.
     ram = facts.memory.total.value
@@ -105,7 +108,7 @@ def test_env002_require_sizes_the_fix_from_used_plus_required(host):
 def test_env003_usage_names_the_percentage(host):
     (f,) = diagnose(host("k8s-v2-sized-full")).findings
     assert f.message == "/dev/shm is 95% full: ~1.9 GiB of 2 GiB"
-    assert f.fix is not None and "sizeLimit: 4Gi" in f.fix.snippets[0].text
+    assert f.fix is not None and "sizeLimit: 4Gi" in fix_snippets(f.fix)[0].text
     assert diagnose(host("k8s-v2-sized-full"), DoctorOptions(usage_threshold=0.96)).findings == ()
 
 
@@ -117,7 +120,7 @@ def test_env004_env006_env010_on_v1_host_ipc(host):
     )
     fix4 = by_code["ENV004"].fix
     assert fix4 is not None
-    assert fix4.snippets[0].text == "docker run --shm-size=1g --memory=4g IMAGE ..."
+    assert fix_snippets(fix4)[0].text == "docker run --shm-size=1g --memory=4g IMAGE ..."
     assert "--ipc=private" in fix4.description
     assert by_code["ENV006"].message == (
         "the open-file limit is 1024 (soft) / 1024 (hard); below 4096"
@@ -138,7 +141,7 @@ def test_env005_and_env007_on_kubernetes_unsized_emptydir(host):
         "the memory limit (16 GiB) leaves 0 B beside a full /dev/shm (16 GiB); less than 1 GiB"
     )
     assert by_code["ENV007"].message == "the memory cgroup has recorded 2 OOM kills"
-    (k8s,) = by_code["ENV005"].fix.snippets  # type: ignore[union-attr]
+    (k8s,) = fix_snippets(by_code["ENV005"].fix)  # type: ignore[union-attr]
     assert "memory: 32Gi" in k8s.text and "sizeLimit: 16Gi" in k8s.text
 
 
@@ -158,7 +161,7 @@ def test_env010_is_info_on_a_bare_host(host):
     (f,) = [f for f in diagnose(bare).findings if f.code == "ENV010"]
     assert f.severity is Severity.INFO
     assert f.fix is not None and "mount -o remount,size=1024m /dev/shm" in f.fix.description
-    assert [s.runtime for s in f.fix.snippets] == [
+    assert [s.runtime for s in fix_snippets(f.fix)] == [
         "docker",
         "compose",
         "kubernetes",

@@ -18,9 +18,9 @@ import jsonschema
 import pytest
 from measure_helpers import processes_with
 
+from shmguard.estimate import recommend
 from shmguard.measure.cgroups import available_cpus, check_limits, plan_cgroups
 from shmguard.measure.outcome import Outcome, classify
-from shmguard.measure.recommend import recommend
 from shmguard.measure.sampler import shm_usage
 from shmguard.measure.sandbox import Sandbox, SandboxSpec
 from shmguard.units import MiB

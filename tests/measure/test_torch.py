@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from shmguard.estimate import dataloader_bound
 from shmguard.measure.outcome import Outcome
 from shmguard.measure.probe import probe_command
-from shmguard.measure.recommend import dataloader_bound
 from shmguard.measure.run import measure_command
 from shmguard.measure.sandbox import Sandbox, SandboxSpec, run_sandboxed
 from shmguard.units import DOCKER_DEFAULT_SHM, MiB

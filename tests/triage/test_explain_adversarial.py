@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from _triage_helpers import diagnose_text
 
+from shmguard.render.snippets import fix_snippets
 from shmguard.triage.loader import SignatureError, builtin_dir, load_file, nested_repeat
 from shmguard.triage.matchers import Matcher
 from shmguard.triage.model import Diagnosis, Signature
@@ -38,7 +39,7 @@ def _shm_advice(d: Diagnosis) -> list[str]:
     return [
         r.id
         for r in d.results
-        if r.fix is not None and (r.fix.shm_size is not None or r.fix.snippets)
+        if r.fix is not None and (r.fix.shm_size is not None or fix_snippets(r.fix))
     ]
 
 
@@ -302,7 +303,7 @@ def test_memory_request_is_not_read_as_limit(catalogue: Sequence[Signature]) -> 
     assert [(f.name, f.bytes, f.line) for f in d.facts] == [("shm_total", GiB, 12)]
     fix = d.results[0].fix
     assert fix is not None and fix.memory_limit is None
-    assert "limits" not in fix.snippets[0].text
+    assert "limits" not in fix_snippets(fix)[0].text
 
 
 def test_memory_limit_after_hugepages_is_read(catalogue: Sequence[Signature]) -> None:
@@ -377,7 +378,7 @@ def test_host_ipc_gets_no_shm_size_snippet(catalogue: Sequence[Signature]) -> No
     ]
     fix = d.results[0].fix
     assert fix is not None and fix.runtime == "docker"
-    assert fix.shm_size is None and fix.snippets == () and fix.runtime_notes == ()
+    assert fix.shm_size is None and fix_snippets(fix) == () and fix.runtime_notes == ()
     assert fix.next[0].startswith("The container uses the host's IPC namespace (log line 1)")
 
 
@@ -405,7 +406,7 @@ def test_podman_host_ipc_rejection_is_not_answered_with_the_same_flag(
     d = diagnose_text(log, catalogue)
     top = d.results[0]
     assert top.id == "ipc-shmsize-conflict" and d.runtime == "podman"
-    assert top.fix is not None and top.fix.snippets == () and top.fix.shm_size is None
+    assert top.fix is not None and fix_snippets(top.fix) == () and top.fix.shm_size is None
     assert top.fix.runtime_notes == (
         "Drop --shm-size with --ipc=host (the host's /dev/shm is used); in a pod, give the "
         "size to `podman pod create --shm-size` (podman 4.x+).",

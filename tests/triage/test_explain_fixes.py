@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 from _triage_helpers import FIXTURES, diagnose_text
 
-from shmguard.render.snippets import render_snippets
-from shmguard.triage.fixes import nice_size
+from shmguard.model import shm_changes
+from shmguard.render.snippets import fix_snippets, render_snippets
 from shmguard.triage.model import Signature
 from shmguard.units import GiB, MiB
 
@@ -28,18 +28,10 @@ TRITON = (
 BUS = "RuntimeError: DataLoader worker (pid 7) is killed by signal: Bus error.\n"
 
 
-def test_nice_size() -> None:
-    assert nice_size(1) == 64 * MiB
-    assert nice_size(64 * MiB + 1) == 128 * MiB
-    assert nice_size(GiB) == GiB
-    assert nice_size(GiB + 1) == 2 * GiB
-    assert nice_size(11_220_602_060) == 11 * GiB
-
-
 def test_need_times_factor(catalogue: Sequence[Signature]) -> None:
     fix = diagnose_text(RAYLET, catalogue).results[0].fix
     assert fix is not None and fix.shm_size is not None
-    assert fix.shm_size.bytes == 11 * GiB
+    assert fix.shm_size.bytes == 12 * GiB  # 10.45 GiB, rounded up in 2 GiB steps
     assert fix.shm_size.method == "1.1 × the 9.5 GiB requested at line 1, rounded up"
 
 
@@ -49,8 +41,8 @@ def test_twice_the_size_the_log_shows(catalogue: Sequence[Signature]) -> None:
     assert fix.shm_size.bytes == 2 * GiB
     assert fix.shm_size.method == "twice the /dev/shm size the log shows (1 GiB, line 1)"
     assert fix.runtime == "kubernetes"  # the eviction message implies it
-    assert [s.runtime for s in fix.snippets] == ["kubernetes"]
-    assert "sizeLimit: 2Gi" in fix.snippets[0].text
+    assert [s.runtime for s in fix_snippets(fix)] == ["kubernetes"]
+    assert "sizeLimit: 2Gi" in fix_snippets(fix)[0].text
 
 
 def test_triton_per_instance_factor(catalogue: Sequence[Signature]) -> None:
@@ -63,11 +55,11 @@ def test_default_with_basis_and_override(catalogue: Sequence[Signature]) -> None
     fix = diagnose_text(BUS, catalogue).results[0].fix
     assert fix is not None and fix.shm_size is not None
     assert fix.shm_size.bytes == 8 * GiB and fix.shm_size.method.startswith("a starting point: ")
-    assert fix.snippets == render_snippets(8 * GiB)
+    assert fix_snippets(fix) == render_snippets(shm_changes(8 * GiB))
     fix = diagnose_text(BUS, catalogue, shm_size=3 * GiB, runtime="compose").results[0].fix
     assert fix is not None and fix.shm_size is not None
     assert fix.shm_size.bytes == 3 * GiB and fix.shm_size.method == "the size given with --shm-size"
-    assert fix.snippets == render_snippets(3 * GiB, runtimes=["compose"])
+    assert fix_snippets(fix) == render_snippets(shm_changes(3 * GiB), ["compose"])
 
 
 def test_the_size_the_user_wrote_is_reused(catalogue: Sequence[Signature]) -> None:
@@ -80,7 +72,7 @@ def test_the_size_the_user_wrote_is_reused(catalogue: Sequence[Signature]) -> No
     d = diagnose_text('strconv.ParseInt: parsing "2gb": invalid syntax\n', catalogue)
     fix = d.results[0].fix
     assert fix is not None and fix.runtime == "compose"
-    assert fix.snippets[0].text.endswith('shm_size: "2g"')
+    assert fix_snippets(fix)[0].text.endswith('shm_size: "2g"')
 
 
 def test_memory_limit_grows_with_the_shm_size(catalogue: Sequence[Signature]) -> None:
@@ -91,13 +83,14 @@ def test_memory_limit_grows_with_the_shm_size(catalogue: Sequence[Signature]) ->
     fix = d.results[0].fix
     assert d.results[0].id == "nccl-shm-segment"
     assert fix is not None and fix.shm_size is not None
-    assert fix.shm_size.bytes == GiB and fix.memory_limit == 33 * GiB
-    assert fix.snippets[0].text == "docker run --shm-size=1g --memory=33g IMAGE ..."
+    # 32 GiB + 1 GiB, rounded up by the sizing policy (8 GiB steps above 32 GiB).
+    assert fix.shm_size.bytes == GiB and fix.memory_limit == 40 * GiB
+    assert fix_snippets(fix)[0].text == "docker run --shm-size=1g --memory=40g IMAGE ..."
 
 
 def test_app_runtime_has_no_snippets(catalogue: Sequence[Signature]) -> None:
     fix = diagnose_text(BUS, catalogue, runtime="app").results[0].fix
-    assert fix is not None and fix.snippets == () and fix.shm_size is None
+    assert fix is not None and fix_snippets(fix) == () and fix.shm_size is None
     assert any("num_workers" in s for s in fix.app)
 
 
@@ -105,7 +98,7 @@ def test_oom_and_cuda_fixes_print_no_shm_size(catalogue: Sequence[Signature]) ->
     d = diagnose_text((FIXTURES / "kubectl_describe_oomkilled.txt").read_bytes(), catalogue)
     top = d.results[0]
     assert top.id == "memory-oom-kill" and top.confidence == "high"
-    assert top.fix is not None and top.fix.shm_size is None and top.fix.snippets == ()
+    assert top.fix is not None and top.fix.shm_size is None and fix_snippets(top.fix) == ()
     assert d.runtime == "kubernetes"
     assert top.fix.runtime_notes == (
         "Raise resources.limits.memory of the container (Last State: OOMKilled confirms it).",
@@ -114,7 +107,7 @@ def test_oom_and_cuda_fixes_print_no_shm_size(catalogue: Sequence[Signature]) ->
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n", catalogue
     )
     assert d.results[0].id == "cuda-oom" and d.results[0].fix is not None
-    assert d.results[0].fix.snippets == ()
+    assert fix_snippets(d.results[0].fix) == ()
 
 
 def test_order_of_shm_and_oom(catalogue: Sequence[Signature]) -> None:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import pytest
 from _triage_helpers import FIXTURES, diagnose_text
 
+from shmguard.render.snippets import fix_snippets
 from shmguard.triage.model import Diagnosis, Signature
 
 CASES = [
@@ -100,9 +101,9 @@ def test_runtime_labelled_reports_get_their_runtime_fix(
     d = _run(case, catalogue, runtime=runtime)
     fix = d.results[0].fix
     assert fix is not None and fix.runtime == runtime
-    assert [s.runtime for s in fix.snippets] == [runtime]
+    assert [s.runtime for s in fix_snippets(fix)] == [runtime]
     if runtime == "kubernetes":
-        assert "medium: Memory" in fix.snippets[0].text
+        assert "medium: Memory" in fix_snippets(fix)[0].text
 
 
 def test_ambiguous_reports_name_the_deciding_evidence(catalogue: Sequence[Signature]) -> None:

@@ -1,20 +1,21 @@
 """What every ENV rule shares: options, rule metadata and fix builders.
 
 A rule is one module with metadata and a pure ``check(facts, options) -> Iterator[Finding]``
-(no I/O); :mod:`shmguard.doctor.registry` lists them. Fixes go through
-:func:`shmguard.render.snippets.render_snippets`, the one snippet renderer.
+(no I/O); :mod:`shmguard.doctor.registry` lists them. Fixes are values
+(:class:`~shmguard.model.fix.Change`) sized by the one sizing policy
+(:mod:`shmguard.estimate.policy`); the renderers write them in each runtime's syntax.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from shmguard.estimate.policy import Policy, default_shm_size, memory_limit_for, shm_size_for
 from shmguard.inspect.host import HostFacts
 from shmguard.inspect.runtime import SNIPPET_RUNTIMES
-from shmguard.model import Finding, Fix, Location, Severity
-from shmguard.render.snippets import render_snippets
-from shmguard.units import GiB, MiB, format_iec, round_up
+from shmguard.model import Finding, Fix, Location, Severity, shm_changes
+from shmguard.units import MiB, format_iec
 
 SHM_LOCATION = Location(file="/dev/shm")
 
@@ -37,17 +38,21 @@ class DoctorOptions:
     Attributes:
         require: bytes of free /dev/shm the job needs (``--require``), or None.
         usage_threshold: fraction of /dev/shm in use that is "nearly full" (0.8: seed 5.2).
-        memory_margin: bytes the memory limit must leave beside a full /dev/shm (1 GiB: seed
-            6.2).
         min_nofile: soft open-file limit below which many workers run out of fds.
-        example_size: the size shown in a fix when nothing says what the job needs.
+        policy: the sizing policy: headroom, the memory margin a limit must leave beside a
+            full /dev/shm (1 GiB: seed 6.2) and the size shown when nothing says what the job
+            needs.
     """
 
     require: int | None = None
     usage_threshold: float = 0.8
-    memory_margin: int = GiB
     min_nofile: int = 4096
-    example_size: int = GiB
+    policy: Policy = field(default_factory=Policy)
+
+    @property
+    def memory_margin(self) -> int:
+        """Bytes the memory limit must leave beside a full /dev/shm (the policy's)."""
+        return self.policy.memory_margin
 
 
 Check = Callable[[HostFacts, DoctorOptions], Iterator[Finding]]
@@ -66,27 +71,31 @@ class Rule:
     check: Check
 
 
-def memory_for(facts: HostFacts, shm_size: int) -> int | None:
-    """The memory limit to print next to ``shm_size``: the current limit raised by the growth
-    of /dev/shm (tmpfs pages are charged to the memory cgroup, config_formats.md 1.3), rounded
-    up to GiB; None when there is no limit or it is unknown."""
-    limit = facts.cgroup.memory_limit.value
-    if limit is None:
-        return None
-    current = facts.shm.total.value or 0
-    if shm_size <= current and limit - shm_size >= GiB:
-        return limit
-    return round_up(limit + max(shm_size - current, 0), GiB)
+def memory_for(facts: HostFacts, shm_size: int, options: DoctorOptions) -> int | None:
+    """The memory limit to print next to ``shm_size``: the sizing policy's
+    :func:`~shmguard.estimate.policy.memory_limit_for` of the current limit and /dev/shm (tmpfs
+    pages are charged to the memory cgroup, config_formats.md 1.3); None when there is no
+    limit or it is unknown."""
+    return memory_limit_for(
+        shm_size,
+        options.policy,
+        current_limit=facts.cgroup.memory_limit.value,
+        current_shm=facts.shm.total.value or 0,
+    )
 
 
-def shm_fix(facts: HostFacts, shm_size: int, lead: str) -> Fix:
-    """A fix giving /dev/shm ``shm_size`` bytes in the detected runtime's syntax.
+def _runtimes(facts: HostFacts) -> tuple[str, ...]:
+    return SNIPPET_RUNTIMES.get(facts.runtime.name, ())
 
-    ``lead`` is the sentence before the snippets. Runtimes without a shm setting (Apptainer,
+
+def shm_fix(facts: HostFacts, shm_size: int, lead: str, options: DoctorOptions) -> Fix:
+    """A fix giving /dev/shm ``shm_size`` bytes, for the detected runtime.
+
+    ``lead`` is the sentence before the size. Runtimes without a shm setting (Apptainer,
     Slurm, a bare host) get a sentence saying where the size comes from instead.
     """
     runtime = facts.runtime.name
-    memory = memory_for(facts, shm_size)
+    memory = memory_for(facts, shm_size, options)
     text = f"{lead} {format_iec(shm_size)}"
     if memory is not None and memory != facts.cgroup.memory_limit.value:
         text += f", and raise the memory limit to {format_iec(memory)} (shm pages count against it)"
@@ -100,33 +109,42 @@ def shm_fix(facts: HostFacts, shm_size: int, lead: str) -> Fix:
     }.get(runtime, "")
     if facts.shm.sizing.value in UNSIZED and runtime in ("docker", "podman"):
         extra += IPC_HOST_NOTE
-    snippets = render_snippets(shm_size, memory, SNIPPET_RUNTIMES.get(runtime))
-    return Fix(text + extra, snippets)
-
-
-def memory_fix(facts: HostFacts, limit: int, shm_total: int) -> Fix:
-    """Raise the memory limit by the size of /dev/shm (keeping /dev/shm as it is)."""
-    memory = round_up(limit + shm_total, GiB)
-    runtimes = SNIPPET_RUNTIMES.get(facts.runtime.name)
     return Fix(
-        f"Raise the memory limit to {format_iec(memory)} (the current limit plus /dev/shm), "
-        "or make /dev/shm smaller.",
-        render_snippets(shm_total, memory, runtimes),
+        f"Give /dev/shm {format_iec(shm_size)}",
+        text + extra,
+        shm_changes(shm_size, memory, _runtimes(facts)),
     )
 
 
-def needed_size(facts: HostFacts, options: DoctorOptions) -> tuple[int, str]:
+def memory_fix(facts: HostFacts, limit: int, shm_total: int, options: DoctorOptions) -> Fix:
+    """Raise the memory limit by the size of /dev/shm (keeping /dev/shm as it is)."""
+    memory = memory_limit_for(shm_total, options.policy, current_limit=limit) or limit
+    return Fix(
+        f"Raise the memory limit to {format_iec(memory)}",
+        f"Raise the memory limit to {format_iec(memory)} (the current limit plus /dev/shm), "
+        "or make /dev/shm smaller.",
+        shm_changes(shm_total, memory, _runtimes(facts)),
+    )
+
+
+def needed_size(
+    facts: HostFacts, options: DoctorOptions, *, too_small: int | None = None
+) -> tuple[int, str]:
     """The /dev/shm size a fix should show, and the sentence that introduces it: what is used
     now plus ``--require`` when given (statvfs ``used`` on a tmpfs; the named files' bytes on
-    anything else, whose statvfs figures are the whole disk's), else the example size with a
-    pointer to measuring."""
+    anything else, whose statvfs figures are the whole disk's) through the sizing policy, else
+    the policy's default size (at least twice ``too_small``, a /dev/shm size known to have run
+    short; else capped by the memory limit), with a pointer to measuring."""
     if options.require is not None:
         # statvfs "used" is /dev/shm's own only on a tmpfs mounted there; on a disk directory
         # it is the whole disk's, so count the files in /dev/shm instead.
         shm = facts.shm
         used = shm.used.value if shm.fstype.value == "tmpfs" else shm.named_bytes.value
-        return round_up((used or 0) + options.require, MiB), "Give /dev/shm at least"
+        sized = shm_size_for((used or 0) + options.require, options.policy)
+        return sized.bytes, "Give /dev/shm at least"
     return (
-        options.example_size,
+        default_shm_size(
+            options.policy, memory_limit=facts.cgroup.memory_limit.value, too_small=too_small
+        ).bytes,
         "Size /dev/shm from a measurement (shmguard measure); for example",
     )

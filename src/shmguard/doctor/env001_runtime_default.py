@@ -42,7 +42,7 @@ def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
         f"{', '.join(runtimes)}",
         WHY,
         SHM_LOCATION,
-        shm_fix(facts, size, lead),
+        shm_fix(facts, size, lead, options),
     )
 
 

@@ -46,7 +46,7 @@ def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
         f"required (--require){beyond_ram}",
         WHY,
         SHM_LOCATION,
-        shm_fix(facts, size, lead),
+        shm_fix(facts, size, lead, options),
     )
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.doctor._base import SHM_LOCATION, DoctorOptions, Rule, shm_fix
+from shmguard.doctor._base import SHM_LOCATION, DoctorOptions, Rule, needed_size, shm_fix
 from shmguard.inspect.host import HostFacts
 from shmguard.model import Finding, Severity
-from shmguard.units import MiB, format_iec, round_up
+from shmguard.units import format_iec
 
 CODE = "ENV003"
 NAME = "shm-usage-high"
@@ -47,8 +47,9 @@ def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
         SHM_LOCATION,
         shm_fix(
             facts,
-            round_up(2 * total, MiB),
-            "If a live job holds it, give /dev/shm more room; for example twice the size:",
+            needed_size(facts, options, too_small=total)[0],
+            "If a live job holds it, give /dev/shm more room:",
+            options,
         ),
     )
 

@@ -34,9 +34,11 @@ def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
         # The host's half-of-RAM tmpfs: raising the limit to cover it, or copying its size into
         # --shm-size, is no fix; a private /dev/shm sized for the job is.
         size, lead = needed_size(facts, options)
-        fix = shm_fix(facts, size, lead.replace("Size /dev/shm", "Give the job its own /dev/shm"))
+        fix = shm_fix(
+            facts, size, lead.replace("Size /dev/shm", "Give the job its own /dev/shm"), options
+        )
     else:
-        fix = memory_fix(facts, limit, total)
+        fix = memory_fix(facts, limit, total, options)
     yield Finding(
         CODE,
         NAME,

@@ -40,7 +40,7 @@ def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
         f"/dev/shm ({format_iec(total)}); less than {format_iec(options.memory_margin)}",
         WHY,
         Location(file=facts.cgroup.memory_dir.value),
-        memory_fix(facts, limit, total),
+        memory_fix(facts, limit, total, options),
     )
 
 

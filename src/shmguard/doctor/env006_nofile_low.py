@@ -44,7 +44,7 @@ def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
         f"the open-file limit is {soft} (soft) / {hard_text} (hard); below {options.min_nofile}",
         WHY,
         Location(file="/proc/self/limits" if facts.pid is None else f"/proc/{facts.pid}/limits"),
-        Fix("Raise it: " + "; ".join(steps) + "."),
+        Fix("Raise the open-file limit", "Raise it: " + "; ".join(steps) + "."),
     )
 
 

@@ -30,9 +30,12 @@ def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
         return
     limit, total = facts.cgroup.memory_limit.value, facts.shm.total.value
     if limit is not None and total is not None:
-        fix = memory_fix(facts, limit, total)
+        fix = memory_fix(facts, limit, total, options)
     else:
-        fix = Fix("Raise the memory limit, or lower batch size, workers or prefetch_factor.")
+        fix = Fix(
+            "Raise the memory limit",
+            "Raise the memory limit, or lower batch size, workers or prefetch_factor.",
+        )
     yield Finding(
         CODE,
         NAME,

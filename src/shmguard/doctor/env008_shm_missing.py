@@ -35,7 +35,11 @@ def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
         "/dev/shm does not exist (Docker --ipc=none, or a minimal /dev)",
         WHY,
         SHM_LOCATION,
-        _with_ipc(shm_fix(facts, size, lead.replace("Give /dev/shm", "Mount a tmpfs /dev/shm of"))),
+        _with_ipc(
+            shm_fix(
+                facts, size, lead.replace("Give /dev/shm", "Mount a tmpfs /dev/shm of"), options
+            )
+        ),
     )
 
 

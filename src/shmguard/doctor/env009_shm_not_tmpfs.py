@@ -41,7 +41,7 @@ def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
         + ("mounted there)" if own else f"mounted at {where}: /dev/shm is a plain directory)"),
         WHY,
         SHM_LOCATION,
-        shm_fix(facts, size, lead),
+        shm_fix(facts, size, lead, options),
     )
 
 

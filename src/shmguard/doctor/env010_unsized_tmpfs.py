@@ -47,7 +47,7 @@ def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
         f"/dev/shm is a tmpfs mounted {what}",
         WHY,
         SHM_LOCATION,
-        shm_fix(facts, size, lead),
+        shm_fix(facts, size, lead, options),
     )
     yield replace(finding, severity=Severity.INFO) if facts.runtime.name == "none" else finding
 

@@ -9,6 +9,7 @@ trace of a job that ran out of /dev/shm here.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 from shmguard.doctor._base import SHM_LOCATION, DoctorOptions, Rule, needed_size, shm_fix
 from shmguard.inspect.host import HostFacts
@@ -31,8 +32,8 @@ def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
     if not files:
         return
     biggest = max(f.requested for f in files)
-    size, lead = needed_size(facts, options)
-    fix = shm_fix(facts, size, lead)
+    size, lead = needed_size(facts, options, too_small=facts.shm.total.value)
+    fix = shm_fix(facts, size, lead, options)
     cleanup = "Remove them when no job runs (rm /dev/shm/torch_*). "
     yield Finding(
         CODE,
@@ -42,7 +43,7 @@ def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
         f"(e.g. {files[0].name}; largest request {format_iec(biggest)}): failed allocations",
         WHY,
         SHM_LOCATION,
-        type(fix)(cleanup + fix.description, fix.snippets),
+        replace(fix, description=cleanup + fix.description),
     )
 
 

@@ -5,8 +5,8 @@
 * :mod:`~shmguard.measure.cgroups`: which child cgroups to create, v1 or v2;
 * :mod:`~shmguard.measure.sampler`: the one /dev/shm sampler (statvfs + owners + RSS + cgroup);
 * :mod:`~shmguard.measure.outcome`: how a run ended and why, hang detection;
-* :mod:`~shmguard.measure.recommend`: headroom, clean rounding, memory limit;
-* :mod:`~shmguard.measure.run` (``measure``) and :mod:`~shmguard.measure.probe` (``probe``).
+* :mod:`~shmguard.measure.run` (``measure``) and :mod:`~shmguard.measure.probe` (``probe``);
+  the sizes they recommend come from :mod:`shmguard.estimate`.
 
 Submodules are imported explicitly; this package imports nothing, so the CLI stays fast.
 """

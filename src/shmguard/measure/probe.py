@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from shmguard.estimate import DEFAULT_HEADROOM, Recommendation, recommend
 from shmguard.measure.outcome import Outcome
-from shmguard.measure.recommend import DEFAULT_HEADROOM, Recommendation, recommend
 from shmguard.measure.run import MeasureResult, generous_shm_size, measure_command
 from shmguard.measure.sandbox import RunInterrupted
 from shmguard.units import MiB, format_iec, round_up

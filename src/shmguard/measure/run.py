@@ -6,18 +6,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from shmguard.estimate import DEFAULT_HEADROOM, Recommendation, dataloader_bound, recommend
 from shmguard.measure.outcome import (
     ALLOC_FAILURE_KINDS,
     Cause,
     HangDetector,
     classify,
     scan_output,
-)
-from shmguard.measure.recommend import (
-    DEFAULT_HEADROOM,
-    Recommendation,
-    dataloader_bound,
-    recommend,
 )
 from shmguard.measure.sampler import OwnerSnapshot, ShmSampler, Timeline
 from shmguard.measure.sandbox import Sandbox, SandboxError, SandboxSpec

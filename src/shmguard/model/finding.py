@@ -6,6 +6,8 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from shmguard.model.fix import Change
+
 
 class Severity(str, enum.Enum):
     """How bad a finding is. Ordered: info < warning < error."""
@@ -31,51 +33,101 @@ class FailOn(str, enum.Enum):
 
 @dataclass(frozen=True)
 class Location:
-    """Where a finding points: a file with 1-based line/column and a YAML/JSON path
-    (``spec.template.spec.volumes[1].emptyDir.sizeLimit``), or a host path such as
-    ``/dev/shm``. Every field is optional."""
+    """Where a finding points. Every field is optional.
+
+    Attributes:
+        file: a file path, or a host path such as ``/dev/shm``.
+        line, column: 1-based start (column in characters).
+        end_line, end_column: 1-based end, exclusive column, of the flagged text.
+        start, end: byte offsets of the flagged text in the original file (``end`` exclusive),
+            the span an :class:`Edit` replaces.
+        path: the YAML/JSON path of the node (``spec.template.spec.volumes[1].emptyDir.sizeLimit``).
+    """
 
     file: str | None = None
     line: int | None = None
     column: int | None = None
+    end_line: int | None = None
+    end_column: int | None = None
+    start: int | None = None
+    end: int | None = None
     path: str | None = None
 
 
-@dataclass(frozen=True)
-class Snippet:
-    """A ready-to-paste configuration fragment for one runtime.
+class Applicability(str, enum.Enum):
+    """Whether a fix may be applied without a person looking (ruff's fix safety).
 
-    ``runtime`` is one of ``docker``, ``compose``, ``kubernetes``, ``ecs``, ``podman``;
-    ``language`` is the fence language for Markdown (``shell``, ``yaml``, ``json``).
+    * ``safe``: ``--fix`` applies it; the result means what the author meant.
+    * ``unsafe``: applied only on request (``--unsafe-fixes``): it changes behaviour beyond the
+      finding (more memory reserved, a size the tool had to choose).
+    * ``display-only``: shown, never applied (host changes, steps in words).
     """
 
-    runtime: str
-    title: str
-    language: str
-    text: str
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+    DISPLAY_ONLY = "display-only"
 
 
 @dataclass(frozen=True)
 class Edit:
-    """Replace ``text[start:end]`` of the original file (character offsets) with ``content``."""
+    """Replace bytes ``start:end`` of the original file with ``content`` (UTF-8 encoded).
+
+    Offsets are into the file's bytes as read (before any decoding), so an edit never touches a
+    byte outside its span: comments, quotes and line endings elsewhere survive.
+
+    Raises:
+        ValueError: for a negative offset or ``end`` < ``start``.
+    """
 
     start: int
     end: int
     content: str
 
+    def __post_init__(self) -> None:
+        if self.start < 0 or self.end < self.start:
+            raise ValueError(f"bad edit span {self.start}:{self.end}")
+
+
+def apply_edits(data: bytes, edits: Iterable[Edit]) -> bytes:
+    """``data`` with every edit applied, each against the original offsets.
+
+    Raises:
+        ValueError: two edits overlap (an insertion at the same offset as another edit's start
+            counts as overlapping), or an edit ends past the data.
+    """
+    ordered = sorted(edits, key=lambda e: (e.start, e.end))
+    out: list[bytes] = []
+    pos = 0
+    for i, e in enumerate(ordered):
+        if e.end > len(data):
+            raise ValueError(f"edit {e.start}:{e.end} ends past the data ({len(data)} bytes)")
+        prev = ordered[i - 1] if i else None
+        if prev is not None and (e.start < prev.end or e.start == prev.start):
+            raise ValueError(f"edits overlap at byte {e.start}")
+        out += [data[pos : e.start], e.content.encode()]
+        pos = e.end
+    out.append(data[pos:])
+    return b"".join(out)
+
 
 @dataclass(frozen=True)
 class Fix:
-    """How to fix a finding: a sentence, config snippets, and optional in-place edits.
+    """How to fix a finding: a title, a sentence, setting changes as values, and edits.
 
-    ``applicability`` is ``safe`` (applied by ``--fix``), ``unsafe`` (only with
-    ``--unsafe-fixes``) or ``display`` (shown, never applied).
+    Attributes:
+        title: one imperative line ("Give /dev/shm 1 GiB").
+        description: the sentence(s) around the change: why this value, what else to do.
+        changes: the settings to change, as values (:class:`~shmguard.model.fix.Change`);
+            renderers turn them into each runtime's syntax, ``check --fix`` into edits.
+        edits: in-place edits on the original file's bytes (config sources only).
+        applicability: whether the edits may be applied without review.
     """
 
-    description: str
-    snippets: tuple[Snippet, ...] = ()
+    title: str
+    description: str = ""
+    changes: tuple[Change, ...] = ()
     edits: tuple[Edit, ...] = ()
-    applicability: str = "display"
+    applicability: Applicability = Applicability.DISPLAY_ONLY
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from rich.text import Text
 from shmguard.doctor import DoctorReport
 from shmguard.inspect.host import HostFacts
 from shmguard.model import Fact, FailOn, Finding, Severity
+from shmguard.render.snippets import fix_snippets
 from shmguard.units import format_iec
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
@@ -177,7 +178,7 @@ def _finding(f: Finding, *, snippets: bool = True) -> list[Part]:
         body.append(Padding(Text("fix: " + f.fix.description), (0, 0, 0, 8)))
         parts.append((Group(*body), False))
         if snippets:
-            for s in f.fix.snippets:
+            for s in fix_snippets(f.fix):
                 parts.append((Padding(Text(f"# {s.title}", style="dim"), (0, 0, 0, 10)), False))
                 parts.append((_snippet(s.text, 10), True))
         return parts
@@ -225,10 +226,10 @@ def brief_parts(report: DoctorReport, fail_on: FailOn, code: int) -> list[Part]:
     parts: list[Part] = [
         (Panel(Group(*lines), title=title, border_style=style, expand=False), False)
     ]
-    first = next((f.fix for f in report.findings if f.fix and f.fix.snippets), None)
+    first = next((f.fix for f in report.findings if fix_snippets(f.fix)), None)
     if first is not None:
         parts.append((Text("fix: " + first.description), False))
-        parts.append((_snippet(first.snippets[0].text, 2), True))
+        parts.append((_snippet(fix_snippets(first)[0].text, 2), True))
     return parts
 
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
+from shmguard.render.snippets import render_snippets
 from shmguard.triage.model import Diagnosis, FixPlan, Result
 from shmguard.units import format_iec
 
@@ -166,8 +167,9 @@ def _fix(f: FixPlan, n: int, line: Any, printed: dict[tuple[object, ...], int]) 
     """Print a fix; sizes, snippets and steps already printed for an earlier cause are
     referred to instead of repeated."""
     line(("Fix: ", "bold green"), f.summary, indent=3)
-    key: tuple[object, ...] = ("snippets", f.shm_size.bytes if f.shm_size else None, f.snippets)
-    if f.snippets and key in printed:
+    all_snippets = render_snippets(f.changes) if f.changes else ()
+    key: tuple[object, ...] = ("snippets", f.shm_size.bytes if f.shm_size else None, f.changes)
+    if all_snippets and key in printed:
         line(f"Size and configuration: as for {printed[key]} above.", indent=5)
     elif f.shm_size is not None:
         printed[key] = n
@@ -178,7 +180,7 @@ def _fix(f: FixPlan, n: int, line: Any, printed: dict[tuple[object, ...], int]) 
                 "shm size: tmpfs pages count against it).",
                 indent=5,
             )
-        snippets = f.snippets
+        snippets = all_snippets
         if f.runtime is None:
             snippets = tuple(s for s in snippets if s.runtime in _DEFAULT_TEXT_RUNTIMES)
             if snippets:

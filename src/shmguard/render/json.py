@@ -16,16 +16,27 @@ from typing import Any
 
 from shmguard import __version__
 from shmguard.model.fact import Fact
+from shmguard.model.fix import Change
+from shmguard.render.snippets import render_snippets
 
 
 def to_data(obj: Any) -> Any:
-    """Convert dataclasses, facts, enums, paths and containers to JSON-ready data."""
+    """Convert dataclasses, facts, enums, paths and containers to JSON-ready data.
+
+    A dataclass with fix values (a ``changes`` field of :class:`~shmguard.model.fix.Change`)
+    also gets ``snippets``: the values written in every runtime's syntax by the one snippet
+    renderer, so scripts need not render them.
+    """
     if isinstance(obj, Fact):
         if obj.reason is not None:
             return {"value": None, "reason": obj.reason}
         return to_data(obj.value)
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_data(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        data = {f.name: to_data(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        changes = getattr(obj, "changes", None)
+        if isinstance(changes, tuple) and all(isinstance(c, Change) for c in changes):
+            data["snippets"] = to_data(render_snippets(changes) if changes else ())
+        return data
     if isinstance(obj, enum.Enum):
         return obj.value
     if isinstance(obj, PurePath):

@@ -10,12 +10,12 @@ import shlex
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from shmguard.model.finding import Snippet
+from shmguard.render.snippets import Snippet, render_snippets
 from shmguard.units import format_iec
 
 if TYPE_CHECKING:
+    from shmguard.estimate import Recommendation
     from shmguard.measure.probe import ProbeResult, Trial
-    from shmguard.measure.recommend import Recommendation
     from shmguard.measure.run import MeasureResult
     from shmguard.measure.sampler import Timeline
 
@@ -93,7 +93,7 @@ def recommendation_block(rec: Recommendation) -> Any:
             [("shm size", f"{format_iec(rec.shm_size)}  ({rec.shm_basis})"), ("memory limit", mem)]
         ),
         Text(""),
-        snippets_block(rec.snippets),
+        snippets_block(render_snippets(rec.changes)),
     )
 
 

@@ -12,41 +12,81 @@ decimal); ECS ``linuxParameters.sharedMemorySize`` and container ``memory`` are 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Protocol
 
-from shmguard.model.finding import Snippet
+from shmguard.model.fix import RUNTIMES, Change, Setting
 from shmguard.units import format_docker_size, format_ecs_mib, format_k8s_quantity
 
-RUNTIMES = ("docker", "compose", "kubernetes", "podman", "ecs")
+__all__ = ["RUNTIMES", "Snippet", "fix_snippets", "render_snippets"]
+
+
+@dataclass(frozen=True)
+class Snippet:
+    """A ready-to-paste configuration fragment for one runtime.
+
+    ``runtime`` is one of :data:`RUNTIMES`; ``language`` is the fence language for Markdown
+    (``shell``, ``yaml``, ``json``).
+    """
+
+    runtime: str
+    title: str
+    language: str
+    text: str
 
 
 def render_snippets(
-    shm_size: int,
-    memory_limit: int | None = None,
-    runtimes: Iterable[str] | None = None,
+    changes: Iterable[Change], runtimes: Iterable[str] | None = None
 ) -> tuple[Snippet, ...]:
-    """Config fragments that give a container ``shm_size`` bytes of /dev/shm.
+    """Config fragments that apply ``changes`` (a /dev/shm size, optionally a memory limit).
 
     Args:
-        shm_size: bytes of /dev/shm, > 0.
-        memory_limit: container memory limit in bytes (tmpfs pages count against it), or None
-            to leave memory alone.
-        runtimes: a subset of :data:`RUNTIMES`, in the order wanted; default all.
+        changes: the fix values; one ``shm-size`` or ``shm-mount`` change is required, a
+            ``memory-limit`` change is optional. Each change's ``runtimes`` limit where it
+            applies (empty: everywhere).
+        runtimes: a subset of :data:`RUNTIMES`, in the order wanted; default: the runtimes the
+            changes name, else all.
 
     Returns:
-        one :class:`Snippet` per runtime.
+        one :class:`Snippet` per runtime that has a shm change; empty when there is none.
 
     Raises:
-        ValueError: for an unknown runtime name or a size <= 0.
+        ValueError: for an unknown runtime name.
     """
-    if shm_size <= 0:
-        raise ValueError(f"shm size must be > 0, got {shm_size}")
-    chosen = tuple(runtimes) if runtimes is not None else RUNTIMES
+    changes = tuple(changes)
+    if runtimes is not None:
+        chosen = tuple(runtimes)
+    else:
+        named = [r for c in changes for r in c.runtimes]
+        chosen = tuple(r for r in RUNTIMES if r in named) if named else RUNTIMES
     out = []
     for runtime in chosen:
         if runtime not in _RENDERERS:
             raise ValueError(f"unknown runtime {runtime!r}; expected one of {', '.join(RUNTIMES)}")
-        out.append(_RENDERERS[runtime](shm_size, memory_limit))
+        here = [c for c in changes if not c.runtimes or runtime in c.runtimes]
+        shm = next((c.value for c in here if c.setting is not Setting.MEMORY_LIMIT), None)
+        if shm is None:
+            continue
+        mem = next((c.value for c in here if c.setting is Setting.MEMORY_LIMIT), None)
+        out.append(_RENDERERS[runtime](shm, mem))
     return tuple(out)
+
+
+class HasChanges(Protocol):
+    """Anything that carries fix values: a :class:`~shmguard.model.Fix`, a
+    :class:`~shmguard.estimate.Recommendation`, explain's fix plan."""
+
+    @property
+    def changes(self) -> tuple[Change, ...]: ...
+
+
+def fix_snippets(
+    fix: HasChanges | None, runtimes: Iterable[str] | None = None
+) -> tuple[Snippet, ...]:
+    """:func:`render_snippets` of ``fix.changes`` (empty for None or no changes)."""
+    if fix is None or not fix.changes:
+        return ()
+    return render_snippets(fix.changes, runtimes)
 
 
 def _docker(shm: int, mem: int | None, cli: str = "docker") -> Snippet:

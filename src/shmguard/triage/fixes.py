@@ -1,5 +1,6 @@
 """Turn a matched signature into a fix for one runtime: choose a /dev/shm size, say how it
-was chosen, and render it through :func:`shmguard.render.snippets.render_snippets`.
+was chosen, and give it as fix values (:class:`~shmguard.model.fix.Change`) that the snippet
+renderer writes in each runtime's syntax.
 
 Size choice, first rule that applies:
 
@@ -11,19 +12,20 @@ Size choice, first rule that applies:
    ``sizeLimit``), when that is more than the signature's ``default``;
 5. the signature's ``default``, for the reason its ``basis`` gives.
 
-The result is raised to the signature's ``floor`` and rounded up (to 64 MiB steps up to
-1 GiB, whole GiB above). tmpfs pages count against the memory limit (Linux memcg), so when
-the log shows the memory limit, the limit in the fix grows by the shm size.
+The result is raised to the signature's ``floor`` and rounded up by the one sizing policy
+(:func:`shmguard.estimate.policy.clean_size`). tmpfs pages count against the memory limit
+(Linux memcg), so when the log shows the memory limit, the limit in the fix grows by the shm
+size (:func:`shmguard.estimate.policy.memory_limit_for`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from shmguard.model.finding import Snippet
-from shmguard.render.snippets import RUNTIMES, render_snippets
+from shmguard.estimate.policy import Policy, clean_size, default_shm_size, memory_limit_for
+from shmguard.model.fix import RUNTIMES, Change, shm_changes
 from shmguard.triage.model import Evidence, FixPlan, Signature, SizeChoice, SizeRule
-from shmguard.units import GiB, MiB, format_iec, round_up
+from shmguard.units import format_iec
 
 #: Shown with every shm-size fix: the size above is a starting point, these measure it.
 MEASURE_HINT = (
@@ -34,21 +36,19 @@ MEASURE_HINT = (
 Captured = Mapping[str, tuple[int, Evidence]]
 
 
-def nice_size(n: int) -> int:
-    """Round bytes up to a size people write: 64 MiB steps up to 1 GiB, whole GiB above."""
-    step = 64 * MiB if n <= GiB else GiB
-    return max(step, round_up(n, step))
-
-
 def choose_size(
-    rule: SizeRule, captured: Captured, facts: Captured, override: int | None
+    rule: SizeRule,
+    captured: Captured,
+    facts: Captured,
+    override: int | None,
+    policy: Policy | None = None,
 ) -> SizeChoice:
     """A /dev/shm size in bytes and how it was chosen (module docstring, rules 1-5)."""
     if override is not None:
         return SizeChoice(override, "the size given with --shm-size")
     if "shm_suggested" in captured:
         value, ev = captured["shm_suggested"]
-        n = nice_size(value)
+        n = clean_size(value)
         return SizeChoice(
             n, f"the size the log itself suggests ({format_iec(value)}, line {ev.line})"
         )
@@ -64,8 +64,11 @@ def choose_size(
         name = "shm_total" if "shm_total" in captured or "shm_total" in facts else "shm_avail"
         value, ev = captured.get(name) or facts[name]
         what = "size" if name == "shm_total" else "free space"
+        base = policy or Policy()
+        n = default_shm_size(
+            Policy(base.headroom, base.memory_margin, rule.default), too_small=value
+        ).bytes
         if 2 * value >= rule.default:
-            n = 2 * value
             method = (
                 f"twice the /dev/shm {what} the log shows ({format_iec(value)}, line {ev.line})"
             )
@@ -81,7 +84,7 @@ def choose_size(
     if n < rule.floor:
         n = rule.floor
         method += f"; raised to {format_iec(rule.floor)}, the least that usually helps here"
-    return SizeChoice(nice_size(n), method)
+    return SizeChoice(clean_size(n), method)
 
 
 def host_ipc_note(ev: Evidence) -> str:
@@ -116,7 +119,7 @@ def plan_fix(
     spec = sig.fix
     size: SizeChoice | None = None
     memory: int | None = None
-    snippets: tuple[Snippet, ...] = ()
+    changes: tuple[Change, ...] = ()
     nxt = list(spec.next)
     wants_size = sig.remedy in ("shm-size", "config") and sig.size is not None
     applies = sig.size is not None and (
@@ -127,11 +130,11 @@ def plan_fix(
     elif wants_size and runtime != "app" and sig.size is not None and applies:
         size = choose_size(sig.size, captured, facts, override)
         if "mem_limit" in facts:
-            memory = facts["mem_limit"][0] + size.bytes
+            memory = memory_limit_for(size.bytes, current_limit=facts["mem_limit"][0])
         chosen: tuple[str, ...] = RUNTIMES if runtime is None else (runtime,)
         if sig.size.runtimes:
             chosen = tuple(r for r in chosen if r in sig.size.runtimes)
-        snippets = render_snippets(size.bytes, memory, chosen)
+        changes = shm_changes(size.bytes, memory, chosen) if chosen else ()
         if sig.remedy == "shm-size":
             nxt.append(MEASURE_HINT)
     notes = []
@@ -145,7 +148,7 @@ def plan_fix(
         runtime=runtime,
         shm_size=size,
         memory_limit=memory,
-        snippets=snippets,
+        changes=changes,
         runtime_notes=tuple(notes),
         app=spec.app,
         next=tuple(nxt),

@@ -12,7 +12,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from shmguard.model.finding import Snippet
+from shmguard.model.finding import Applicability, Finding, Fix, Location, Severity
+from shmguard.model.fix import Change
 
 #: Confidence levels, weakest first. ``high``: the log names the cause; ``medium``: the usual
 #: cause of what the log shows; ``low``: possible, other evidence must decide.
@@ -148,13 +149,14 @@ class SizeChoice:
 @dataclass(frozen=True)
 class FixPlan:
     """The fix printed for one result: for ``runtime`` (None when unknown, ``app`` for
-    application-side only), a size, snippets from the shared renderer, sentences and steps."""
+    application-side only), a size, the fix values (``changes``: shm size and memory limit for
+    the runtimes they apply to), sentences and steps."""
 
     summary: str
     runtime: str | None
     shm_size: SizeChoice | None
     memory_limit: int | None
-    snippets: tuple[Snippet, ...]
+    changes: tuple[Change, ...]
     runtime_notes: tuple[str, ...]
     app: tuple[str, ...]
     next: tuple[str, ...]
@@ -181,6 +183,30 @@ class Result:
     evidence: tuple[Evidence, ...]
     references: tuple[str, ...]
     fix: FixPlan | None = None
+
+    def to_finding(self) -> Finding:
+        """This result as the shared :class:`~shmguard.model.Finding` every command emits:
+        ``code`` is the signature id, ``name`` its kind; a cause of high confidence is an
+        error, of medium a warning, anything else info; the location is the first evidence
+        line; the fix keeps its values (never applied: it is display-only)."""
+        if self.role == "cause" and self.explained_by is None:
+            severity = {"high": Severity.ERROR, "medium": Severity.WARNING}.get(
+                self.confidence, Severity.INFO
+            )
+        else:
+            severity = Severity.INFO
+        first = self.evidence[0] if self.evidence else None
+        location = Location(file=first.file, line=first.line) if first else None
+        fix = None
+        if self.fix is not None:
+            method = self.fix.shm_size.method if self.fix.shm_size else ""
+            fix = Fix(
+                self.fix.summary,
+                " ".join((method, *self.fix.runtime_notes, *self.fix.app)).strip(),
+                self.fix.changes,
+                applicability=Applicability.DISPLAY_ONLY,
+            )
+        return Finding(self.id, self.kind, severity, self.title, self.cause, location, fix)
 
 
 @dataclass(frozen=True)
@@ -231,3 +257,7 @@ class Diagnosis:
     exit_code: int
     signatures_loaded: int = 0
     notes: tuple[str, ...] = field(default=())
+
+    def findings(self) -> tuple[Finding, ...]:
+        """Every result as a shared :class:`~shmguard.model.Finding`, in rank order."""
+        return tuple(r.to_finding() for r in self.results)

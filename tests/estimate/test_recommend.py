@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from shmguard.measure.recommend import clean_size, dataloader_bound, recommend
+from shmguard.estimate import clean_size, dataloader_bound, recommend
 from shmguard.model.fact import Fact
+from shmguard.render.snippets import fix_snippets
 from shmguard.units import GiB, MiB
 
 
@@ -48,7 +49,7 @@ def test_shm_headroom_and_snippets() -> None:
     assert rec.shm_size == 160 * MiB
     assert "measured peak 128 MiB + 25% headroom = 160 MiB" in rec.shm_basis
     assert rec.memory_limit.value is None
-    docker = next(s for s in rec.snippets if s.runtime == "docker")
+    docker = next(s for s in fix_snippets(rec) if s.runtime == "docker")
     assert docker.text == "docker run --shm-size=160m IMAGE ..."
 
 
@@ -64,7 +65,7 @@ def test_memory_limit_from_cgroup_peak_does_not_double_count_shm() -> None:
     assert rec.shm_size == 256 * MiB  # 250 MiB -> quarter-of-128 MiB steps -> 256 MiB
     # 400 MiB non-shm + 256 MiB shm + 1 GiB margin = 1680 MiB -> 1792 MiB (256 MiB steps)
     assert rec.memory_limit.value == 1792 * MiB
-    k8s = next(s for s in rec.snippets if s.runtime == "kubernetes")
+    k8s = next(s for s in fix_snippets(rec) if s.runtime == "kubernetes")
     assert "memory: 1792Mi" in k8s.text
     assert "sizeLimit: 256Mi" in k8s.text
 
@@ -80,13 +81,13 @@ def test_unknown_cgroup_peak_keeps_its_reason() -> None:
     rec = recommend(10 * MiB, "measured peak", cgroup_peak=Fact.unknown("not writable"))
     assert rec.memory_limit.value is None
     assert rec.memory_limit.reason == "not writable"
-    assert all("--memory" not in s.text for s in rec.snippets)
+    assert all("--memory" not in s.text for s in fix_snippets(rec))
 
 
 def test_no_need_means_no_recommendation() -> None:
     rec = recommend(None, "the run ran out of /dev/shm")
     assert rec.shm_size is None
-    assert rec.snippets == ()
+    assert fix_snippets(rec) == ()
     assert rec.shm_basis == "the run ran out of /dev/shm"
 
 

@@ -1,0 +1,187 @@
+"""The one sizing policy: how a need becomes a size to ship, and what memory limit goes with it.
+
+Every command that prints or writes a size goes through these functions (doctor, explain,
+measure, probe, and the config checker, the guard and the webhook to come), so one need gives
+one size everywhere. docs/background.md, "How shmguard sizes", states the policy once:
+
+* **rounding**: up to a clean value, a multiple of a quarter of the largest power of two not
+  above it, at least 1 MiB (:func:`clean_size`: 160 MiB stays, 207 MiB -> 224 MiB,
+  1.3 GiB -> 1.5 GiB);
+* **headroom**: a measured or stated need gets ``headroom`` (25%) on top, then is raised to any
+  floor (the DataLoader bound), then rounded (:func:`shm_size_for`);
+* **memory limit** (seed section 6.2): non-shm peak + shm size + a margin of 25% of the non-shm
+  part, at least 1 GiB, rounded (:func:`memory_limit_for`); tmpfs pages are charged to the
+  memory cgroup (kernel Documentation/admin-guide/cgroup-v2.rst, "Memory Ownership"), so a
+  /dev/shm the job may fill must fit beside everything else;
+* **default**: when nothing says what the job needs, 1 GiB (configurable), never above what the
+  memory limit leaves after the margin (:func:`default_shm_size`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from shmguard.units import GiB, MiB, format_iec, round_up
+
+#: Fraction added to a measured or stated need.
+DEFAULT_HEADROOM = 0.25
+#: Least memory a limit must leave beside a full /dev/shm (seed section 6.2).
+MEMORY_MARGIN_MIN = GiB
+#: Margin as a fraction of the non-shm peak, when that is larger than the minimum.
+MEMORY_MARGIN_FRACTION = 0.25
+#: The size written when nothing says what the job needs: enough for a typical image
+#: DataLoader (4 workers x prefetch 2 + 2 float32 batches of 32x3x224x224 = 184 MiB) several
+#: times over, and small against a training node's memory.
+DEFAULT_SHM_SIZE = GiB
+#: Smallest default when a memory limit caps it: the runtimes' own 64 MiB.
+MIN_DEFAULT_SHM = 64 * MiB
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The policy's tunables (``[tool.shmguard.sizes]`` in the configuration).
+
+    Attributes:
+        headroom: fraction added to a need (>= 0, finite).
+        memory_margin: least bytes a memory limit leaves beside a full /dev/shm.
+        default_shm_size: bytes written when nothing is known.
+
+    Raises:
+        ValueError: for a negative or non-finite headroom or a size <= 0.
+    """
+
+    headroom: float = DEFAULT_HEADROOM
+    memory_margin: int = MEMORY_MARGIN_MIN
+    default_shm_size: int = DEFAULT_SHM_SIZE
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.headroom) or self.headroom < 0:
+            raise ValueError(f"headroom must be a finite number >= 0, got {self.headroom}")
+        if self.memory_margin <= 0 or self.default_shm_size <= 0:
+            raise ValueError("memory margin and default shm size must be > 0 bytes")
+
+
+def _step(n: int) -> int:
+    return max(MiB, (1 << (n.bit_length() - 1)) // 4)
+
+
+def clean_size(n: int) -> int:
+    """Round ``n`` bytes up to a clean value: a multiple of 1/4 of the largest power of two
+    <= ``n``, and at least 1 MiB (so 64 MiB stays 64 MiB, 65 MiB -> 80 MiB, 207 MiB -> 224 MiB).
+
+    Raises:
+        ValueError: for a negative ``n``.
+    """
+    if n < 0:
+        raise ValueError(f"negative size: {n}")
+    if n <= MiB:
+        return MiB
+    return round_up(n, _step(n))
+
+
+def clean_size_down(n: int) -> int:
+    """Round ``n`` bytes *down* to a clean value (the same steps as :func:`clean_size`), for
+    caps that must not be exceeded; at least 1 MiB.
+
+    Raises:
+        ValueError: for a negative ``n``.
+    """
+    if n < 0:
+        raise ValueError(f"negative size: {n}")
+    if n <= MiB:
+        return MiB
+    return max(MiB, n // _step(n) * _step(n))
+
+
+@dataclass(frozen=True)
+class Sized:
+    """A size and, in words, how it was reached (for the basis sentence a command prints)."""
+
+    bytes: int
+    basis: str
+
+
+def shm_size_for(
+    need: int,
+    policy: Policy = Policy(),
+    *,
+    floor: int | None = None,
+    floor_basis: str = "",
+    what: str = "need",
+) -> Sized:
+    """The /dev/shm size for a need of ``need`` bytes: ``need x (1 + headroom)``, raised to
+    ``floor`` when that is larger, rounded up with :func:`clean_size`.
+
+    ``what`` names the need in the basis ("measured peak"), ``floor_basis`` the floor.
+
+    Raises:
+        ValueError: for ``need`` <= 0.
+    """
+    if need <= 0:
+        raise ValueError(f"a need must be > 0 bytes, got {need}")
+    grown = int(need * (1 + policy.headroom))
+    basis = f"{what} {format_iec(need)} + {policy.headroom:.0%} headroom = {format_iec(grown)}"
+    if floor is not None and floor > grown:
+        basis += f", raised to {floor_basis + ' ' if floor_basis else ''}{format_iec(floor)}"
+        grown = floor
+    size = clean_size(grown)
+    return Sized(size, basis + f", rounded up to {format_iec(size)}")
+
+
+def memory_margin(non_shm: int, policy: Policy = Policy()) -> int:
+    """Bytes a memory limit keeps beside non-shm use and a full /dev/shm: 25% of ``non_shm``,
+    at least ``policy.memory_margin`` (seed section 6.2)."""
+    return max(policy.memory_margin, int(max(non_shm, 0) * MEMORY_MARGIN_FRACTION))
+
+
+def memory_limit_for(
+    shm_size: int,
+    policy: Policy = Policy(),
+    *,
+    non_shm: int | None = None,
+    current_limit: int | None = None,
+    current_shm: int = 0,
+) -> int | None:
+    """The memory limit to ship with a /dev/shm of ``shm_size`` bytes, or None when nothing
+    says what the rest of the job uses.
+
+    * ``non_shm`` known (a measured peak without the shm pages): ``non_shm + shm_size +``
+      :func:`memory_margin`, rounded up with :func:`clean_size`;
+    * else ``current_limit`` known: the room the job had beside its current /dev/shm
+      (``current_limit - current_shm``, at least the margin) plus ``shm_size``, rounded up;
+      never lower than ``current_limit`` (a limit is raised, not cut, without a measurement).
+    """
+    if non_shm is not None:
+        return clean_size(max(non_shm, 0) + shm_size + memory_margin(non_shm, policy))
+    if current_limit is None:
+        return None
+    room = max(current_limit - current_shm, policy.memory_margin)
+    wanted = room + shm_size
+    return current_limit if wanted <= current_limit else clean_size(wanted)
+
+
+def default_shm_size(
+    policy: Policy = Policy(), *, memory_limit: int | None = None, too_small: int | None = None
+) -> Sized:
+    """The size to write when nothing says what the job needs.
+
+    ``policy.default_shm_size`` (1 GiB), or twice ``too_small`` (a /dev/shm known to have run
+    out, or to be nearly full) when that is larger; a plain default is capped at what
+    ``memory_limit`` leaves after the margin (rounded down, at least 64 MiB), so it can never
+    get the container OOM-killed by shm alone.
+    """
+    size = policy.default_shm_size
+    basis = "the default starting point; measure the real need with `shmguard measure`"
+    if too_small is not None and 2 * too_small > size:
+        size = clean_size(2 * too_small)
+        return Sized(size, f"twice the {format_iec(too_small)} that ran short")
+    if memory_limit is not None and memory_limit - policy.memory_margin < size:
+        cap = max(MIN_DEFAULT_SHM, clean_size_down(max(memory_limit - policy.memory_margin, 0)))
+        if cap < size:
+            size = cap
+            basis = (
+                f"the default, capped at what the {format_iec(memory_limit)} memory limit "
+                f"leaves after a {format_iec(policy.memory_margin)} margin"
+            )
+    return Sized(size, basis)

@@ -1,0 +1,130 @@
+"""From measured figures to the sizes to ship: shm with headroom, memory limit with a margin.
+
+The rules are the sizing policy's (:mod:`shmguard.estimate.policy`); docs/measure.md, "How the
+recommendation is made", shows them on a run:
+
+* shm: the need (measured peak, or probe's reliable minimum when larger) through
+  :func:`~shmguard.estimate.policy.shm_size_for`;
+* a PyTorch DataLoader seen in the run (``torch_*`` blocks from W processes, the largest of B
+  bytes) sets a floor: :func:`~shmguard.estimate.dataloader.dataloader_bound` with the default
+  ``prefetch_factor`` 2. One run of a consumer faster than its workers can leave the prefetch
+  queue part-empty and peak at about half of that (docs/background.md, "How much is needed"),
+  so the measured peak alone can understate what the next run needs;
+* memory limit: the cgroup's own peak already includes the shm the job used (tmpfs pages are
+  charged to it), so summing process RSS would count every mapped batch once per process. The
+  non-shm part is the largest ``cgroup usage - shm used`` seen (at least ``cgroup peak - shm
+  peak``); the limit is :func:`~shmguard.estimate.policy.memory_limit_for` of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shmguard.estimate.policy import (
+    MEMORY_MARGIN_FRACTION,
+    Policy,
+    memory_limit_for,
+    memory_margin,
+    shm_size_for,
+)
+from shmguard.model.fact import Fact
+from shmguard.model.fix import Change, shm_changes
+from shmguard.units import format_iec
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The sizes to configure and how they were derived.
+
+    Attributes:
+        shm_size: bytes of /dev/shm to configure, or None when the data cannot support one.
+        shm_basis: one sentence: the figure used, the headroom and the rounding (or why none).
+        headroom: the fraction added (0.25 = 25%).
+        memory_limit: container memory limit in bytes, or unknown with the reason.
+        memory_basis: one sentence on how the memory limit was derived.
+        changes: the fix as values (shm size, memory limit when known), for every runtime;
+            empty without a shm size.
+    """
+
+    shm_size: int | None
+    shm_basis: str
+    headroom: float
+    memory_limit: Fact[int]
+    memory_basis: str
+    changes: tuple[Change, ...] = ()
+
+
+def no_recommendation(reason: str, headroom: float) -> Recommendation:
+    """A :class:`Recommendation` without sizes: ``reason`` says why none can be given."""
+    return Recommendation(
+        None,
+        reason,
+        headroom,
+        Fact.unknown("no shm size could be recommended"),
+        "no shm size, so no memory limit",
+    )
+
+
+def recommend(
+    need: int | None,
+    need_basis: str,
+    *,
+    policy: Policy | None = None,
+    headroom: float | None = None,
+    cgroup_peak: Fact[int] | None = None,
+    shm_peak: int = 0,
+    non_shm_seen: int | None = None,
+    floor: int | None = None,
+    floor_basis: str = "",
+) -> Recommendation:
+    """Build a :class:`Recommendation`.
+
+    Args:
+        need: bytes of shm the job needs (measured peak or probed minimum), or None.
+        need_basis: what ``need`` is, or why there is none (e.g. "the run ran out of shm").
+        policy: the sizing policy (default :class:`Policy`); ``headroom``, when given,
+            replaces its headroom.
+        cgroup_peak: the memory cgroup's peak bytes (a Fact), or None when not measured.
+        shm_peak: measured shm peak bytes.
+        non_shm_seen: largest ``cgroup usage - shm used`` seen at the same instant, or None.
+        floor: bytes the shm size must reach whatever the headroom gives (e.g.
+            :func:`~shmguard.estimate.dataloader.dataloader_bound`), or None.
+        floor_basis: what ``floor`` is, for the basis sentence.
+
+    Raises:
+        ValueError: for a negative or non-finite headroom.
+    """
+    policy = policy or Policy()
+    if headroom is not None:
+        policy = Policy(headroom, policy.memory_margin, policy.default_shm_size)
+    if need is None or need <= 0:
+        basis = need_basis
+        if need is not None:
+            basis = (
+                f"{need_basis} 0 B: the command used no /dev/shm, so any size works "
+                "(the runtimes' default 64 MiB included)"
+            )
+        return no_recommendation(basis, policy.headroom)
+    sized = shm_size_for(need, policy, floor=floor, floor_basis=floor_basis, what=need_basis)
+    shm = sized.bytes
+    if cgroup_peak is None:
+        memory: Fact[int] = Fact.unknown("memory was not measured")
+        basis = "memory was not measured"
+    elif cgroup_peak.value is None:
+        memory = Fact.unknown(cgroup_peak.reason or "memory cgroup peak unknown")
+        basis = f"no memory cgroup peak: {cgroup_peak.reason}"
+    else:
+        non_shm = max(cgroup_peak.value - shm_peak, non_shm_seen or 0, 0)
+        margin = memory_margin(non_shm, policy)
+        mem = memory_limit_for(shm, policy, non_shm=non_shm)
+        assert mem is not None  # non_shm is known
+        memory = Fact.known(mem)
+        basis = (
+            f"cgroup peak {format_iec(cgroup_peak.value)} includes the shm pages; non-shm use "
+            f"{format_iec(non_shm)} + shm size {format_iec(shm)} + margin {format_iec(margin)} "
+            f"({MEMORY_MARGIN_FRACTION:.0%}, at least {format_iec(policy.memory_margin)}) = "
+            f"{format_iec(non_shm + shm + margin)}, rounded up to {format_iec(mem)}"
+        )
+    return Recommendation(
+        shm, sized.basis, policy.headroom, memory, basis, shm_changes(shm, memory.value)
+    )

@@ -1,0 +1,74 @@
+"""The fix model: a fix is a value (which setting, for which runtime, to what size), not text.
+
+The snippet renderer (:mod:`shmguard.render.snippets`), ``check --fix`` and the admission
+webhook all start from these values; each writes them in its runtime's own syntax
+(:mod:`shmguard.units`). Nothing here knows a renderer, a rule or a host.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+#: Runtimes a fix can be written for, in the order they are shown. Their syntaxes:
+#: Docker and Podman ``--shm-size`` / ``--memory`` (go-units, binary); Compose ``shm_size`` /
+#: ``mem_limit`` (the same strings); Kubernetes ``emptyDir {medium: Memory, sizeLimit}`` mounted
+#: at /dev/shm and ``resources.limits.memory`` (quantities: ``2Gi``; ``2G`` is decimal); ECS
+#: ``linuxParameters.sharedMemorySize`` and container ``memory`` (integer MiB). Sources:
+#: docs/background.md, "What each runtime does".
+RUNTIMES = ("docker", "compose", "kubernetes", "podman", "ecs")
+
+
+class Setting(str, enum.Enum):
+    """A configuration setting a fix changes. Values are int bytes.
+
+    * ``shm-size``: the size of the container's /dev/shm (Docker/Podman ``--shm-size``,
+      Compose ``shm_size``, Kubernetes ``emptyDir.sizeLimit`` of the memory-backed volume at
+      /dev/shm, ECS ``sharedMemorySize``);
+    * ``memory-limit``: the container's memory limit (tmpfs pages are charged to it:
+      kernel Documentation/admin-guide/cgroup-v2.rst, "Memory Ownership");
+    * ``shm-mount``: a memory-backed volume mounted at /dev/shm, of ``value`` bytes, where the
+      runtime gives none by itself (a Kubernetes pod: no emptyDir, no /dev/shm sizing).
+    """
+
+    SHM_SIZE = "shm-size"
+    MEMORY_LIMIT = "memory-limit"
+    SHM_MOUNT = "shm-mount"
+
+
+@dataclass(frozen=True)
+class Change:
+    """Set ``setting`` to ``value`` bytes on ``runtimes`` (empty: every runtime of
+    :data:`RUNTIMES`).
+
+    Raises:
+        ValueError: for a value <= 0 or an unknown runtime name.
+    """
+
+    setting: Setting
+    value: int
+    runtimes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.value <= 0:
+            raise ValueError(f"{self.setting.value} must be > 0 bytes, got {self.value}")
+        unknown = [r for r in self.runtimes if r not in RUNTIMES]
+        if unknown:
+            raise ValueError(
+                f"unknown runtime {unknown[0]!r}; expected one of {', '.join(RUNTIMES)}"
+            )
+
+
+def shm_changes(
+    shm_size: int, memory_limit: int | None = None, runtimes: tuple[str, ...] = ()
+) -> tuple[Change, ...]:
+    """The usual pair: /dev/shm of ``shm_size`` bytes and, when given, a memory limit of
+    ``memory_limit`` bytes, both for ``runtimes`` (empty: all).
+
+    Raises:
+        ValueError: for a size <= 0 or an unknown runtime.
+    """
+    out = [Change(Setting.SHM_SIZE, shm_size, runtimes)]
+    if memory_limit is not None:
+        out.append(Change(Setting.MEMORY_LIMIT, memory_limit, runtimes))
+    return tuple(out)
