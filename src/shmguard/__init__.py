@@ -1,10 +1,134 @@
 """shmguard: find, measure, fix and prevent /dev/shm exhaustion in containerized PyTorch jobs.
 
 The library never prints; :mod:`shmguard.cli` renders. Sizes are ``int`` bytes everywhere.
+The curated public API is :data:`__all__` (docs/api.md); names are imported on first use, so
+``import shmguard`` costs nothing for the CLI. Anything not listed is internal and may change.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+#: Public name -> the module that defines it.
+_EXPORTS = {
+    # values
+    "Fact": "shmguard.model",
+    "Finding": "shmguard.model",
+    "Fix": "shmguard.model",
+    "Change": "shmguard.model",
+    "Setting": "shmguard.model",
+    "Location": "shmguard.model",
+    "Edit": "shmguard.model",
+    "Applicability": "shmguard.model",
+    "Severity": "shmguard.model",
+    "FailOn": "shmguard.model",
+    "apply_edits": "shmguard.model",
+    "exit_status": "shmguard.model",
+    # sizing
+    "Policy": "shmguard.estimate",
+    "Recommendation": "shmguard.estimate",
+    "clean_size": "shmguard.estimate",
+    "dataloader_bound": "shmguard.estimate",
+    "default_shm_size": "shmguard.estimate",
+    "memory_limit_for": "shmguard.estimate",
+    "recommend": "shmguard.estimate",
+    "shm_size_for": "shmguard.estimate",
+    # configuration
+    "ANNOTATIONS": "shmguard.config",
+    "LABELS": "shmguard.config",
+    "Config": "shmguard.config",
+    "ConfigError": "shmguard.config",
+    "load_config": "shmguard.config",
+    # find
+    "HostFacts": "shmguard.inspect.host",
+    "inspect_host": "shmguard.inspect.host",
+    "DoctorOptions": "shmguard.lint.doctor",
+    "DoctorReport": "shmguard.lint.doctor",
+    "diagnose": "shmguard.lint.doctor",
+    "Diagnosis": "shmguard.triage",
+    "explain_files": "shmguard.triage",
+    "explain_streams": "shmguard.triage",
+}
+
+__all__ = [
+    "ANNOTATIONS",
+    "LABELS",
+    "Applicability",
+    "Change",
+    "Config",
+    "ConfigError",
+    "Diagnosis",
+    "DoctorOptions",
+    "DoctorReport",
+    "Edit",
+    "Fact",
+    "FailOn",
+    "Finding",
+    "Fix",
+    "HostFacts",
+    "Location",
+    "Policy",
+    "Recommendation",
+    "Setting",
+    "Severity",
+    "__version__",
+    "apply_edits",
+    "clean_size",
+    "dataloader_bound",
+    "default_shm_size",
+    "diagnose",
+    "exit_status",
+    "explain_files",
+    "explain_streams",
+    "inspect_host",
+    "load_config",
+    "memory_limit_for",
+    "recommend",
+    "shm_size_for",
+]
+
+if TYPE_CHECKING:
+    from shmguard.config import ANNOTATIONS, LABELS, Config, ConfigError, load_config
+    from shmguard.estimate import (
+        Policy,
+        Recommendation,
+        clean_size,
+        dataloader_bound,
+        default_shm_size,
+        memory_limit_for,
+        recommend,
+        shm_size_for,
+    )
+    from shmguard.inspect.host import HostFacts, inspect_host
+    from shmguard.lint.doctor import DoctorOptions, DoctorReport, diagnose
+    from shmguard.model import (
+        Applicability,
+        Change,
+        Edit,
+        Fact,
+        FailOn,
+        Finding,
+        Fix,
+        Location,
+        Setting,
+        Severity,
+        apply_edits,
+        exit_status,
+    )
+    from shmguard.triage import Diagnosis, explain_files, explain_streams
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'shmguard' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -18,7 +18,7 @@ import jsonschema
 import pytest
 from rich.console import Console
 
-from shmguard.doctor import DoctorOptions, diagnose
+from shmguard.lint.doctor import DoctorOptions, diagnose
 from shmguard.model import Fact, FailOn
 from shmguard.render import doctor_text
 from shmguard.render.snippets import fix_snippets

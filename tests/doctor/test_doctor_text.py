@@ -7,7 +7,7 @@ import io
 import pytest
 from rich.console import Console
 
-from shmguard.doctor import DoctorOptions, diagnose
+from shmguard.lint.doctor import DoctorOptions, diagnose
 from shmguard.model import FailOn, exit_status
 from shmguard.render.doctor_text import render_brief, render_report
 from shmguard.units import GiB

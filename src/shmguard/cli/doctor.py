@@ -7,6 +7,7 @@ imports Rich.
 
 from __future__ import annotations
 
+import enum
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -15,7 +16,16 @@ import typer
 
 from shmguard.cli._app import app
 from shmguard.cli._common import fail, size_option
+from shmguard.cli._config import settings
 from shmguard.model import FailOn
+
+
+class Workload(str, enum.Enum):
+    """``--workload`` choices."""
+
+    AUTO = "auto"
+    ML = "ml"
+    CONTAINER = "container"
 
 
 @app.command()
@@ -27,13 +37,15 @@ def doctor(
         bool, typer.Option("--brief", help="One-screen banner instead of the full report.")
     ] = False,
     fail_on: Annotated[
-        FailOn,
+        FailOn | None,
         typer.Option(
             "--fail-on",
             case_sensitive=False,
-            help="Exit 1 when a finding at or above this severity exists.",
+            help="Exit 1 when a finding at or above this severity exists "
+            "[default: the configuration's fail-on, else error].",
+            show_default=False,
         ),
-    ] = FailOn.ERROR,
+    ] = None,
     require: Annotated[
         str | None,
         typer.Option(
@@ -50,6 +62,24 @@ def doctor(
         bool,
         typer.Option("--torch", help="Also import torch for its version and sharing strategy."),
     ] = False,
+    workload: Annotated[
+        Workload,
+        typer.Option(
+            "--workload",
+            case_sensitive=False,
+            help="The workload class whose severities apply: ml (PyTorch, NCCL, inference), "
+            "container, or auto (detected from the shm holders, leftover torch files, GPUs).",
+        ),
+    ] = Workload.AUTO,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            metavar="FILE",
+            help="Configuration file (.shmguard.toml or a pyproject.toml with "
+            "[tool.shmguard]); default: the nearest one from the current directory up.",
+        ),
+    ] = None,
     root: Annotated[
         Path,
         typer.Option(
@@ -60,13 +90,15 @@ def doctor(
     ] = Path("/"),
 ) -> None:
     """Check /dev/shm, memory limits and ulimits; exit 1 on findings at --fail-on or above."""
-    from shmguard.doctor import DoctorOptions, diagnose
     from shmguard.inspect.host import inspect_host
     from shmguard.inspect.shm import StatvfsFn, statvfs_from_json
+    from shmguard.lint.doctor import DoctorOptions, diagnose
     from shmguard.model import exit_status
     from shmguard.units import format_iec
 
     needed = size_option(require, "--require")
+    conf = settings(config)
+    fail_on = fail_on or conf.fail_on or FailOn.ERROR
     statvfs: StatvfsFn | None = None
     try:
         if not root.is_dir():
@@ -80,7 +112,12 @@ def doctor(
     except ValueError as err:
         fail(str(err))
     facts = inspect_host(root, pid=pid, statvfs=statvfs, torch=torch)
-    report = diagnose(facts, DoctorOptions(require=needed))
+    report = diagnose(
+        facts,
+        DoctorOptions(require=needed, policy=conf.policy),
+        config=conf,
+        workload=None if workload is Workload.AUTO else workload.value,
+    )
     code = exit_status(report.findings, fail_on)
     if json_out:
         from shmguard.render.json import dumps
@@ -89,7 +126,12 @@ def doctor(
         body = {
             "facts": report.facts,
             "findings": report.findings,
-            "summary": {**counts, "fail_on": fail_on, "exit_status": code},
+            "summary": {
+                **counts,
+                "fail_on": fail_on,
+                "exit_status": code,
+                "workload": report.workload,
+            },
         }
         sys.stdout.write(dumps("doctor", body) + "\n")
     else:

@@ -11,47 +11,17 @@ import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import typer
 
 from shmguard.cli._app import app
 from shmguard.cli._common import EXIT_USAGE, console, fail, size_option
+from shmguard.cli._config import settings
 
 _RUNTIME_CHOICES = ("docker", "compose", "kubernetes", "podman", "ecs", "app")
 #: Common spellings users type for a runtime.
 _RUNTIME_ALIASES = {"k8s": "kubernetes", "kube": "kubernetes", "docker-compose": "compose"}
-
-
-def _config_dirs(cwd: Path) -> list[Path]:
-    """Signature directories from ``.shmguard.toml`` (``[explain] signatures``) or
-    ``pyproject.toml`` (``[tool.shmguard.explain] signatures``) in ``cwd``; relative paths
-    are relative to that file."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
-
-    for name, keys in (
-        (".shmguard.toml", ("explain",)),
-        ("pyproject.toml", ("tool", "shmguard", "explain")),
-    ):
-        path = cwd / name
-        if not path.is_file():
-            continue
-        try:
-            data: Any = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
-            fail(f"{path}: cannot read the configuration: {err}")
-        for k in keys:
-            data = data.get(k, {}) if isinstance(data, dict) else {}
-        dirs = data.get("signatures", []) if isinstance(data, dict) else []
-        if isinstance(dirs, str):
-            dirs = [dirs]
-        if not isinstance(dirs, list) or not all(isinstance(x, str) for x in dirs):
-            fail(f"{path}: {'.'.join(keys)}.signatures: must be a list of directory paths")
-        return [(path.parent / x) for x in dirs]
-    return []
 
 
 def _check_input(name: str) -> None:
@@ -141,7 +111,7 @@ def explain(
             _check_input(name)
 
     try:
-        extra = [*_config_dirs(Path.cwd()), *signatures]
+        extra = [*settings(None).signatures, *signatures]
         catalogue = load_catalogue(extra)
     except SignatureError as err:
         fail(str(err))

@@ -15,8 +15,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from shmguard.doctor import DoctorReport
 from shmguard.inspect.host import HostFacts
+from shmguard.lint.doctor import DoctorReport
 from shmguard.model import Fact, FailOn, Finding, Severity
 from shmguard.render.snippets import fix_snippets
 from shmguard.units import format_iec

@@ -11,9 +11,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 
-from shmguard.doctor._base import SHM_LOCATION, DoctorOptions, Rule, needed_size, shm_fix
 from shmguard.inspect.host import HostFacts
-from shmguard.model import Finding, Severity
+from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.env._base import (
+    HOST_FIX_SAFETY,
+    SHM_LOCATION,
+    DoctorOptions,
+    needed_size,
+    shm_fix,
+)
+from shmguard.model import Severity
 from shmguard.units import format_iec
 
 CODE = "ENV011"
@@ -26,7 +33,7 @@ WHY = (
 )
 
 
-def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
+def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Violation]:
     """Flag any zero-block ``torch_*`` file."""
     files = facts.shm.leftovers.value
     if not files:
@@ -35,16 +42,32 @@ def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
     size, lead = needed_size(facts, options, too_small=facts.shm.total.value)
     fix = shm_fix(facts, size, lead, options)
     cleanup = "Remove them when no job runs (rm /dev/shm/torch_*). "
-    yield Finding(
-        CODE,
-        NAME,
-        SEVERITY,
+    yield Violation(
         f"{len(files)} zero-block torch_* file{'s' if len(files) != 1 else ''} in /dev/shm "
         f"(e.g. {files[0].name}; largest request {format_iec(biggest)}): failed allocations",
-        WHY,
         SHM_LOCATION,
         replace(fix, description=cleanup + fix.description),
     )
 
 
-RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, True, check)
+DOC = RuleDoc(
+    what="""\
+Named `torch_*` files in /dev/shm with zero allocated blocks (`st_blocks == 0`, `st_size > 0`).
+""",
+    why="""\
+When PyTorch's `MapAllocator` cannot allocate (ENOSPC) it raises before it unlinks, leaving a
+named file whose size is the request and a leaked fd; with the default `file_descriptor`
+strategy nothing removes the name later ([background](background.md#where-the-bytes-go)). They
+are the trace of a job that ran out of /dev/shm here, and their sizes show what it asked for.""",
+    example="""\
+```
+WARNING ENV011 1 zero-block torch_* file in /dev/shm (e.g. torch_77_123_0; largest request 18 MiB): failed allocations
+```
+""",  # noqa: E501
+    fix="""\
+Remove them when no job runs (`rm /dev/shm/torch_*`), then size /dev/shm for the job.
+""",
+    fix_safety=HOST_FIX_SAFETY,
+)
+
+RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, FixAvailability.ALWAYS, ("host",), WHY, DOC, check)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.doctor._base import DoctorOptions, Rule
 from shmguard.inspect.host import HostFacts
-from shmguard.model import Finding, Fix, Location, Severity
+from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.env._base import DoctorOptions
+from shmguard.model import Fix, Location, Severity
 
 CODE = "ENV006"
 NAME = "nofile-low"
@@ -25,7 +26,7 @@ WHY = (
 )
 
 
-def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
+def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Violation]:
     """Flag a soft nofile limit below ``options.min_nofile``."""
     soft, hard = facts.limits.nofile_soft.value, facts.limits.nofile_hard.value
     if soft is None or soft >= options.min_nofile:
@@ -37,12 +38,8 @@ def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
         steps.append(f"ulimit -n {hard if hard is not None else raise_to} in the job's shell")
     steps += _runtime_steps(facts.runtime.name, raise_to)
     steps.append("or torch.multiprocessing.set_sharing_strategy('file_system')")
-    yield Finding(
-        CODE,
-        NAME,
-        SEVERITY,
+    yield Violation(
         f"the open-file limit is {soft} (soft) / {hard_text} (hard); below {options.min_nofile}",
-        WHY,
         Location(file="/proc/self/limits" if facts.pid is None else f"/proc/{facts.pid}/limits"),
         Fix("Raise the open-file limit", "Raise it: " + "; ".join(steps) + "."),
     )
@@ -65,4 +62,32 @@ def _runtime_steps(runtime: str, n: int) -> list[str]:
     }.get(runtime, [docker, podman])
 
 
-RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, False, check)
+DOC = RuleDoc(
+    what="""\
+A soft open-file limit (`Max open files` in /proc/PID/limits) below 4096.
+""",
+    why="""\
+With PyTorch's default `file_descriptor` sharing strategy the main process keeps one fd per
+shared tensor in flight (about workers x prefetch factor x tensors per batch), plus the
+workers'. Past the limit torch fails with `Too many open files` or `received 0 items of ancdata`.
+""",
+    example="""\
+```
+WARNING ENV006 the open-file limit is 1024 (soft) / 1024 (hard); below 4096
+```
+""",
+    fix="""\
+`ulimit -n <hard>` when the hard limit is higher; then, for the detected runtime: Docker
+`docker run --ulimit nofile=65536:65536` (Compose `ulimits: nofile: 65536`); Podman `podman run
+--ulimit nofile=65536:65536`; Kubernetes has no pod field for it (the node's container runtime
+sets it, e.g. containerd's `LimitNOFILE`: ask the cluster admin); Slurm propagates the
+submitting shell's limit (`ulimit -n` before `sbatch`); anything else gets the Docker and Podman
+forms. Or `torch.multiprocessing.set_sharing_strategy('file_system')`.
+""",
+    fix_safety="""\
+Display-only: doctor changes nothing on the host. Raising the open-file limit changes nothing
+else; the `file_system` sharing strategy it also names leaves named files in /dev/shm when a
+job is killed, so clean them up (ENV011 finds them).""",
+)
+
+RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, FixAvailability.ALWAYS, ("host",), WHY, DOC, check)

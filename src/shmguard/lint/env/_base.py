@@ -1,20 +1,20 @@
-"""What every ENV rule shares: options, rule metadata and fix builders.
+"""What every ENV rule shares: options and fix builders.
 
-A rule is one module with metadata and a pure ``check(facts, options) -> Iterator[Finding]``
-(no I/O); :mod:`shmguard.doctor.registry` lists them. Fixes are values
+A rule is one module with metadata (:class:`~shmguard.lint.engine.Rule`) and a pure
+``check(facts, options) -> Iterator[Violation]`` (no I/O); :data:`shmguard.lint.env.RULES`
+lists them and :func:`shmguard.lint.engine.run_rules` runs them. Fixes are values
 (:class:`~shmguard.model.fix.Change`) sized by the one sizing policy
 (:mod:`shmguard.estimate.policy`); the renderers write them in each runtime's syntax.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from shmguard.estimate.policy import Policy, default_shm_size, memory_limit_for, shm_size_for
 from shmguard.inspect.host import HostFacts
 from shmguard.inspect.runtime import SNIPPET_RUNTIMES
-from shmguard.model import Finding, Fix, Location, Severity, shm_changes
+from shmguard.model import Fix, Location, shm_changes
 from shmguard.units import MiB, format_iec
 
 SHM_LOCATION = Location(file="/dev/shm")
@@ -55,20 +55,14 @@ class DoctorOptions:
         return self.policy.memory_margin
 
 
-Check = Callable[[HostFacts, DoctorOptions], Iterator[Finding]]
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One ENV rule: stable ``code``, kebab-case ``name``, one-line ``summary``, default
-    ``severity``, whether findings carry config ``snippets`` (``fixable``), and ``check``."""
-
-    code: str
-    name: str
-    summary: str
-    severity: Severity
-    fixable: bool
-    check: Check
+#: Fix safety of every fix that sizes /dev/shm or the memory limit (rule docs).
+HOST_FIX_SAFETY = (
+    "Display-only: doctor changes nothing on the host. The printed /dev/shm size comes from "
+    "the one sizing policy (a stated need plus headroom, else the default 1 GiB, at least twice "
+    "a /dev/shm that ran short) and is a starting point until measured with `shmguard measure`. "
+    "Where a memory limit is set, the printed limit grows with /dev/shm, since shm pages are "
+    "charged to it: applying the fix reserves more memory for the container."
+)
 
 
 def memory_for(facts: HostFacts, shm_size: int, options: DoctorOptions) -> int | None:

@@ -10,9 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.doctor._base import SHM_LOCATION, DoctorOptions, Rule, needed_size, shm_fix
 from shmguard.inspect.host import HostFacts
-from shmguard.model import Finding, Severity
+from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.env._base import (
+    HOST_FIX_SAFETY,
+    SHM_LOCATION,
+    DoctorOptions,
+    needed_size,
+    shm_fix,
+)
+from shmguard.model import Severity
 
 CODE = "ENV009"
 NAME = "shm-not-tmpfs"
@@ -24,7 +31,7 @@ WHY = (
 )
 
 
-def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
+def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Violation]:
     """Flag a /dev/shm whose mount is not tmpfs."""
     shm = facts.shm
     fstype = shm.fstype.value
@@ -33,16 +40,33 @@ def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
     where = shm.mount_point.value
     own = where == shm.real_path
     size, lead = needed_size(facts, options)
-    yield Finding(
-        CODE,
-        NAME,
-        SEVERITY,
+    yield Violation(
         f"/dev/shm is on {fstype} ({shm.source.value} "
         + ("mounted there)" if own else f"mounted at {where}: /dev/shm is a plain directory)"),
-        WHY,
         SHM_LOCATION,
         shm_fix(facts, size, lead, options),
     )
 
 
-RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, True, check)
+DOC = RuleDoc(
+    what="""\
+/dev/shm on something other than tmpfs: a disk directory bind-mounted there (Slurm
+job_container/tmpfs with a disk `BasePath`), ramfs (Apptainer `memory fs type = ramfs`), or a
+plain directory on the root filesystem.
+""",
+    why="""\
+On a disk every shared batch is written through the page cache, which is slow; ramfs has no size
+limit at all and statvfs reports zeros, so nothing bounds or measures it.""",
+    example="""\
+```
+WARNING ENV009 /dev/shm is on ext4 (/dev/nvme0n1p2 mounted there)
+```
+""",
+    fix="""\
+Mount a sized tmpfs at /dev/shm: the container runtime's shm option, or for Slurm ask for
+job_container/tmpfs with a tmpfs `BasePath`.
+""",
+    fix_safety=HOST_FIX_SAFETY,
+)
+
+RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, FixAvailability.ALWAYS, ("host",), WHY, DOC, check)

@@ -10,9 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.doctor._base import UNSIZED, DoctorOptions, Rule, memory_fix, needed_size, shm_fix
 from shmguard.inspect.host import HostFacts
-from shmguard.model import Finding, Location, Severity
+from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.env._base import (
+    HOST_FIX_SAFETY,
+    UNSIZED,
+    DoctorOptions,
+    memory_fix,
+    needed_size,
+    shm_fix,
+)
+from shmguard.model import Location, Severity
 from shmguard.units import format_iec
 
 CODE = "ENV004"
@@ -25,7 +33,7 @@ WHY = (
 )
 
 
-def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
+def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Violation]:
     """Flag a tmpfs /dev/shm larger than the memory limit (disk pages are not shmem)."""
     total, limit = facts.shm.total.value, facts.cgroup.memory_limit.value
     if facts.shm.fstype.value != "tmpfs" or total is None or limit is None or total <= limit:
@@ -39,15 +47,38 @@ def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
         )
     else:
         fix = memory_fix(facts, limit, total, options)
-    yield Finding(
-        CODE,
-        NAME,
-        SEVERITY,
+    yield Violation(
         f"/dev/shm ({format_iec(total)}) is larger than the memory limit ({format_iec(limit)})",
-        WHY,
         Location(file=facts.cgroup.memory_dir.value),
         fix,
     )
 
 
-RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, True, check)
+DOC = RuleDoc(
+    what="""\
+A tmpfs /dev/shm larger than the memory cgroup limit (v2 `memory.max`, v1
+`hierarchical_memory_limit`).
+""",
+    why="""\
+tmpfs pages are charged to the memory cgroup of the task that first touches them, so the limit
+is reached before /dev/shm is full: the job is OOM-killed or its writers get SIGBUS. Docker
+accepts `--shm-size` larger than `--memory` without a word, and Kubernetes silently caps a memory
+emptyDir at the pod limit ([background](background.md#runtimes)). Typical with
+`--ipc=host`, where /dev/shm is the host's.
+""",
+    example="""\
+```
+WARNING ENV004 /dev/shm (~31.39 GiB) is larger than the memory limit (4 GiB)
+```
+""",
+    fix="""\
+Raise the memory limit by the size of /dev/shm (the fix prints both), or make /dev/shm smaller.
+When /dev/shm is unsized (no `size=` or `size=0`: usually the host's, `--ipc=host`), raising the
+limit to cover half the node's RAM or copying that size into `--shm-size` is no fix: the fix
+gives the job its own sized /dev/shm under the current limit (`--shm-size=1g --memory=4g`) and
+says that `--shm-size` only applies with `--ipc=private`.
+""",
+    fix_safety=HOST_FIX_SAFETY,
+)
+
+RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, FixAvailability.ALWAYS, ("host",), WHY, DOC, check)

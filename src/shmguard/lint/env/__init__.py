@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from shmguard.doctor import (
+from shmguard.inspect.host import HostFacts
+from shmguard.lint.engine import Rule
+from shmguard.lint.env import (
     env001_runtime_default,
     env002_free_below_require,
     env003_usage_high,
@@ -15,9 +17,9 @@ from shmguard.doctor import (
     env010_unsized_tmpfs,
     env011_leftover_torch_files,
 )
-from shmguard.doctor._base import Rule
+from shmguard.lint.env._base import DoctorOptions
 
-RULES: tuple[Rule, ...] = (
+RULES: tuple[Rule[HostFacts, DoctorOptions], ...] = (
     env001_runtime_default.RULE,
     env002_free_below_require.RULE,
     env003_usage_high.RULE,

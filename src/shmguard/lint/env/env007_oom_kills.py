@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.doctor._base import DoctorOptions, Rule, memory_fix
 from shmguard.inspect.host import HostFacts
-from shmguard.model import Finding, Fix, Location, Severity
+from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.env._base import HOST_FIX_SAFETY, DoctorOptions, memory_fix
+from shmguard.model import Fix, Location, Severity
 
 CODE = "ENV007"
 NAME = "oom-kills-recorded"
@@ -23,7 +24,7 @@ WHY = (
 )
 
 
-def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
+def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Violation]:
     """Flag oom_kills > 0."""
     kills = facts.cgroup.oom_kills.value
     if not kills:
@@ -36,15 +37,33 @@ def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
             "Raise the memory limit",
             "Raise the memory limit, or lower batch size, workers or prefetch_factor.",
         )
-    yield Finding(
-        CODE,
-        NAME,
-        SEVERITY,
+    yield Violation(
         f"the memory cgroup has recorded {kills} OOM kill{'s' if kills != 1 else ''}",
-        WHY,
         Location(file=facts.cgroup.memory_dir.value),
         fix,
     )
 
 
-RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, True, check)
+DOC = RuleDoc(
+    what="""\
+OOM kills already counted by the memory cgroup (v2 `memory.events` `oom_kill`, v1
+`memory.oom_control` `oom_kill`).
+""",
+    why="""\
+Something in this container was killed for memory. /dev/shm pages count against the same limit,
+so a DataLoader filling /dev/shm can push the job over it; a worker killed this way surfaces as
+`DataLoader worker (pid N) exited unexpectedly`.
+""",
+    example="""\
+```
+WARNING ENV007 the memory cgroup has recorded 2 OOM kills
+```
+""",
+    fix="""\
+Raise the memory limit (by the size of /dev/shm when known), or lower batch size, workers or
+prefetch factor.
+""",
+    fix_safety=HOST_FIX_SAFETY,
+)
+
+RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, FixAvailability.SOMETIMES, ("host",), WHY, DOC, check)

@@ -9,9 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.doctor._base import SHM_LOCATION, DoctorOptions, Rule, needed_size, shm_fix
 from shmguard.inspect.host import HostFacts
-from shmguard.model import Finding, Severity
+from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.env._base import (
+    HOST_FIX_SAFETY,
+    SHM_LOCATION,
+    DoctorOptions,
+    needed_size,
+    shm_fix,
+)
+from shmguard.model import Severity
 from shmguard.units import format_iec
 
 CODE = "ENV003"
@@ -25,7 +32,7 @@ WHY = (
 )
 
 
-def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
+def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Violation]:
     """Flag used / total >= ``options.usage_threshold`` on a tmpfs /dev/shm."""
     used, total = facts.shm.used.value, facts.shm.total.value
     if used is None or not total or used < options.usage_threshold * total:
@@ -37,13 +44,9 @@ def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
     if held is not None and held.processes:
         top = max(held.processes, key=lambda p: p.bytes)
         holders = f"; largest holder: pid {top.pid} ({top.name}) with {format_iec(top.bytes)}"
-    yield Finding(
-        CODE,
-        NAME,
-        SEVERITY,
+    yield Violation(
         f"/dev/shm is {100 * used // total}% full: {format_iec(used)} of {format_iec(total)}"
         + holders,
-        WHY,
         SHM_LOCATION,
         shm_fix(
             facts,
@@ -54,4 +57,26 @@ def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
     )
 
 
-RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, True, check)
+DOC = RuleDoc(
+    what="""\
+A tmpfs /dev/shm at or over 80% full (`used / total >= 0.8`). The message
+names the largest holder found by the holders scan. Not raised for a /dev/shm on a disk
+directory: its statvfs figures are the whole disk's (ENV009 covers that case).
+""",
+    why="""\
+A DataLoader's /dev/shm use peaks at `num_workers * prefetch_factor + 1` or `+ 2` batches
+([background](background.md#how-much-is-needed)); a /dev/shm already mostly used has no room for
+the next batch.""",
+    example="""\
+```
+WARNING ENV003 /dev/shm is 95% full: ~1.9 GiB of 2 GiB
+```
+""",
+    fix="""\
+If a live job holds it, give /dev/shm more room (the fix shows twice the current size); if the
+holders list shows nothing alive, look for leftovers (ENV011) and stale named files.
+""",
+    fix_safety=HOST_FIX_SAFETY,
+)
+
+RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, FixAvailability.ALWAYS, ("host",), WHY, DOC, check)

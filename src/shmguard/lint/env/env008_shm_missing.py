@@ -9,9 +9,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 
-from shmguard.doctor._base import SHM_LOCATION, DoctorOptions, Rule, needed_size, shm_fix
 from shmguard.inspect.host import HostFacts
-from shmguard.model import Finding, Fix, Severity
+from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.env._base import (
+    HOST_FIX_SAFETY,
+    SHM_LOCATION,
+    DoctorOptions,
+    needed_size,
+    shm_fix,
+)
+from shmguard.model import Fix, Severity
 
 CODE = "ENV008"
 NAME = "shm-missing"
@@ -23,17 +30,13 @@ WHY = (
 )
 
 
-def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Finding]:
+def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Violation]:
     """Flag a /dev/shm directory known to be missing (not one that could not be looked at)."""
     if facts.shm.exists.value is not False:
         return
     size, lead = needed_size(facts, options)
-    yield Finding(
-        CODE,
-        NAME,
-        SEVERITY,
+    yield Violation(
         "/dev/shm does not exist (Docker --ipc=none, or a minimal /dev)",
-        WHY,
         SHM_LOCATION,
         _with_ipc(
             shm_fix(
@@ -50,4 +53,26 @@ def _with_ipc(fix: Fix) -> Fix:
     return replace(fix, description=fix.description + note)
 
 
-RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, True, check)
+DOC = RuleDoc(
+    what="""\
+No /dev/shm directory at all (Docker `--ipc=none`, a minimal /dev). Not raised when the
+directory could not be looked at (`--pid` of a process whose `/proc/PID/root` is unreadable):
+that is unknown, not missing.
+""",
+    why="""\
+`shm_open(3)` fails: DataLoader workers, multiprocessing queues (POSIX semaphores) and NCCL's
+shm transport all stop.
+""",
+    example="""\
+```
+ERROR   ENV008 /dev/shm does not exist (Docker --ipc=none, or a minimal /dev)
+```
+""",
+    fix="""\
+Run with a private IPC namespace and a sized /dev/shm: the fix prints the size in the runtime's
+syntax and adds "With --ipc=none there is no /dev/shm whatever the size: use --ipc=private."
+""",
+    fix_safety=HOST_FIX_SAFETY,
+)
+
+RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, FixAvailability.ALWAYS, ("host",), WHY, DOC, check)

@@ -1,0 +1,19 @@
+"""The configuration for a command: ``--config FILE`` or the nearest one, or exit 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from shmguard.cli._common import fail
+from shmguard.config import Config, ConfigError, load_config
+
+
+def settings(path: Path | None) -> Config:
+    """:func:`shmguard.config.load_config` of ``path`` (``--config``) or of the current
+    directory upward; a bad file exits 2 with its one-line error."""
+    try:
+        if path is not None and not path.is_file():
+            fail(f"--config {path}: no such file")
+        return load_config(path=path)
+    except ConfigError as err:
+        fail(str(err))

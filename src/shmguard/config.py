@@ -1,0 +1,328 @@
+"""The configuration: ``[tool.shmguard]`` in ``pyproject.toml`` or a ``.shmguard.toml``, read once.
+
+Found as ruff finds its own: the nearest directory, from the one given upward, holding a
+``.shmguard.toml`` (its top level is the table) or a ``pyproject.toml`` with a
+``[tool.shmguard]`` table; ``.shmguard.toml`` wins when both are in one directory. No file means
+the defaults. docs/configuration.md lists every key; an example::
+
+    [tool.shmguard]
+    select = ["ENV", "SHM"]          # codes or prefixes; default: every rule
+    ignore = ["ENV006"]
+    fail-on = "warning"              # doctor / check exit 1 at or above it
+
+    [tool.shmguard.severity]         # every workload
+    ENV001 = "error"
+    [tool.shmguard.severity.ml]      # only PyTorch / NCCL / inference workloads
+    ENV010 = "error"
+
+    [tool.shmguard.per-file-ignores]
+    "deploy/legacy/*.yaml" = ["SHM"]
+
+    [tool.shmguard.sizes]
+    default-shm-size = "2g"          # written when nothing says what the job needs
+    headroom = 0.25                  # added to a measured or stated need
+    memory-margin = "1g"             # least memory a limit leaves beside a full /dev/shm
+
+    [tool.shmguard.explain]
+    signatures = ["ops/signatures"]  # extra signature directories, relative to the file
+
+It also defines, once, the Kubernetes annotation and label names that ``check``, the guard
+and the admission webhook read (:data:`ANNOTATIONS`, :data:`LABELS`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
+from typing import Any
+
+from shmguard.estimate.policy import Policy
+from shmguard.model.finding import FailOn, Severity
+from shmguard.units import SizeError, parse_size_flag
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+#: Workload classes a severity can be keyed by: an ordinary container, or a PyTorch / NCCL /
+#: inference workload (``ml``), whose jobs die of a small /dev/shm.
+WORKLOADS = ("container", "ml")
+
+#: The ``shmguard.io/`` annotation names, read from a pod (template) or a workload object.
+ANNOTATIONS: Mapping[str, str] = {
+    # the /dev/shm size to give the pod, in Kubernetes quantity syntax ("2Gi")
+    "shm-size": "shmguard.io/shm-size",
+    # the workload class, overriding detection: "container" or "ml"
+    "workload": "shmguard.io/workload",
+    # rule codes or prefixes not to report for this object, comma-separated ("SHM003,ENV")
+    "ignore": "shmguard.io/ignore",
+    # "true": raise the container memory limit by the shm size when adding /dev/shm
+    "raise-memory": "shmguard.io/raise-memory-limit",
+    # DataLoader parameters the sizing model reads: "num_workers=4,prefetch_factor=2,..."
+    "dataloader": "shmguard.io/dataloader",
+    # written by the webhook: what it decided for this pod, in one line
+    "decision": "shmguard.io/decision",
+}
+
+#: The ``shmguard.io/`` label names.
+LABELS: Mapping[str, str] = {
+    # on a namespace: "enabled" opts its pods in to the webhook, "disabled" opts them out
+    "webhook": "shmguard.io/webhook",
+}
+
+#: Names of the files searched, in order of precedence within one directory.
+CONFIG_FILES = (".shmguard.toml", "pyproject.toml")
+
+_CODE = re.compile(r"^[A-Z]+[0-9]{0,3}$")
+_KEYS = {
+    "select",
+    "ignore",
+    "fail-on",
+    "severity",
+    "per-file-ignores",
+    "sizes",
+    "explain",
+}
+
+
+class ConfigError(ValueError):
+    """A configuration file that cannot be used: the message is one line naming the file and
+    the key (``pyproject.toml: tool.shmguard.severity.ENV001: expected one of info, ...``)."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """What the configuration says; every field has the default of "no file".
+
+    Attributes:
+        path: the file read, or None.
+        select: codes or code prefixes to report; empty: all.
+        ignore: codes or prefixes never reported (wins over ``select``).
+        severity: code -> severity for every workload.
+        workload_severity: workload class (:data:`WORKLOADS`) -> code -> severity.
+        per_file_ignores: ``(glob, codes)`` pairs; a finding in a file matching the glob
+            (relative to the configuration's directory, or its name) is not reported.
+        fail_on: the exit threshold, or None for each command's own default.
+        policy: the sizing policy's tunables.
+        signatures: extra signature directories for ``explain``, absolute.
+    """
+
+    path: Path | None = None
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    severity: Mapping[str, Severity] = field(default_factory=dict)
+    workload_severity: Mapping[str, Mapping[str, Severity]] = field(default_factory=dict)
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    fail_on: FailOn | None = None
+    policy: Policy = field(default_factory=Policy)
+    signatures: tuple[Path, ...] = ()
+
+    def enabled(self, code: str, file: str | None = None) -> bool:
+        """Whether findings of ``code`` are reported (in ``file``, when given)."""
+        if self.select and not any(code.startswith(p) for p in self.select):
+            return False
+        if any(code.startswith(p) for p in self.ignore):
+            return False
+        if file is not None:
+            for pattern, codes in self.per_file_ignores:
+                if _matches(file, pattern, self.path) and any(code.startswith(c) for c in codes):
+                    return False
+        return True
+
+    def severity_for(self, code: str, workload: str | None) -> Severity | None:
+        """The configured severity of ``code`` for ``workload``, or None when not set."""
+        if workload is not None:
+            by_code = self.workload_severity.get(workload, {})
+            if code in by_code:
+                return by_code[code]
+        return self.severity.get(code)
+
+
+def _matches(file: str, pattern: str, config: Path | None) -> bool:
+    candidates = [file, PurePath(file).name]
+    if config is not None:
+        with contextlib.suppress(ValueError, OSError):  # not under the config's directory
+            candidates.append(str(Path(file).resolve().relative_to(config.parent.resolve())))
+    return any(fnmatch.fnmatch(c, pattern) for c in candidates)
+
+
+def find_config(start: Path) -> tuple[Path, Mapping[str, Any]] | None:
+    """The nearest configuration file at or above ``start`` and its shmguard table.
+
+    Raises:
+        ConfigError: a candidate file cannot be read or is not valid TOML.
+    """
+    here = start.resolve()
+    for directory in (here, *here.parents):
+        for name in CONFIG_FILES:
+            path = directory / name
+            if not path.is_file():
+                continue
+            data = _read(path)
+            if name == "pyproject.toml":
+                tool = data.get("tool", {})
+                table = tool.get("shmguard") if isinstance(tool, dict) else None
+                if table is None:
+                    continue
+                if not isinstance(table, dict):
+                    raise ConfigError(f"{path}: tool.shmguard: must be a table")
+                return path, table
+            return path, data
+    return None
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path}: cannot read the configuration: {err}") from None
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{path}: not valid TOML: {err}") from None
+
+
+def load_config(start: Path | None = None, path: Path | None = None) -> Config:
+    """Read the configuration: ``path`` when given, else the nearest one at or above
+    ``start`` (default the current directory); the defaults when there is none.
+
+    Raises:
+        ConfigError: unreadable file, unknown key or a value of the wrong kind (one line).
+    """
+    if path is not None:
+        table: Mapping[str, Any] = _read(path)
+        if path.name == "pyproject.toml":
+            table = table.get("tool", {}).get("shmguard", {})
+        return parse_config(table, path)
+    found = find_config(start or Path.cwd())
+    if found is None:
+        return Config()
+    return parse_config(found[1], found[0])
+
+
+def parse_config(table: Mapping[str, Any], path: Path) -> Config:
+    """A :class:`Config` from the shmguard table of ``path``.
+
+    Raises:
+        ConfigError: unknown key or a value of the wrong kind (one line naming the key).
+    """
+    prefix = "tool.shmguard." if path.name == "pyproject.toml" else ""
+
+    def err(key: str, what: str) -> ConfigError:
+        return ConfigError(f"{path}: {prefix}{key}: {what}")
+
+    unknown = sorted(set(table) - _KEYS)
+    if unknown:
+        raise err(unknown[0], f"unknown key; expected one of {', '.join(sorted(_KEYS))}")
+    select = _codes(table.get("select", []), err, "select")
+    ignore = _codes(table.get("ignore", []), err, "ignore")
+    fail_on = None
+    if "fail-on" in table:
+        try:
+            fail_on = FailOn(table["fail-on"])
+        except ValueError:
+            choices = ", ".join(f.value for f in FailOn)
+            raise err("fail-on", f"expected one of {choices}") from None
+    severity, by_workload = _severities(table.get("severity", {}), err)
+    pfi = table.get("per-file-ignores", {})
+    if not isinstance(pfi, dict):
+        raise err("per-file-ignores", "must be a table of glob = [codes]")
+    per_file = tuple((str(g), _codes(v, err, f"per-file-ignores.{g}")) for g, v in pfi.items())
+    return Config(
+        path=path,
+        select=select,
+        ignore=ignore,
+        severity=severity,
+        workload_severity=by_workload,
+        per_file_ignores=per_file,
+        fail_on=fail_on,
+        policy=_policy(table.get("sizes", {}), err),
+        signatures=_signatures(table.get("explain", {}), err, path),
+    )
+
+
+def _codes(value: object, err: Any, key: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(c, str) for c in value):
+        raise err(key, "must be a list of rule codes or prefixes")
+    bad = next((c for c in value if not _CODE.match(c)), None)
+    if bad is not None:
+        raise err(key, f"{bad!r} is not a rule code or prefix (like ENV001 or SHM)")
+    return tuple(value)
+
+
+def _severity(value: object, err: Any, key: str) -> Severity:
+    try:
+        return Severity(value)
+    except ValueError:
+        raise err(key, "expected one of info, warning, error") from None
+
+
+def _severities(
+    table: object, err: Any
+) -> tuple[dict[str, Severity], dict[str, dict[str, Severity]]]:
+    if not isinstance(table, dict):
+        raise err("severity", "must be a table of CODE = severity")
+    every: dict[str, Severity] = {}
+    by_workload: dict[str, dict[str, Severity]] = {}
+    for key, value in table.items():
+        if isinstance(value, dict):
+            if key not in WORKLOADS:
+                raise err(f"severity.{key}", f"unknown workload; expected one of "
+                          f"{', '.join(WORKLOADS)}")  # fmt: skip
+            by_workload[key] = {}
+            for code, sev in value.items():
+                _codes([code], err, f"severity.{key}")
+                by_workload[key][code] = _severity(sev, err, f"severity.{key}.{code}")
+        else:
+            _codes([key], err, "severity")
+            every[key] = _severity(value, err, f"severity.{key}")
+    return every, by_workload
+
+
+def _policy(table: object, err: Any) -> Policy:
+    if not isinstance(table, dict):
+        raise err("sizes", "must be a table")
+    known = {"default-shm-size", "headroom", "memory-margin"}
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise err(f"sizes.{unknown[0]}", f"unknown key; expected one of {', '.join(sorted(known))}")
+    base = Policy()
+    sizes: dict[str, int] = {}
+    for key, default in (
+        ("default-shm-size", base.default_shm_size),
+        ("memory-margin", base.memory_margin),
+    ):
+        raw = table.get(key)
+        if raw is None:
+            sizes[key] = default
+            continue
+        try:
+            sizes[key] = raw if isinstance(raw, int) else parse_size_flag(str(raw))
+        except SizeError as e:
+            raise err(f"sizes.{key}", str(e)) from None
+        if sizes[key] <= 0:
+            raise err(f"sizes.{key}", "must be more than 0 bytes")
+    headroom = table.get("headroom", base.headroom)
+    if isinstance(headroom, bool) or not isinstance(headroom, int | float):
+        raise err("sizes.headroom", "must be a number such as 0.25")
+    try:
+        return Policy(float(headroom), sizes["memory-margin"], sizes["default-shm-size"])
+    except ValueError as e:
+        raise err("sizes.headroom", str(e)) from None
+
+
+def _signatures(table: object, err: Any, path: Path) -> tuple[Path, ...]:
+    if not isinstance(table, dict):
+        raise err("explain", "must be a table")
+    dirs = table.get("signatures", [])
+    if isinstance(dirs, str):
+        dirs = [dirs]
+    if not isinstance(dirs, list) or not all(isinstance(x, str) for x in dirs):
+        raise err("explain.signatures", "must be a list of directory paths")
+    return tuple(path.parent / x for x in dirs)

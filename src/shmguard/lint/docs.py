@@ -1,0 +1,75 @@
+"""Generate the rule documentation (docs/rules-env.md) from the rules' metadata, so it cannot
+drift from the code.
+
+``tests/lint/test_rule_docs.py`` checks the file equals :func:`render_rules_markdown`;
+regenerate it with ``SHMGUARD_REGEN_DOCS=1 python -m pytest tests/lint/test_rule_docs.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from shmguard.lint.engine import Rule
+
+_ENV_INTRO = """\
+# Environment rules (`ENV0xx`)
+
+This file is generated from the rules' metadata (`src/shmguard/lint/env/env0*.py`) by
+`shmguard.lint.docs`; a test keeps it equal to the code.
+
+`shmguard doctor` checks the host facts it reads ([doctor](doctor.md)) against these rules.
+Codes are stable and never reused. Each rule is one module in `src/shmguard/lint/env/` with a
+pure `check(facts, options)`; `shmguard.lint.env.RULES` lists them and the one rule engine
+(`shmguard.lint.engine`) runs them. Every finding carries what is wrong, why it matters and a
+fix written for the detected runtime (Docker: `docker run`, Compose and ECS; Podman;
+Kubernetes; anything else: all of them) through the one snippet renderer; sizes come from the
+one sizing policy ([background](background.md#how-shmguard-sizes)).
+
+Severities below are the defaults. The engine assigns the severity of each finding:
+`[tool.shmguard.severity]` in the configuration sets it per rule code, and
+`[tool.shmguard.severity.ml]` / `.container` per workload class (a PyTorch / NCCL / inference
+workload, or an ordinary container: [configuration](configuration.md)); `select` and `ignore`
+choose rules. `--fail-on` (default `error`) decides which severities make doctor exit 1.
+"""
+
+
+def _severity(rule: Rule[Any, Any]) -> str:
+    text = rule.severity.value
+    extra = [f"{s.value} for {w} workloads" for w, s in rule.by_workload.items()]
+    extra += [f"{s.value} on a {v.replace('-', ' ')}" for v, s in rule.variants.items()]
+    return text + (f" ({'; '.join(extra)})" if extra else "")
+
+
+def render_rules_markdown(rules: Sequence[Rule[Any, Any]], intro: str = _ENV_INTRO) -> str:
+    """The Markdown page for ``rules``: the intro, a table, then one section per rule with
+    What it detects / Why is this bad? / Example / Fix / Fix safety."""
+    out = [intro, "| code | name | summary | default severity | fix |", "|---|---|---|---|---|"]
+    for r in rules:
+        summary = r.summary.replace("|", "\\|")
+        out.append(f"| {r.code} | `{r.name}` | {summary} | {_severity(r)} | {r.fix.value} |")
+    for r in rules:
+        d = r.doc
+        out += [
+            "",
+            f"## {r.code} `{r.name}`",
+            "",
+            f"Default severity: {_severity(r)}. Fix: {r.fix.value}. Checks: "
+            f"{', '.join(r.targets)}.",
+            "",
+            "### What it detects",
+            d.what.strip(),
+            "",
+            "### Why is this bad?",
+            d.why.strip(),
+            "",
+            "### Example",
+            d.example.strip(),
+            "",
+            "### Fix",
+            d.fix.strip(),
+            "",
+            "### Fix safety",
+            d.fix_safety.strip(),
+        ]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,158 @@
+"""The one rule engine: rules yield violations; the engine makes findings of them.
+
+A rule is one module with metadata (:class:`Rule`: code, name, summary, default severity,
+fix availability, targets, documentation) and a pure ``check(subject, options)`` that yields
+:class:`Violation` values: what is wrong, where, and the fix. The engine, not the rule, decides
+whether a violation is reported (``select`` / ``ignore`` / per-file ignores) and at which
+severity (:func:`resolve_severity`: configuration, keyed by rule code and workload class, over
+the rule's defaults). ``doctor``'s environment rules run over host facts; the configuration
+rules of ``check`` will run over parsed config sources, never over the host they run on.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from shmguard.config import WORKLOADS, Config
+from shmguard.model.finding import Finding, Fix, Location, Severity
+
+S = TypeVar("S")
+O = TypeVar("O")  # noqa: E741
+
+
+class FixAvailability(str, enum.Enum):
+    """Whether a rule's findings carry a fix (ruff's ``FixAvailability``)."""
+
+    ALWAYS = "always"
+    SOMETIMES = "sometimes"
+    NONE = "none"
+
+
+@dataclass(frozen=True)
+class RuleDoc:
+    """The user documentation of a rule; docs/rules-*.md is generated from it.
+
+    Attributes:
+        what: "What it detects": the condition, with the facts it reads and their sources.
+        why: "Why is this bad?": what happens to the job.
+        example: an example of the problem (a command and its output, or a config excerpt).
+        fix: "Fix": what to change, in the runtimes' own syntax.
+        fix_safety: "Fix safety": what the printed or applied fix may change beyond the finding.
+    """
+
+    what: str
+    why: str
+    example: str
+    fix: str
+    fix_safety: str
+
+
+@dataclass(frozen=True)
+class Violation:
+    """What a rule's check yields: the message, where, and how to fix it.
+
+    ``variant`` names a documented special case whose default severity differs
+    (:attr:`Rule.variants`, e.g. ``bare-host``); None for the rule's usual case.
+    """
+
+    message: str
+    location: Location | None = None
+    fix: Fix | None = None
+    variant: str | None = None
+
+
+@dataclass(frozen=True)
+class Rule(Generic[S, O]):
+    """One rule: metadata plus ``check(subject, options) -> Iterator[Violation]`` (no I/O).
+
+    Attributes:
+        code: stable, never reused (``ENV001``).
+        name: kebab-case name of the bad pattern.
+        summary: one line for tables.
+        severity: default severity.
+        fix: whether findings carry a fix.
+        targets: what it checks (``host``; ``compose``, ``kubernetes``... for config rules).
+        why: the one-sentence "why" every finding carries.
+        doc: the user documentation.
+        check: the pure check.
+        by_workload: default severity per workload class where it differs from ``severity``.
+        variants: default severity of a documented special case (:attr:`Violation.variant`).
+    """
+
+    code: str
+    name: str
+    summary: str
+    severity: Severity
+    fix: FixAvailability
+    targets: tuple[str, ...]
+    why: str
+    doc: RuleDoc
+    check: Callable[[S, O], Iterator[Violation]]
+    by_workload: Mapping[str, Severity] = field(default_factory=dict)
+    variants: Mapping[str, Severity] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        unknown = [w for w in self.by_workload if w not in WORKLOADS]
+        if unknown:
+            raise ValueError(f"{self.code}: unknown workload {unknown[0]!r}")
+
+
+def resolve_severity(
+    rule: Rule[S, O], variant: str | None, workload: str | None, config: Config
+) -> Severity:
+    """The severity of one violation, first that applies: the configuration for this workload
+    class and code, the configuration for the code, the rule's default for the variant, the
+    rule's default for the workload class, the rule's default."""
+    configured = config.severity_for(rule.code, workload)
+    if configured is not None:
+        return configured
+    if variant is not None and variant in rule.variants:
+        return rule.variants[variant]
+    if workload is not None and workload in rule.by_workload:
+        return rule.by_workload[workload]
+    return rule.severity
+
+
+def run_rules(
+    rules: Iterable[Rule[S, O]],
+    subject: S,
+    options: O,
+    *,
+    config: Config | None = None,
+    workload: str | None = None,
+) -> tuple[Finding, ...]:
+    """Run ``rules`` over ``subject`` and return the reported findings, most severe first,
+    then by code, then by position.
+
+    Args:
+        rules: the rules to run (a registry tuple).
+        subject: what they check (host facts, a parsed config source).
+        options: the rules' options.
+        config: selection and severities (default: none configured).
+        workload: the workload class of the subject (:data:`~shmguard.config.WORKLOADS`), or
+            None when unknown.
+    """
+    config = config or Config()
+    out: list[Finding] = []
+    for rule in rules:
+        if not config.enabled(rule.code):
+            continue
+        for v in rule.check(subject, options):
+            file = v.location.file if v.location is not None else None
+            if file is not None and not config.enabled(rule.code, file):
+                continue
+            severity = resolve_severity(rule, v.variant, workload, config)
+            out.append(
+                Finding(rule.code, rule.name, severity, v.message, rule.why, v.location, v.fix)
+            )
+    out.sort(key=lambda f: (-f.severity.rank, f.code, _pos(f.location)))
+    return tuple(out)
+
+
+def _pos(loc: Location | None) -> tuple[str, int, int]:
+    if loc is None:
+        return ("", 0, 0)
+    return (loc.file or "", loc.line or 0, loc.column or 0)

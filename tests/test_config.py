@@ -1,0 +1,117 @@
+"""The configuration: discovery, parsing, one-line errors, selection and severities."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from shmguard.config import ANNOTATIONS, LABELS, Config, ConfigError, load_config
+from shmguard.model import FailOn, Severity
+from shmguard.units import GiB
+
+FULL = """
+[tool.shmguard]
+select = ["ENV", "SHM"]
+ignore = ["ENV006"]
+fail-on = "warning"
+[tool.shmguard.severity]
+ENV001 = "error"
+[tool.shmguard.severity.ml]
+ENV010 = "error"
+[tool.shmguard.per-file-ignores]
+"deploy/legacy/*.yaml" = ["SHM"]
+[tool.shmguard.sizes]
+default-shm-size = "2g"
+headroom = 0.5
+memory-margin = "512Mi"
+[tool.shmguard.explain]
+signatures = ["sigs"]
+"""
+
+
+def test_no_file_gives_the_defaults(tmp_path: Path) -> None:
+    assert load_config(tmp_path) == Config()
+
+
+def test_pyproject_table_is_found_from_a_subdirectory(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(FULL)
+    sub = tmp_path / "a" / "b"
+    sub.mkdir(parents=True)
+    c = load_config(sub)
+    assert c.path == tmp_path / "pyproject.toml"
+    assert c.select == ("ENV", "SHM") and c.ignore == ("ENV006",)
+    assert c.fail_on is FailOn.WARNING
+    assert c.severity == {"ENV001": Severity.ERROR}
+    assert c.workload_severity == {"ml": {"ENV010": Severity.ERROR}}
+    assert (c.policy.default_shm_size, c.policy.headroom) == (2 * GiB, 0.5)
+    assert c.policy.memory_margin == 512 * 2**20
+    assert c.signatures == (tmp_path / "sigs",)
+
+
+def test_pyproject_without_our_table_is_skipped_and_dot_file_wins(tmp_path: Path) -> None:
+    (tmp_path / ".shmguard.toml").write_text('ignore = ["ENV001"]\n')
+    sub = tmp_path / "proj"
+    sub.mkdir()
+    (sub / "pyproject.toml").write_text("[tool.ruff]\nline-length = 100\n")
+    assert load_config(sub).ignore == ("ENV001",)
+    (sub / "pyproject.toml").write_text(FULL)
+    (sub / ".shmguard.toml").write_text('ignore = ["ENV002"]\n')
+    assert load_config(sub).ignore == ("ENV002",)
+
+
+def test_selection_ignore_and_per_file_ignores(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(FULL)
+    c = load_config(tmp_path)
+    assert c.enabled("ENV001") and c.enabled("SHM003")
+    assert not c.enabled("ENV006")
+    assert not c.enabled("XYZ001")  # not selected
+    legacy = tmp_path / "deploy" / "legacy" / "job.yaml"
+    assert not c.enabled("SHM003", str(legacy))
+    assert c.enabled("ENV001", str(legacy))
+    assert c.enabled("SHM003", str(tmp_path / "deploy" / "job.yaml"))
+
+
+def test_workload_severity_wins_over_the_code_severity() -> None:
+    c = Config(
+        severity={"ENV001": Severity.ERROR},
+        workload_severity={"container": {"ENV001": Severity.INFO}},
+    )
+    assert c.severity_for("ENV001", "container") is Severity.INFO
+    assert c.severity_for("ENV001", "ml") is Severity.ERROR
+    assert c.severity_for("ENV001", None) is Severity.ERROR
+    assert c.severity_for("ENV002", "ml") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[tool.shmguard]\nselct = []\n", "tool.shmguard.selct: unknown key"),
+        ("[tool.shmguard.severity]\nENV001 = 'fatal'\n", "severity.ENV001: expected one of"),
+        ("[tool.shmguard.severity.gpu]\nENV001 = 'error'\n", "severity.gpu: unknown workload"),
+        ("[tool.shmguard]\nignore = ['env001']\n", "'env001' is not a rule code"),
+        ("[tool.shmguard]\nfail-on = 'always'\n", "fail-on: expected one of"),
+        ("[tool.shmguard.sizes]\ndefault-shm-size = 'two gigs'\n", "sizes.default-shm-size:"),
+        ("[tool.shmguard.sizes]\nheadroom = -1\n", "sizes.headroom: headroom must be"),
+        ("[tool.shmguard.sizes]\nheadroom = '25%'\n", "sizes.headroom: must be a number"),
+        ("[tool.shmguard\n", "not valid TOML"),
+    ],
+)
+def test_bad_files_give_one_line_errors_naming_file_and_key(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    (tmp_path / "pyproject.toml").write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load_config(tmp_path)
+    line = str(err.value)
+    assert "\n" not in line and line.startswith(str(tmp_path / "pyproject.toml"))
+    assert message in line
+
+
+def test_annotation_and_label_names_are_defined_once_under_our_prefix() -> None:
+    names = [*ANNOTATIONS.values(), *LABELS.values()]
+    assert len(set(names)) == len(names)
+    assert all(n.startswith("shmguard.io/") for n in names)
+    assert ANNOTATIONS["shm-size"] == "shmguard.io/shm-size"
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text()
+    assert all(f"`{n}`" in doc for n in names)
