@@ -7,9 +7,10 @@ Documentation/admin-guide/cgroup-v1/memory.rst (``memory.limit_in_bytes``, unlim
 PAGE_COUNTER_MAX pages, 9223372036854771712 with 4 KiB pages; ``memory.stat``
 ``hierarchical_memory_limit`` is the smallest limit among ancestors; ``memory.oom_control``
 ``oom_kill N`` since Linux 4.13), cgroup-v1/cpusets.rst, scheduler/sched-bwc.rst
-(``cpu.cfs_quota_us`` -1 = none). /proc/<pid>/cgroup lines are
-``hierarchy-ID:controller-list:cgroup-path`` (cgroups(7)); tmpfs pages are charged to the
-memory cgroup that first touches them (config_formats.md 1.3).
+(``cpu.cfs_quota_us`` -1 = none). Which directory is the process's cgroup is found by
+:func:`shmguard.inspect.cgroupfs.locate_cgroup` (/proc/<pid>/cgroup, cgroups(7), placed on the
+mountinfo cgroupfs mounts); tmpfs pages are charged to the memory cgroup that first touches them
+(config_formats.md 1.3).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from shmguard.inspect._read import exists, parse_int, read_text
-from shmguard.inspect.mounts import Mount, MountinfoError, parse_mountinfo
+from shmguard.inspect.cgroupfs import CgroupLocation, locate_cgroup
+from shmguard.inspect.mounts import MountinfoError, parse_mountinfo
 from shmguard.model import Fact
 
 #: v1 values at or above this mean "no limit" (PAGE_COUNTER_MAX * page size is just below 2**63).
@@ -58,33 +60,6 @@ class CgroupFacts:
     cpu_quota: Fact[float]
     cpuset: Fact[int]
     notes: tuple[str, ...]
-
-
-class _Membership(NamedTuple):
-    hierarchy: str
-    controllers: tuple[str, ...]
-    path: str
-
-
-def parse_proc_cgroup(text: str) -> tuple[_Membership, ...]:
-    """Parse /proc/<pid>/cgroup lines; malformed lines are skipped."""
-    out = []
-    for line in text.splitlines():
-        parts = line.split(":", 2)
-        if len(parts) == 3:
-            out.append(_Membership(parts[0], tuple(c for c in parts[1].split(",") if c), parts[2]))
-    return tuple(out)
-
-
-def _dir_for(mount: Mount, path: str) -> tuple[str, str | None]:
-    """The directory of cgroup ``path`` under ``mount``; a note when it could not be placed."""
-    root = mount.root.rstrip("/")
-    if path == root or path.startswith(root + "/"):
-        rel = path[len(root) :].rstrip("/")
-        return (mount.mount_point.rstrip("/") + rel) or "/", None
-    # Outside the mounted subtree (e.g. "/../.." from a nested cgroup namespace): the mount
-    # itself is the closest we can see.
-    return mount.mount_point, f"cgroup path {path} is outside mount root {mount.root}"
 
 
 def parse_cpuset(text: str) -> int:
@@ -304,7 +279,6 @@ def read_cgroup(root: Path, mountinfo: str | None, proc_cgroup: str | None) -> C
         why = f"mountinfo: {err}"
         return _result(Fact.unknown(why), "none", _unknown_memory(why), Fact.unknown(why),
                        Fact.unknown(why), ())  # fmt: skip
-    members = parse_proc_cgroup(proc_cgroup)
     v1_mounts = [m for m in mounts if m.fstype == "cgroup"]
     v2_mounts = [m for m in mounts if m.fstype == "cgroup2"]
     mode = {(True, True): "hybrid", (True, False): "v1", (False, True): "v2"}.get(
@@ -313,38 +287,35 @@ def read_cgroup(root: Path, mountinfo: str | None, proc_cgroup: str | None) -> C
     notes: list[str] = []
     v1_dirs: dict[str, str] = {}
     for controller in ("memory", "cpu", "cpuset"):
-        member = next((m for m in members if controller in m.controllers), None)
-        mount = next((m for m in v1_mounts if controller in m.super_options), None)
-        if member is not None and mount is not None:
-            v1_dirs[controller], note = _dir_for(mount, member.path)
-            if note:
-                notes.append(note)
-    v2_dir: str | None = None
-    v2_member = next((m for m in members if m.hierarchy == "0" and not m.controllers), None)
-    if v2_mounts and v2_member is not None:
-        v2_dir, note = _dir_for(v2_mounts[-1], v2_member.path)
-        if note:
-            notes.append(note)
+        found = locate_cgroup(root, mountinfo, proc_cgroup, controller).value
+        if found is not None:
+            v1_dirs[controller] = found.dir
+            notes += [found.note] if found.note else []
+    v2: CgroupLocation | None = locate_cgroup(root, mountinfo, proc_cgroup).value
+    if v2 is not None and v2.note:
+        notes.append(v2.note)
+    v2_dir = v2.dir if v2 is not None else None
     reader = _Reader(root)
     version: Fact[int]
     if "memory" in v1_dirs:
         memory = _memory_v1(reader, v1_dirs["memory"])
         version = Fact.known(1)
-        if v2_dir is not None:
-            ctl = reader.text(f"{v2_mounts[-1].mount_point}/cgroup.controllers")
+        if v2 is not None:
+            ctl = reader.text(f"{v2.mount.mount_point}/cgroup.controllers")
             if ctl.value is not None and "memory" not in ctl.value.split():
                 notes.append(
-                    f"the cgroup2 mount at {v2_mounts[-1].mount_point} has no memory "
+                    f"the cgroup2 mount at {v2.mount.mount_point} has no memory "
                     "controller; memory figures come from cgroup v1"
                 )
-    elif v2_dir is not None:
-        memory = _memory_v2(reader, v2_dir, v2_mounts[-1].mount_point)
+    elif v2 is not None:
+        memory = _memory_v2(reader, v2.dir, v2.mount.mount_point)
         version = Fact.known(2) if memory.dir.value else Fact.unknown(memory.dir.reason or "")
     else:
         why = "no cgroup mount holds a memory controller for this process"
         memory, version = _unknown_memory(why), Fact.unknown(why)
     quota, cpuset = _cpu(reader, v1_dirs, v2_dir)
-    return _result(version, mode, memory, quota, cpuset, tuple(notes))
+    # Notes come per hierarchy: memory and cpu outside the same mount root are said once.
+    return _result(version, mode, memory, quota, cpuset, tuple(dict.fromkeys(notes)))
 
 
 def _result(

@@ -12,7 +12,8 @@ tmpfs/shmem pages charged to the group), ``cpu.cfs_period_us`` / ``cpu.cfs_quota
 ``memory.max``, ``memory.peak`` (Linux 5.19+), ``cpu.max`` = ``"$QUOTA $PERIOD"``; a v2
 controller is usable in a child only when listed in the parent's ``cgroup.subtree_control``
 (the "no internal processes" rule stops us enabling it while the parent holds processes).
-``/proc/self/cgroup`` lines are ``hierarchy-ID:controller-list:path`` (cgroups(7)).
+Which cgroup this process is in is found by :func:`shmguard.inspect.cgroupfs.locate_cgroup`
+(``/proc/self/cgroup`` placed on the cgroupfs mounts of ``/proc/self/mountinfo``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import os
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from shmguard.inspect.cgroupfs import locate_cgroup
 
 #: CFS period we write with a CPU quota (Docker's default, 100 ms).
 CFS_PERIOD_US = 100_000
@@ -105,65 +108,47 @@ class CgroupPlan:
 
 
 @dataclass(frozen=True)
-class _Mount:
-    point: str
-    root: str
-    fstype: str
-    options: frozenset[str]
+class _Own:
+    """This process's ``/proc/self/mountinfo`` and ``/proc/self/cgroup`` texts below ``root``,
+    read once per plan, or why they could not be read."""
+
+    root: Path
+    mountinfo: str | None
+    cgroup: str | None
+    unreadable: str
+
+    @classmethod
+    def read(cls, root: Path) -> _Own:
+        texts: list[str | None] = []
+        reasons: list[str] = []
+        for name in ("mountinfo", "cgroup"):
+            try:
+                # Paths are bytes to the kernel: keep any non-UTF-8 byte as os.fsdecode would.
+                path = root / "proc/self" / name
+                texts.append(path.read_text(encoding="utf-8", errors="surrogateescape"))
+            except OSError as err:
+                texts.append(None)
+                reasons.append(f"/proc/self/{name}: {err.strerror or err}")
+        return cls(root, texts[0], texts[1], "; ".join(reasons))
+
+    def locate(self, controller: str | None) -> tuple[Path | None, str]:
+        """Where this process's cgroup is (v2 for None, else the v1 ``controller``) below
+        ``root``, or why not. A cgroup outside the mount's root is refused: the sandbox nests
+        only under its own cgroup, never beside it."""
+        if self.mountinfo is None or self.cgroup is None:
+            return None, self.unreadable
+        found = locate_cgroup(self.root, self.mountinfo, self.cgroup, controller)
+        if found.value is None:
+            return None, found.reason or ""
+        if found.value.note is not None:
+            return None, f"{found.value.note} ({found.value.mount.mount_point})"
+        return found.value.path, ""
 
 
-def _mounts(root: Path) -> list[_Mount]:
-    out: list[_Mount] = []
-    try:
-        text = (root / "proc/self/mountinfo").read_text()
-    except OSError:
-        return out
-    for line in text.splitlines():
-        # "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue"
-        left, sep, right = line.partition(" - ")
-        if not sep:
-            continue
-        lparts, rparts = left.split(), right.split()
-        if len(lparts) < 5 or len(rparts) < 3:
-            continue
-        out.append(_Mount(lparts[4], lparts[3], rparts[0], frozenset(rparts[2].split(","))))
-    return out
-
-
-def _self_cgroups(root: Path) -> dict[str, str]:
-    """controller (or ``""`` for v2) -> path of this process's cgroup."""
-    out: dict[str, str] = {}
-    try:
-        text = (root / "proc/self/cgroup").read_text()
-    except OSError:
-        return out
-    for line in text.splitlines():
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        _, controllers, path = parts
-        if controllers == "":
-            out[""] = path
-        for c in controllers.split(","):
-            if c:
-                out[c] = path
-    return out
-
-
-def _join(root: Path, mount: _Mount, path: str) -> Path:
-    # The mount may expose a sub-tree (a container's cgroup namespace): strip its root.
-    rel = path
-    if mount.root not in ("/", "") and rel.startswith(mount.root):
-        rel = rel[len(mount.root) :]
-    return root / mount.point.lstrip("/") / rel.lstrip("/")
-
-
-def _v2_dir(root: Path, controller: str) -> tuple[Path | None, str | None]:
-    mounts = [m for m in _mounts(root) if m.fstype == "cgroup2"]
-    path = _self_cgroups(root).get("")
-    if not mounts or path is None:
-        return None, "no cgroup v2 hierarchy"
-    base = _join(root, mounts[0], path)
+def _v2_dir(own: _Own, controller: str) -> tuple[Path | None, str]:
+    base, reason = own.locate(None)
+    if base is None:
+        return None, reason
     try:
         enabled = (base / "cgroup.subtree_control").read_text().split()
     except OSError as err:
@@ -173,28 +158,20 @@ def _v2_dir(root: Path, controller: str) -> tuple[Path | None, str | None]:
             f"cgroup v2: the {controller} controller is not enabled for children of {base} "
             "(cgroup.subtree_control), and a cgroup holding processes cannot enable it"
         )
-    return base, None
+    return base, ""
 
 
-def _v1_dir(root: Path, controller: str) -> tuple[Path | None, str | None]:
-    mounts = [m for m in _mounts(root) if m.fstype == "cgroup" and controller in m.options]
-    path = _self_cgroups(root).get(controller)
-    if not mounts or path is None:
-        return None, f"no cgroup v1 {controller} hierarchy"
-    return _join(root, mounts[0], path), None
-
-
-def _parent_dir(root: Path, controller: str) -> tuple[Path | None, int, str]:
+def _parent_dir(own: _Own, controller: str) -> tuple[Path | None, int, str]:
     reasons = []
-    for version, finder in ((2, _v2_dir), (1, _v1_dir)):
-        base, reason = finder(root, controller)
+    for version in (2, 1):
+        base, reason = _v2_dir(own, controller) if version == 2 else own.locate(controller)
         if base is not None:
             if not os.access(base, os.W_OK):
                 reasons.append(f"{base} is not writable (needs root or a delegated cgroup)")
                 continue
             return base, version, ""
-        reasons.append(reason or "")
-    return None, 0, "; ".join(r for r in reasons if r)
+        reasons.append(reason)
+    return None, 0, "; ".join(dict.fromkeys(r for r in reasons if r))
 
 
 def plan_cgroups(
@@ -225,8 +202,9 @@ def plan_cgroups(
     name = f"shmguard-{token or secrets.token_hex(6)}"
     dirs: list[CgroupDir] = []
     unavailable: dict[str, str] = {}
+    own = _Own.read(root)
     if memory_limit is not None or account_memory:
-        base, version, reason = _parent_dir(root, "memory")
+        base, version, reason = _parent_dir(own, "memory")
         if base is None:
             unavailable["memory"] = reason
         elif version == 2:
@@ -256,7 +234,7 @@ def plan_cgroups(
                 )
             )
     if cpus is not None:
-        base, version, reason = _parent_dir(root, "cpu")
+        base, version, reason = _parent_dir(own, "cpu")
         quota = max(1000, round(cpus * CFS_PERIOD_US))
         if base is None:
             unavailable["cpu"] = reason
