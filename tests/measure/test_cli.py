@@ -58,6 +58,29 @@ def test_command_that_does_not_exist(command: str) -> None:
     )
 
 
+@pytest.mark.parametrize("command", ["sandbox", "measure", "probe"])
+@pytest.mark.parametrize("option", ["--bogus", "--quiet", "-x"])
+def test_unknown_option_before_the_command_is_a_usage_error(
+    command: str, option: str, tmp_path: Path
+) -> None:
+    # `measure --quiet -- x` took `--quiet` for the command: "command not found: --quiet".
+    args = ["--shm-size", "8m"] if command == "sandbox" else []
+    marker = tmp_path / "ran"
+    done = shmguard(command, *args, option, "--", "touch", str(marker))
+    assert done.returncode == 2
+    assert f"No such option: {option}" in done.stderr
+    assert "command not found" not in done.stderr
+    assert not marker.exists()
+    assert done.stdout == ""
+
+
+def test_options_after_the_command_belong_to_it(root_only: None) -> None:
+    # Without `--`, everything from the first word of the command on is the command's.
+    done = shmguard("sandbox", "--shm-size", "8m", "sh", "-c", 'echo "$@"', "x", "--a", "-b")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "--a -b\n"
+
+
 def test_missing_command() -> None:
     done = shmguard("measure")
     assert done.returncode == 2
