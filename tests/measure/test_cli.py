@@ -147,6 +147,47 @@ def test_measure_reports_running_out_of_shm(root_only: None) -> None:
     assert "No space left on device" in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("argv", "outcome", "basis"),
+    [
+        (
+            # allocates past a 64 MiB memory limit: OOM-killed, not short of /dev/shm
+            ["--memory", "64m", "--", sys.executable, "-c", "b = b'x' * (200 << 20)"],
+            "oom-killed",
+            "the run was OOM-killed, not short of /dev/shm, so its shm need is unknown: the ",
+        ),
+        (
+            ["--", "sh", "-c", "head -c 1048576 /dev/zero > /dev/shm/x; exit 3"],
+            "failed",
+            "the command failed with exit status 3, which is not about /dev/shm: fix the "
+            "command first, then measure again; the 1 MiB /dev/shm peak of the part that ran "
+            "is only a lower bound of its need",
+        ),
+    ],
+)
+def test_measure_gives_no_shm_size_for_a_failure_not_about_shm(
+    root_only: None, no_leftovers: None, argv: list[str], outcome: str, basis: str
+) -> None:
+    # An OOM-killed run was told `--shm-size=24m`: a size beside a failure reads as its fix.
+    done = shmguard("measure", "--json", *argv)
+    assert done.returncode == 1, done.stderr
+    data = json.loads(done.stdout)
+    jsonschema.validate(data, schema("measure"))
+    assert data["cause"]["outcome"] == outcome
+    rec = data["recommendation"]
+    assert rec["shm_size"] is None and rec["changes"] == [] and rec["snippets"] == []
+    assert rec["shm_basis"].startswith(basis)
+    if outcome == "oom-killed":
+        assert rec["shm_basis"].endswith(
+            "Raise --memory above 64 MiB, or lower the batch size or num_workers, then measure "
+            "again"
+        )
+    text = shmguard("measure", *argv)
+    assert text.returncode == 1
+    assert f"none: {basis[:40]}" in " ".join(text.stdout.split())
+    assert "docker run" not in text.stdout
+
+
 def test_plot_without_matplotlib_is_a_clear_error(root_only: None, tmp_path: Path) -> None:
     code = (
         "import sys; sys.modules['matplotlib'] = None; "
@@ -202,3 +243,11 @@ def test_probe_when_the_command_always_fails(root_only: None) -> None:
     assert data["minimum"] is None
     assert data["trials"] == []
     assert "fails even with" in data["minimum_basis"]
+    # the same words as measure: not about /dev/shm, fix the command first
+    assert data["minimum_basis"].endswith(
+        "of /dev/shm: the command failed with exit status 3, which is not about /dev/shm: fix "
+        "the command first, then measure again; the 0 B /dev/shm peak of the part that ran is "
+        "only a lower bound of its need"
+    )
+    assert data["recommendation"]["shm_size"] is None
+    assert data["measure"]["recommendation"]["shm_size"] is None
