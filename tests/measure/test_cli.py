@@ -251,3 +251,21 @@ def test_probe_when_the_command_always_fails(root_only: None) -> None:
     )
     assert data["recommendation"]["shm_size"] is None
     assert data["measure"]["recommendation"]["shm_size"] is None
+
+
+def test_probe_shows_why_its_measuring_run_failed(root_only: None, no_leftovers: None) -> None:
+    # The child's stderr was hidden (probe captures it) and two empty tables were printed.
+    script = 'for i in $(seq 1 15); do echo "problem $i" >&2; done; exit 3'
+    done = shmguard("probe", "--", "sh", "-c", script)
+    assert done.returncode == 1
+    out = done.stdout
+    assert "stderr of the measuring run (last 10 lines):\n" in out
+    shown = [f"  problem {i}" for i in range(6, 16)]
+    assert "\n".join(shown) in out
+    assert "problem 5\n" not in out
+    assert "Trials" not in out and "Pass rate per size" not in out and "┃" not in out
+    assert out.count("fix the command first") == 1  # the reason once, not again as "none: ..."
+    assert "1 runs (1 measuring + 0 trials)" in out
+    data = json.loads(shmguard("probe", "--json", "--", "sh", "-c", script).stdout)
+    jsonschema.validate(data, schema("probe"))
+    assert data["stderr_tail"] == [f"problem {i}" for i in range(6, 16)]

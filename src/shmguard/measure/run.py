@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,22 @@ from shmguard.units import GiB, MiB, format_iec
 
 #: statvfs interval for measure and probe: the extra-batch spikes last about 1 ms.
 MEASURE_INTERVAL = 0.002
+#: Lines of the command's stderr a result keeps (probe shows them when its measuring run
+#: fails: it captures the command's output, so nothing else would show why).
+STDERR_LINES = 10
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+
+
+def tail_lines(data: bytes, limit: int = STDERR_LINES) -> tuple[str, ...]:
+    """The last ``limit`` non-blank lines of ``data``: decoded (invalid UTF-8 replaced), a
+    progress bar's carriage-return updates reduced to the last one, terminal escapes and NUL
+    bytes removed, trailing blanks stripped, each line cut at 300 characters."""
+    lines: list[str] = []
+    for raw in data.decode("utf-8", "replace").split("\n"):
+        line = _ANSI.sub("", raw.rstrip("\r").rsplit("\r", 1)[-1]).replace("\x00", "").rstrip()
+        if line:
+            lines.append(line[:300])
+    return tuple(lines[-limit:]) if limit > 0 else ()
 
 
 def generous_shm_size(root: Path = Path("/")) -> int:
@@ -67,6 +84,9 @@ class MeasureResult:
         interrupted: the signal shmguard received while waiting (Ctrl-C, SIGTERM), else None.
         alloc_errors: output lines reporting a failed shared memory allocation or ENOSPC (at
             most 5), also when the command succeeded.
+        stderr_tail: the last lines of the command's stderr (at most :data:`STDERR_LINES`, see
+            :func:`tail_lines`); empty when it wrote none or its output was not piped
+            (``output="inherit"``).
     """
 
     command: tuple[str, ...]
@@ -88,6 +108,7 @@ class MeasureResult:
     recommendation: Recommendation
     interrupted: str | None = None
     alloc_errors: tuple[str, ...] = ()
+    stderr_tail: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -325,4 +346,5 @@ def measure_command(
         recommendation=rec,
         interrupted=result.interrupted,
         alloc_errors=alloc_errors,
+        stderr_tail=tail_lines(result.stderr_tail),
     )
