@@ -58,6 +58,29 @@ def test_command_that_does_not_exist(command: str) -> None:
     )
 
 
+@pytest.mark.parametrize("command", ["sandbox", "measure", "probe"])
+@pytest.mark.parametrize("option", ["--bogus", "--quiet", "-x"])
+def test_unknown_option_before_the_command_is_a_usage_error(
+    command: str, option: str, tmp_path: Path
+) -> None:
+    # `measure --quiet -- x` took `--quiet` for the command: "command not found: --quiet".
+    args = ["--shm-size", "8m"] if command == "sandbox" else []
+    marker = tmp_path / "ran"
+    done = shmguard(command, *args, option, "--", "touch", str(marker))
+    assert done.returncode == 2
+    assert f"No such option: {option}" in done.stderr
+    assert "command not found" not in done.stderr
+    assert not marker.exists()
+    assert done.stdout == ""
+
+
+def test_options_after_the_command_belong_to_it(root_only: None) -> None:
+    # Without `--`, everything from the first word of the command on is the command's.
+    done = shmguard("sandbox", "--shm-size", "8m", "sh", "-c", 'echo "$@"', "x", "--a", "-b")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "--a -b\n"
+
+
 def test_missing_command() -> None:
     done = shmguard("measure")
     assert done.returncode == 2
@@ -124,6 +147,47 @@ def test_measure_reports_running_out_of_shm(root_only: None) -> None:
     assert "No space left on device" in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("argv", "outcome", "basis"),
+    [
+        (
+            # allocates past a 64 MiB memory limit: OOM-killed, not short of /dev/shm
+            ["--memory", "64m", "--", sys.executable, "-c", "b = b'x' * (200 << 20)"],
+            "oom-killed",
+            "the run was OOM-killed, not short of /dev/shm, so its shm need is unknown: the ",
+        ),
+        (
+            ["--", "sh", "-c", "head -c 1048576 /dev/zero > /dev/shm/x; exit 3"],
+            "failed",
+            "the command failed with exit status 3, which is not about /dev/shm: fix the "
+            "command first, then measure again; the 1 MiB /dev/shm peak of the part that ran "
+            "is only a lower bound of its need",
+        ),
+    ],
+)
+def test_measure_gives_no_shm_size_for_a_failure_not_about_shm(
+    root_only: None, no_leftovers: None, argv: list[str], outcome: str, basis: str
+) -> None:
+    # An OOM-killed run was told `--shm-size=24m`: a size beside a failure reads as its fix.
+    done = shmguard("measure", "--json", *argv)
+    assert done.returncode == 1, done.stderr
+    data = json.loads(done.stdout)
+    jsonschema.validate(data, schema("measure"))
+    assert data["cause"]["outcome"] == outcome
+    rec = data["recommendation"]
+    assert rec["shm_size"] is None and rec["changes"] == [] and rec["snippets"] == []
+    assert rec["shm_basis"].startswith(basis)
+    if outcome == "oom-killed":
+        assert rec["shm_basis"].endswith(
+            "Raise --memory above 64 MiB, or lower the batch size or num_workers, then measure "
+            "again"
+        )
+    text = shmguard("measure", *argv)
+    assert text.returncode == 1
+    assert f"none: {basis[:40]}" in " ".join(text.stdout.split())
+    assert "docker run" not in text.stdout
+
+
 def test_plot_without_matplotlib_is_a_clear_error(root_only: None, tmp_path: Path) -> None:
     code = (
         "import sys; sys.modules['matplotlib'] = None; "
@@ -179,3 +243,29 @@ def test_probe_when_the_command_always_fails(root_only: None) -> None:
     assert data["minimum"] is None
     assert data["trials"] == []
     assert "fails even with" in data["minimum_basis"]
+    # the same words as measure: not about /dev/shm, fix the command first
+    assert data["minimum_basis"].endswith(
+        "of /dev/shm: the command failed with exit status 3, which is not about /dev/shm: fix "
+        "the command first, then measure again; the 0 B /dev/shm peak of the part that ran is "
+        "only a lower bound of its need"
+    )
+    assert data["recommendation"]["shm_size"] is None
+    assert data["measure"]["recommendation"]["shm_size"] is None
+
+
+def test_probe_shows_why_its_measuring_run_failed(root_only: None, no_leftovers: None) -> None:
+    # The child's stderr was hidden (probe captures it) and two empty tables were printed.
+    script = 'for i in $(seq 1 15); do echo "problem $i" >&2; done; exit 3'
+    done = shmguard("probe", "--", "sh", "-c", script)
+    assert done.returncode == 1
+    out = done.stdout
+    assert "stderr of the measuring run (last 10 lines):\n" in out
+    shown = [f"  problem {i}" for i in range(6, 16)]
+    assert "\n".join(shown) in out
+    assert "problem 5\n" not in out
+    assert "Trials" not in out and "Pass rate per size" not in out and "┃" not in out
+    assert out.count("fix the command first") == 1  # the reason once, not again as "none: ..."
+    assert "1 runs (1 measuring + 0 trials)" in out
+    data = json.loads(shmguard("probe", "--json", "--", "sh", "-c", script).stdout)
+    jsonschema.validate(data, schema("probe"))
+    assert data["stderr_tail"] == [f"problem {i}" for i in range(6, 16)]

@@ -377,6 +377,10 @@ def test_interrupted_measure_reports_and_exits_130(root_only: None, no_leftovers
     jsonschema.validate(data, schema("measure"))
     assert data["signal"] == "SIGTERM"
     assert data["cause"]["outcome"] == "signaled"
+    assert data["recommendation"]["shm_size"] is None  # a part of a run sizes nothing
+    assert data["recommendation"]["shm_basis"].startswith(
+        "the run was interrupted (SIGTERM) before it finished, so its shm need is unknown"
+    )
     assert processes_with(f"sleep {marker}") == []
 
 

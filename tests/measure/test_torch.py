@@ -6,6 +6,7 @@ section 4), so 64 MiB always fails and the probed recommendation (>= 1.25x the p
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -160,3 +161,24 @@ def test_demo(root_only: None, no_leftovers: None) -> None:
     assert "docker run --shm-size=" in out
     assert 'shm_size: "' in out
     assert "medium: Memory" in out and "sizeLimit: " in out
+
+
+@pytest.mark.timeout(120)
+def test_oom_killed_seed_loader_gets_no_shm_size(root_only: None, no_leftovers: None) -> None:
+    # A new user's first try: the run was OOM-killed and measure still said `--shm-size=24m`.
+    user = ["measure", "--memory", "250m", "--", sys.executable, "examples/seed_loader.py"]
+    done = subprocess.run(
+        [sys.executable, "-m", "shmguard", *user],
+        capture_output=True,
+        text=True,
+        timeout=110,
+        cwd=ROOT,
+        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"},
+    )
+    assert done.returncode == 1, done.stderr[-2000:]
+    out = " ".join(done.stdout.split())  # prose wraps at the width
+    assert "result oom-killed (exit status 137, SIGKILL)" in out
+    assert "none: the run was OOM-killed, not short of /dev/shm, so its shm need is unknown" in out
+    assert "Raise --memory above 250 MiB" in out
+    assert "or lower the batch size or num_workers, then measure again" in out
+    assert "shm size" not in out and "--shm-size" not in out and "sizeLimit" not in out

@@ -14,7 +14,10 @@ from shmguard.cli._common import console, fail
 
 #: Shell convention for "ended by SIGINT".
 EXIT_INTERRUPTED = 130
-_CTX = {"allow_interspersed_args": False, "ignore_unknown_options": True}
+#: Everything from the first word of CMD on is CMD's (so `-- python x.py --lr 1` and, without
+#: `--`, `python x.py --lr 1` work); an unknown option *before* CMD is a usage error (it used to
+#: become the command: `measure --quiet -- x` said "command not found: --quiet").
+_CTX = {"allow_interspersed_args": False}
 _CMD_HELP = "The command to run, after `--` (e.g. `-- python train.py`)."
 _Command = Annotated[
     Optional[list[str]],  # noqa: UP045 - Typer evaluates this at runtime on Python 3.10

@@ -87,6 +87,7 @@ def _probe_body(result: Any) -> dict[str, Any]:
         "confirm": result.confirm,
         "minimum": result.minimum,
         "minimum_basis": result.minimum_basis,
+        "stderr_tail": list(result.measure.stderr_tail),
         "trials": [{**_trial_dict(t)} for t in result.trials],
         "pass_rates": result.pass_rates,
         "recommendation": result.recommendation,

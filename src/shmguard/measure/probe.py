@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from shmguard.estimate import DEFAULT_HEADROOM, Recommendation, recommend
+from shmguard.estimate.recommend import no_recommendation
 from shmguard.measure.outcome import Outcome
 from shmguard.measure.run import MeasureResult, generous_shm_size, measure_command
 from shmguard.measure.sandbox import RunInterrupted
@@ -193,11 +194,19 @@ def probe_command(
         )
 
     if not base.passed:
-        reason = (
-            f"the command fails even with {format_iec(top)} of /dev/shm "
-            f"({base.cause.summary}); fix that first"
-        )
-        return done(None, reason, recommend(None, reason, headroom=headroom), None)
+        # The same words as measure: a failure that is not about /dev/shm gets no size and
+        # says what to change instead.
+        if base.cause.outcome.shm_related:
+            reason = (
+                f"the command fails even with {format_iec(top)} of /dev/shm "
+                f"({base.cause.summary}); probe again with a larger --ceiling"
+            )
+        else:
+            reason = (
+                f"the command fails even with {format_iec(top)} of /dev/shm: "
+                f"{base.recommendation.shm_basis}"
+            )
+        return done(None, reason, no_recommendation(reason, headroom), None)
 
     lo, hi = floor, 0
     # A trial that exits 0 but prints a failed allocation the measuring run did not print
@@ -266,7 +275,7 @@ def probe_command(
             streak = 0
     if streak < confirm and hi < top:
         basis = f"no size passed {confirm} times in a row within {max_trials} trials"
-        return done(None, basis, recommend(None, basis, headroom=headroom), None)
+        return done(None, basis, no_recommendation(basis, headroom), None)
     minimum = hi
     if streak >= confirm:
         basis = f"{format_iec(minimum)} passed {confirm} times in a row"

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from shmguard.estimate import DEFAULT_HEADROOM, Recommendation, dataloader_bound, recommend
+from shmguard.estimate.recommend import no_recommendation
 from shmguard.measure.outcome import (
     ALLOC_FAILURE_KINDS,
     Cause,
     HangDetector,
+    Outcome,
     classify,
     scan_output,
 )
@@ -21,6 +24,22 @@ from shmguard.units import GiB, MiB, format_iec
 
 #: statvfs interval for measure and probe: the extra-batch spikes last about 1 ms.
 MEASURE_INTERVAL = 0.002
+#: Lines of the command's stderr a result keeps (probe shows them when its measuring run
+#: fails: it captures the command's output, so nothing else would show why).
+STDERR_LINES = 10
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+
+
+def tail_lines(data: bytes, limit: int = STDERR_LINES) -> tuple[str, ...]:
+    """The last ``limit`` non-blank lines of ``data``: decoded (invalid UTF-8 replaced), a
+    progress bar's carriage-return updates reduced to the last one, terminal escapes and NUL
+    bytes removed, trailing blanks stripped, each line cut at 300 characters."""
+    lines: list[str] = []
+    for raw in data.decode("utf-8", "replace").split("\n"):
+        line = _ANSI.sub("", raw.rstrip("\r").rsplit("\r", 1)[-1]).replace("\x00", "").rstrip()
+        if line:
+            lines.append(line[:300])
+    return tuple(lines[-limit:]) if limit > 0 else ()
 
 
 def generous_shm_size(root: Path = Path("/")) -> int:
@@ -65,6 +84,9 @@ class MeasureResult:
         interrupted: the signal shmguard received while waiting (Ctrl-C, SIGTERM), else None.
         alloc_errors: output lines reporting a failed shared memory allocation or ENOSPC (at
             most 5), also when the command succeeded.
+        stderr_tail: the last lines of the command's stderr (at most :data:`STDERR_LINES`, see
+            :func:`tail_lines`); empty when it wrote none or its output was not piped
+            (``output="inherit"``).
     """
 
     command: tuple[str, ...]
@@ -86,6 +108,7 @@ class MeasureResult:
     recommendation: Recommendation
     interrupted: str | None = None
     alloc_errors: tuple[str, ...] = ()
+    stderr_tail: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -109,6 +132,60 @@ def _dataloader_floor(timeline: Timeline) -> tuple[int | None, str]:
 def _non_shm(timeline: Timeline) -> int | None:
     vals = [o.memory_usage - o.shm_used for o in timeline.owners if o.memory_usage is not None]
     return max(vals) if vals else None
+
+
+def failed_run_basis(
+    cause: Cause,
+    peak: int,
+    memory_peak: Fact[int],
+    *,
+    memory_limit: int | None = None,
+    interrupted: str | None = None,
+) -> str:
+    """Why a run that failed for a reason other than /dev/shm gets no shm size, and what to
+    change instead (one sentence for the recommendation's basis).
+
+    Args:
+        cause: how the run ended (not passed, not shm-related).
+        peak: bytes of /dev/shm the part that ran used (a lower bound of the need).
+        memory_peak: the memory cgroup's peak bytes, or unknown.
+        memory_limit: bytes of the memory limit the run had, or None.
+        interrupted: the signal that interrupted shmguard, or None.
+    """
+    lower = (
+        f"the {format_iec(peak)} /dev/shm peak of the part that ran is only a lower bound of "
+        "its need"
+    )
+    if interrupted is not None:
+        return (
+            f"the run was interrupted ({interrupted}) before it finished, so its shm need is "
+            f"unknown: {lower}; measure a whole run"
+        )
+    if cause.outcome is Outcome.OOM_KILLED:
+        reached = format_iec(memory_peak.value) if memory_peak.value is not None else None
+        if memory_limit is not None:
+            raise_it = f"Raise --memory above {format_iec(memory_limit)}"
+            if reached is not None and memory_peak.value != memory_limit:
+                raise_it += f" (its memory cgroup reached {reached})"
+        elif reached is not None:
+            raise_it = f"Raise the container's memory limit above the {reached} it reached"
+        else:
+            raise_it = "Raise the container's memory limit"
+        return (
+            "the run was OOM-killed, not short of /dev/shm, so its shm need is unknown: "
+            f"{lower}. {raise_it}, or lower the batch size or num_workers, then measure again"
+        )
+    if cause.outcome is Outcome.TIMEOUT:
+        return (
+            f"the run did not finish in time and /dev/shm was not full, so its shm need is "
+            f"unknown: {lower}; measure again with a longer --timeout"
+        )
+    if cause.outcome is Outcome.NOT_STARTED:
+        return "the command did not start; fix the command, then measure again"
+    return (
+        f"{cause.summary}, which is not about /dev/shm: fix the command first, then measure "
+        f"again; {lower}"
+    )
 
 
 def measure_command(
@@ -236,13 +313,17 @@ def measure_command(
             headroom=headroom,
         )
     else:
-        rec = recommend(
-            peak,
-            f"the command failed ({cause.summary}); peak of the part that ran:",
-            headroom=headroom,
-            cgroup_peak=result.memory_peak,
-            shm_peak=peak,
-            non_shm_seen=_non_shm(timeline),
+        # A run that did not finish says nothing of what the whole run needs, and a size
+        # printed next to a failure that is not about /dev/shm reads as its fix.
+        rec = no_recommendation(
+            failed_run_basis(
+                cause,
+                peak,
+                result.memory_peak,
+                memory_limit=memory_limit,
+                interrupted=result.interrupted,
+            ),
+            headroom,
         )
     rss = timeline.rss_peak
     return MeasureResult(
@@ -265,4 +346,5 @@ def measure_command(
         recommendation=rec,
         interrupted=result.interrupted,
         alloc_errors=alloc_errors,
+        stderr_tail=tail_lines(result.stderr_tail),
     )

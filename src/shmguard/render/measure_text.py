@@ -169,70 +169,85 @@ def trial_line(index: int, trial: Trial) -> str:
 
 
 def probe_report(result: ProbeResult) -> Any:
-    """The ``probe`` report: every trial, pass rate per size, minimum, recommendation."""
+    """The ``probe`` report: every trial, pass rate per size, minimum, recommendation. When the
+    measuring run failed: why, the tail of its stderr, and no empty tables."""
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
 
     m = result.measure
-    head = _kv(
-        [
-            ("command", command_line(result.command)),
-            (
-                "measuring run",
-                f"{m.cause.outcome.value} with a {format_iec(m.shm_size)} tmpfs "
-                f"in {m.wall_time:.1f} s, "
-                f"peak {format_iec(m.peak)}",
-            ),
-        ]
+    ran = (
+        f"{m.cause.outcome.value} with a {format_iec(m.shm_size)} tmpfs in {m.wall_time:.1f} s, "
+        f"peak {format_iec(m.peak)}"
     )
-    table = Table(title="Trials", title_justify="left", show_edge=False)
-    for col in ("#", "phase", "size", "result", "time", "shm peak"):
-        table.add_column(
-            col, justify="right" if col in ("#", "size", "time", "shm peak") else "left"
-        )
-    for i, t in enumerate(result.trials, 1):
-        res = "pass" if t.passed else f"FAIL: {t.outcome.value}"
-        table.add_row(
-            str(i), t.phase, format_iec(t.size), res, f"{t.wall_time:.1f} s", format_iec(t.peak)
-        )
-    rates = Table(title="Pass rate per size", title_justify="left", show_edge=False)
-    rates.add_column("size", justify="right")
-    rates.add_column("passed", justify="right")
-    for s in result.pass_rates:
-        rates.add_row(format_iec(s.size), f"{s.passes}/{s.runs}")
+    rows = [("command", command_line(result.command))]
+    if m.passed:
+        rows.append(("measuring run", ran))
+    else:
+        rows.append(("measuring run", f"{ran}: {m.cause.summary}"))
+        rows += [("evidence", line) for line in m.cause.evidence]
+    parts: list[Any] = [Text("shmguard probe", style="bold"), _kv(rows)]
+    if not m.passed:
+        parts += [Text(""), *stderr_block(m.stderr_tail, "the measuring run")]
+    if result.trials:
+        table = Table(title="Trials", title_justify="left", show_edge=False)
+        for col in ("#", "phase", "size", "result", "time", "shm peak"):
+            table.add_column(
+                col, justify="right" if col in ("#", "size", "time", "shm peak") else "left"
+            )
+        for i, t in enumerate(result.trials, 1):
+            res = "pass" if t.passed else f"FAIL: {t.outcome.value}"
+            table.add_row(
+                str(i),
+                t.phase,
+                format_iec(t.size),
+                res,
+                f"{t.wall_time:.1f} s",
+                format_iec(t.peak),
+            )
+        rates = Table(title="Pass rate per size", title_justify="left", show_edge=False)
+        rates.add_column("size", justify="right")
+        rates.add_column("passed", justify="right")
+        for s in result.pass_rates:
+            rates.add_row(format_iec(s.size), f"{s.passes}/{s.runs}")
+        parts += [Text(""), table, Text(""), rates]
     if result.minimum is not None:
         verdict = Text(
             f"Minimum: {format_iec(result.minimum)} ({result.minimum_basis})", style="bold"
         )
     else:
         verdict = Text(f"No minimum: {result.minimum_basis}", style="bold red")
-    extra = []
+    parts += [Text(""), verdict]
     if result.verified is not None:
-        extra.append(
+        parts.append(
             Text(
                 f"Recommended size verified: {'passed' if result.verified else 'FAILED'}",
                 style="green" if result.verified else "bold red",
             )
         )
-    cost = Text(
-        f"{result.runs} runs (1 measuring + {len(result.trials)} trials) "
-        f"in {result.wall_time:.1f} s"
+    parts.append(
+        Text(
+            f"{result.runs} runs (1 measuring + {len(result.trials)} trials) "
+            f"in {result.wall_time:.1f} s"
+        )
     )
-    return Group(
-        Text("shmguard probe", style="bold"),
-        head,
-        Text(""),
-        table,
-        Text(""),
-        rates,
-        Text(""),
-        verdict,
-        *extra,
-        cost,
-        Text(""),
-        recommendation_block(result.recommendation),
-    )
+    rec = result.recommendation
+    if not (rec.shm_size is None and rec.shm_basis == result.minimum_basis):
+        # (no size for the reason just given: the block would only repeat it)
+        parts += [Text(""), recommendation_block(rec)]
+    return Group(*parts)
+
+
+def stderr_block(lines: tuple[str, ...], whose: str) -> list[Any]:
+    """The last lines of a captured stderr under a heading, or a line saying there were none."""
+    from rich.text import Text
+
+    if not lines:
+        return [Text(f"{whose.capitalize()} wrote nothing on stderr.", style="dim")]
+    noun = "line" if len(lines) == 1 else "lines"
+    out: list[Any] = [Text(f"stderr of {whose} (last {len(lines)} {noun}):", style="bold")]
+    out += [Text(f"  {line}") for line in lines]
+    return out
 
 
 def demo_explanation(failure: MeasureResult, batch_bytes: int, workers: int, prefetch: int) -> str:
