@@ -263,17 +263,24 @@ class HangDetector:
         self._cpu_mark: tuple[float, float] | None = None
         self.alloc_failed = False
         self._carry = ""
+        self._pending = False
 
     def saw_output(self, _stream: str = "", chunk: bytes = b"") -> None:
         """Record output activity, and whether it reports a failed shm allocation (use as the
         sandbox's ``on_output``)."""
         self.last_output = self.clock()
         # Only scanned once /dev/shm came near its limit (a failed allocation happens there),
-        # so a job printing gigabytes with plenty of room costs nothing here.
-        if chunk and not self.alloc_failed and self._near_full():
-            text = self._carry + chunk.decode("utf-8", "replace")
-            self.alloc_failed = _ALLOC_FAILED.search(text) is not None
-            self._carry = text[-_CARRY:]
+        # so a job printing gigabytes with plenty of room costs nothing here. The last bytes are
+        # kept unscanned otherwise: the error line can arrive before the sampler has seen the
+        # allocation that filled /dev/shm, and :meth:`full` scans them once it has.
+        if chunk and not self.alloc_failed:
+            if self._near_full():
+                text = self._carry + chunk.decode("utf-8", "replace")
+                self.alloc_failed = _ALLOC_FAILED.search(text) is not None
+                self._carry, self._pending = text[-_CARRY:], False
+            else:
+                tail = chunk[-_CARRY:].decode("utf-8", "replace")
+                self._carry, self._pending = (self._carry + tail)[-_CARRY:], True
 
     def _near_full(self) -> bool:
         total = self.sampler.total
@@ -290,7 +297,12 @@ class HangDetector:
             return False
         if total - self.sampler.used < _PAGE:
             return True
-        return self.alloc_failed and self._near_full()
+        if not self._near_full():
+            return False
+        if self._pending and not self.alloc_failed:
+            self.alloc_failed = _ALLOC_FAILED.search(self._carry) is not None
+            self._pending = False
+        return self.alloc_failed
 
     def __call__(self) -> str | None:
         now = self.clock()
