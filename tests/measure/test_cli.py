@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from importlib import resources
@@ -19,9 +20,15 @@ pytestmark = [pytest.mark.root, pytest.mark.timeout(120)]
 NEED_40M = "head -c 41943040 /dev/zero > /dev/shm/x"
 
 
-def shmguard(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+def shmguard(
+    *args: str, timeout: float = 90, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "shmguard", *args], capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "shmguard", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=None if env is None else {**os.environ, **env},
     )
 
 
@@ -269,3 +276,26 @@ def test_probe_shows_why_its_measuring_run_failed(root_only: None, no_leftovers:
     data = json.loads(shmguard("probe", "--json", "--", "sh", "-c", script).stdout)
     jsonschema.validate(data, schema("probe"))
     assert data["stderr_tail"] == [f"problem {i}" for i in range(6, 16)]
+
+
+@pytest.mark.parametrize("command", ["measure", "probe"])
+def test_commands_and_snippets_are_never_wrapped(
+    root_only: None, no_leftovers: None, command: str
+) -> None:
+    # Without a terminal Rich wraps at 80 columns (here COLUMNS=40): a command or a snippet
+    # broken over two lines can no longer be pasted.
+    script = "head -c 1048576 /dev/zero > /dev/shm/a-rather-long-file-name-to-pass-40-columns"
+    args = ["--no-verify"] if command == "probe" else []
+    done = shmguard(command, *args, "--", "sh", "-c", script, env={"COLUMNS": "40"})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    # aligned with the key column ("/dev/shm peak", "measuring run": 13 characters)
+    assert f"command        sh -c '{script}'" in lines
+    docker = lines[lines.index("docker run:") + 1]
+    assert docker.startswith("docker run --shm-size=2m --memory=") and docker.endswith("IMAGE ...")
+    assert "    - name: app  # your container's name: these keys merge into it" in lines
+    assert (
+        "        limits:  # requests.memory equal to it keeps a Guaranteed pod Guaranteed" in lines
+    )
+    assert max(len(line) for line in lines) > 40  # ... while the prose still wraps
+    assert "rounded up to 2" in " ".join(done.stdout.split())

@@ -93,9 +93,11 @@ _MAX_CONFIRM = 10
 _INTERVAL_MS = (0.1, 1000.0)
 
 
-def _print(renderable: Any) -> None:
-    con: Any = console()
-    con.print(renderable)
+def _print(parts: Any) -> None:
+    """Print a report's parts on stdout: commands and snippets verbatim, never wrapped."""
+    from shmguard.render.parts import print_parts
+
+    print_parts(console(), parts)
 
 
 def _check_plot(path: Path) -> None:

@@ -209,6 +209,7 @@ def demo(
         demo_explanation,
         probe_report,
     )
+    from shmguard.render.parts import print_parts
     from shmguard.units import DOCKER_DEFAULT_SHM, format_iec
 
     if batches < 1:
@@ -223,7 +224,8 @@ def demo(
     con.print(
         Rule("1. A typical image-classification DataLoader in Docker's default 64 MiB /dev/shm")
     )
-    con.print(Text(f"$ shmguard sandbox --shm-size 64m -- {command_line(argv)}", style="dim"))
+    cmd = Text(f"$ shmguard sandbox --shm-size 64m -- {command_line(argv)}", style="dim")
+    con.print(cmd, soft_wrap=True)  # a command: never wrapped, so it can be pasted
     try:
         failure = measure_command(
             argv, shm_size=DOCKER_DEFAULT_SHM, output="capture", timeout=90, hang_after=5.0
@@ -254,7 +256,7 @@ def demo(
         fail(str(err), EXIT_INTERRUPTED)
     except KeyboardInterrupt:
         fail("interrupted; the sandbox was torn down", EXIT_INTERRUPTED)
-    con.print(probe_report(result))
+    print_parts(con, probe_report(result))
     con.print(Rule("4. The fix"))
     rec = result.recommendation
     if rec.shm_size is not None:
