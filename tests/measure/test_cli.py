@@ -141,6 +141,8 @@ def test_measure_text_report_and_plot(root_only: None, tmp_path: Path) -> None:
     assert "/dev/shm peak  40 MiB" in done.stdout
     assert "docker run --shm-size=56m" in done.stdout
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # where the file went, on stderr (stdout may carry JSON)
+    assert done.stderr.splitlines()[-1] == f"shmguard: wrote the /dev/shm timeline to {png}"
 
 
 def test_measure_reports_running_out_of_shm(root_only: None) -> None:

@@ -137,3 +137,5 @@ def _write_plot(result: Any, path: Path) -> None:
         )
     except (PlotUnavailable, OSError, ValueError) as err:
         fail(f"--plot {path}: {err}")
+    # On stderr: with --json, stdout carries only the document.
+    sys.stderr.write(f"shmguard: wrote the /dev/shm timeline to {path.resolve()}\n")
