@@ -43,7 +43,8 @@ def schema(command: str) -> dict[str, Any]:
     ("size", "message"),
     [
         ("0", "--shm-size: invalid size '0': must be greater than 0"),
-        ("-1", "--shm-size: invalid size '-1' (invalid size: '-1')"),
+        ("-1", "--shm-size: invalid size '-1': must not be negative; write one number"),
+        ("1 g g", "--shm-size: invalid size '1 g g'; write one number and an optional unit"),
         ("64 MB MB", "--shm-size: invalid size '64 MB MB'"),
     ],
 )
