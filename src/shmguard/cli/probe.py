@@ -23,6 +23,7 @@ from shmguard.cli._runopts import (
     _percent,
     _positive,
     _print,
+    _within_memory,
 )
 from shmguard.cli.measure import measure_body
 
@@ -155,6 +156,7 @@ def probe(
     if top is not None and low >= top:
         fail("--floor must be below --ceiling")
     argv = _check_command(command)
+    _within_memory(top, "--ceiling")
     from shmguard.measure.sandbox import RunInterrupted
 
     try:
