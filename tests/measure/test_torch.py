@@ -159,6 +159,7 @@ def test_demo(root_only: None, no_leftovers: None) -> None:
     out = " ".join(done.stdout.split())
     assert "Result: failed" in out
     assert "holds only 3 batches" in out
+    assert "the most that can be in flight. That is an upper bound" in out  # not "a moment"
     assert "Minimum: " in out
     script = EXAMPLES / "seed_loader.py"
     run = f"{sys.executable} {script} --batches 10 --step-time 0.1 --quiet"

@@ -259,7 +259,8 @@ def stderr_parts(lines: tuple[str, ...], whose: str) -> list[Part]:
 
 def demo_explanation(failure: MeasureResult, batch_bytes: int, workers: int, prefetch: int) -> str:
     """Plain words on why the demo's loader fails in 64 MiB (docs/background.md, "How much is
-    needed": steady (nw x pf + 1) batches, peak (nw x pf + 2))."""
+    needed": a slow consumer sits on (nw x pf + 1) batches; (nw x pf + 2) bounds every run, and
+    a run can pass below that bound)."""
     in_flight = workers * prefetch
     need = (in_flight + 1) * batch_bytes
     peak = (in_flight + 2) * batch_bytes
@@ -276,10 +277,13 @@ def demo_explanation(failure: MeasureResult, batch_bytes: int, workers: int, pre
         f"Each batch is 32 images x 3x224x224 float32 = {format_iec(batch_bytes)}. "
         "Every DataLoader "
         f"worker builds its batches directly in /dev/shm, and {workers} workers x prefetch_factor "
-        f"{prefetch} keep {in_flight} batches in flight, plus the one your loop holds: "
-        f"{format_iec(need)}, and for a moment inside next() the previous batch too: "
-        f"{format_iec(peak)}. A {format_iec(failure.shm_size)} /dev/shm holds only "
-        f"{fits} batches, so "
+        f"{prefetch} keep up to {in_flight} batches in flight, plus the one your loop holds: "
+        f"{format_iec(need)} when the loop is slower than the workers and the queue stays full. "
+        "If the previous batch is still alive inside next() while a worker builds a new one, "
+        f"that is one batch more: {format_iec(peak)}, the most that can be in flight. That "
+        "is an upper bound, not what every run reaches: a run can pass below it (step 3 finds "
+        f"the smallest size that passed). A {format_iec(failure.shm_size)} /dev/shm "
+        f"holds only {fits} batches, so "
         f"{how}. The job never ran out of RAM; the container's /dev/shm is simply too small "
         "(Docker, containerd and CRI-O give 64 MiB unless told otherwise)."
     )
