@@ -217,7 +217,10 @@ def demo(
     if batches < 1:
         fail(f"--batches: must be at least 1, got {batches}")
     if importlib.util.find_spec("torch") is None:
-        fail("demo needs PyTorch: pip install torch==2.13.0 'shmguard[torch]'")
+        fail(
+            "demo needs PyTorch (any 2.x); for the CPU-only wheel: python3 -m pip install "
+            "torch --index-url https://download.pytorch.org/whl/cpu"
+        )
     script = Path(examples_init).with_name("seed_loader.py")
     # 0.1 s of fake training per batch: the prefetch queue fills as it does in real training
     # (a loop that does no work is production-limited and needs less; torch_shm.md section 3).
