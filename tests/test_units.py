@@ -249,7 +249,11 @@ def test_size_flag_accepts_docker_and_iec(text: str, expected: int) -> None:
         ("-1", "invalid size '-1'"),
         ("64 MB MB", "did you mean '64m'"),
         ("1gig", "did you mean '1g'"),
-        ("lots", "use 64m, 1g, 512Mi or a byte count"),
+        ("lots", "write one number and an optional unit: 64m, 1.5g, 512Mi, 1Gi or a byte count"),
+        ("64mbb", "invalid size '64mbb': unknown unit 'mbb'"),
+        ("1.5.5g", "invalid size '1.5.5g'; write one number"),
+        ("1e30", "invalid size '1e30': too large (more than 8 EiB)"),
+        ("", "invalid size '': empty"),
     ],
 )
 def test_size_flag_errors_are_one_line(text: str, fragment: str) -> None:
@@ -257,6 +261,20 @@ def test_size_flag_errors_are_one_line(text: str, fragment: str) -> None:
         parse_size_flag(text)
     assert fragment in str(err.value)
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("text", ["1 g g", "64 MB MB", "1.5.5g", "1e999m", "0x40m", "-1", "abc"])
+def test_size_flag_errors_are_ours_not_go_units(text: str) -> None:
+    # `--memory 1.5.5g` answered `strconv.ParseFloat: parsing "1.5.5": invalid syntax`: right
+    # for a Docker configuration (parse_docker_size keeps it), wrong for our own flags.
+    with pytest.raises(SizeError) as err:
+        parse_size_flag(text)
+    message = str(err.value)
+    assert "strconv" not in message and "invalid size: " not in message
+    assert message.startswith(f"invalid size {text!r}")
+    assert message.count("1g = 1gb = 1 GiB") == 1
+    with pytest.raises(SizeError, match=r"strconv\.ParseFloat|invalid size: "):
+        parse_docker_size(text)
 
 
 @pytest.mark.parametrize(

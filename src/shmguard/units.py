@@ -307,6 +307,15 @@ def format_iec(n: int) -> str:
 
 
 _IEC_FLAG = re.compile(r"^(\d+(?:\.\d+)?) ?([KMGTP])i(?:B)?$", re.IGNORECASE)
+#: A number and a unit word, to say what is wrong with a rejected size flag.
+_FLAG_SHAPE = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)? ?([A-Za-z]*)")
+#: Units :func:`parse_size_flag` takes (go-units' and the IEC forms), lower case.
+_FLAG_UNITS = {"", "b"} | {f"{u}{tail}" for u in "kmgtp" for tail in ("", "b", "i", "ib")}
+#: The accepted forms, said once in every size flag error.
+SIZE_FLAG_FORMS = (
+    "write one number and an optional unit: 64m, 1.5g, 512Mi, 1Gi or a byte count "
+    "(k, m, g, t, p are binary: 1g = 1gb = 1 GiB)"
+)
 
 
 def parse_size_flag(text: str, *, allow_zero: bool = False) -> int:
@@ -316,7 +325,9 @@ def parse_size_flag(text: str, *, allow_zero: bool = False) -> int:
     unambiguous IEC forms (``64Mi``, ``1Gi``, ``64MiB``, ``1 GiB``).
 
     Raises:
-        SizeError: one line naming the problem, with "did you mean" where a fix is clear.
+        SizeError: one line in shmguard's own words (not go-units' ``strconv.ParseFloat``
+            texts, which belong to a Docker configuration): what is wrong, the accepted forms,
+            and "did you mean" where a fix is clear.
     """
     raw = text
     text = text.strip()
@@ -326,15 +337,30 @@ def parse_size_flag(text: str, *, allow_zero: bool = False) -> int:
     else:
         try:
             value = parse_docker_size(text)
-        except SizeError as err:
+        except SizeError:
             hint = _suggest(text)
-            extra = f"; did you mean {hint!r}?" if hint else ""
-            raise SizeError(
-                f"invalid size {raw!r} ({err}); use 64m, 1g, 512Mi or a byte count{extra}"
-            ) from None
+            extra = f"; did you mean {hint!r}?" if hint and hint != text else ""
+            problem = _flag_problem(text)
+            what = f": {problem}" if problem else ""
+            raise SizeError(f"invalid size {raw!r}{what}; {SIZE_FLAG_FORMS}{extra}") from None
     if value == 0 and not allow_zero:
         raise SizeError(f"invalid size {raw!r}: must be greater than 0")
     return value
+
+
+def _flag_problem(text: str) -> str | None:
+    """What is wrong with a size flag that go-units rejected, in plain words; None when it is
+    not the shape of a size at all (the accepted forms say enough)."""
+    if not text:
+        return "empty"
+    if text.startswith("-"):
+        return "must not be negative"
+    shape = _FLAG_SHAPE.fullmatch(text)
+    if shape is None:
+        return None
+    if shape.group(1).lower() not in _FLAG_UNITS:
+        return f"unknown unit {shape.group(1)!r}"
+    return "too large (more than 8 EiB)"
 
 
 def _suggest(text: str) -> str | None:

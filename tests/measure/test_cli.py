@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from importlib import resources
@@ -19,9 +20,15 @@ pytestmark = [pytest.mark.root, pytest.mark.timeout(120)]
 NEED_40M = "head -c 41943040 /dev/zero > /dev/shm/x"
 
 
-def shmguard(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+def shmguard(
+    *args: str, timeout: float = 90, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "shmguard", *args], capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "shmguard", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=None if env is None else {**os.environ, **env},
     )
 
 
@@ -36,7 +43,8 @@ def schema(command: str) -> dict[str, Any]:
     ("size", "message"),
     [
         ("0", "--shm-size: invalid size '0': must be greater than 0"),
-        ("-1", "--shm-size: invalid size '-1' (invalid size: '-1')"),
+        ("-1", "--shm-size: invalid size '-1': must not be negative; write one number"),
+        ("1 g g", "--shm-size: invalid size '1 g g'; write one number and an optional unit"),
         ("64 MB MB", "--shm-size: invalid size '64 MB MB'"),
     ],
 )
@@ -134,6 +142,8 @@ def test_measure_text_report_and_plot(root_only: None, tmp_path: Path) -> None:
     assert "/dev/shm peak  40 MiB" in done.stdout
     assert "docker run --shm-size=56m" in done.stdout
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # where the file went, on stderr (stdout may carry JSON)
+    assert done.stderr.splitlines()[-1] == f"shmguard: wrote the /dev/shm timeline to {png}"
 
 
 def test_measure_reports_running_out_of_shm(root_only: None) -> None:
@@ -269,3 +279,26 @@ def test_probe_shows_why_its_measuring_run_failed(root_only: None, no_leftovers:
     data = json.loads(shmguard("probe", "--json", "--", "sh", "-c", script).stdout)
     jsonschema.validate(data, schema("probe"))
     assert data["stderr_tail"] == [f"problem {i}" for i in range(6, 16)]
+
+
+@pytest.mark.parametrize("command", ["measure", "probe"])
+def test_commands_and_snippets_are_never_wrapped(
+    root_only: None, no_leftovers: None, command: str
+) -> None:
+    # Without a terminal Rich wraps at 80 columns (here COLUMNS=40): a command or a snippet
+    # broken over two lines can no longer be pasted.
+    script = "head -c 1048576 /dev/zero > /dev/shm/a-rather-long-file-name-to-pass-40-columns"
+    args = ["--no-verify"] if command == "probe" else []
+    done = shmguard(command, *args, "--", "sh", "-c", script, env={"COLUMNS": "40"})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    # aligned with the key column ("/dev/shm peak", "measuring run": 13 characters)
+    assert f"command        sh -c '{script}'" in lines
+    docker = lines[lines.index("docker run:") + 1]
+    assert docker.startswith("docker run --shm-size=2m --memory=") and docker.endswith("IMAGE ...")
+    assert "    - name: app  # your container's name: these keys merge into it" in lines
+    assert (
+        "        limits:  # requests.memory equal to it keeps a Guaranteed pod Guaranteed" in lines
+    )
+    assert max(len(line) for line in lines) > 40  # ... while the prose still wraps
+    assert "rounded up to 2" in " ".join(done.stdout.split())

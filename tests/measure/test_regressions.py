@@ -19,11 +19,16 @@ import pytest
 from measure_helpers import processes_with
 
 from shmguard.estimate import recommend
-from shmguard.measure.cgroups import available_cpus, check_limits, plan_cgroups
+from shmguard.measure.cgroups import (
+    available_cpus,
+    check_limits,
+    plan_cgroups,
+    shm_beyond_memory,
+)
 from shmguard.measure.outcome import Outcome, classify
 from shmguard.measure.sampler import shm_usage
 from shmguard.measure.sandbox import Sandbox, SandboxSpec
-from shmguard.units import MiB
+from shmguard.units import GiB, MiB
 
 pytestmark = [pytest.mark.timeout(120)]
 ROOT = Path(__file__).resolve().parents[2]
@@ -117,6 +122,42 @@ def test_memory_not_above_shm_size_warns(root_only: None, no_leftovers: None) ->
         "shmguard: warning: --memory 16 MiB is not above --shm-size 64 MiB: tmpfs pages count "
         "against the memory limit, so the job is OOM-killed before /dev/shm can fill\n"
     )
+
+
+@pytest.mark.root
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (["sandbox", "--shm-size", "1p"], "--shm-size"),
+        (["measure", "--json", "--shm-size", "1p"], "--shm-size"),
+        (["probe", "--json", "--no-verify", "--ceiling", "1p"], "--ceiling"),
+    ],
+)
+def test_shm_size_above_the_machines_memory_warns(
+    root_only: None, no_leftovers: None, args: list[str], flag: str
+) -> None:
+    # `sandbox --shm-size 1TB` on a 24 GiB machine was accepted without a word.
+    done = shmguard(*args, "--", "true")
+    assert done.returncode == 0, done.stderr
+    first = done.stderr.splitlines()[0]
+    assert first.startswith(f"shmguard: warning: {flag} 1 PiB is more than this machine's ")
+    assert first.endswith(
+        "tmpfs pages come out of memory, so the command would run out of memory before "
+        "/dev/shm filled up; running it anyway (a tmpfs size reserves nothing)"
+    )
+    quiet = shmguard(*args[:-1], "64m", "--", "true")
+    assert "warning" not in quiet.stderr
+
+
+def test_shm_beyond_memory_counts_swap() -> None:
+    assert shm_beyond_memory(2 * GiB, GiB) == (
+        "is more than this machine's 1 GiB of RAM: tmpfs pages come out of memory, so the "
+        "command would run out of memory before /dev/shm filled up"
+    )
+    assert "1 GiB of RAM and 512 MiB of swap" in (shm_beyond_memory(2 * GiB, GiB, GiB // 2) or "")
+    assert shm_beyond_memory(2 * GiB, GiB, GiB) is None  # swap can hold tmpfs pages
+    assert shm_beyond_memory(GiB, GiB) is None
+    assert shm_beyond_memory(2 * GiB, None) is None  # unknown RAM: nothing to say
 
 
 # ---------------------------------------------------------------- outcome and recommendation

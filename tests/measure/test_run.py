@@ -1,10 +1,14 @@
-"""measure/run.py without a sandbox: the stderr tail and the basis of a failed run."""
+"""measure/run.py without a sandbox: the stderr tail, the basis of a failed run, and the
+demo's explanation of the numbers."""
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 from shmguard.measure.outcome import Cause, Outcome
 from shmguard.measure.run import failed_run_basis, tail_lines
 from shmguard.model.fact import Fact
+from shmguard.render.measure_text import demo_explanation
 from shmguard.units import MiB
 
 
@@ -40,3 +44,19 @@ def test_failed_run_basis_says_what_to_change() -> None:
     assert failed_run_basis(failed, 0, Fact.unknown("n/a"), interrupted="SIGINT").startswith(
         "the run was interrupted (SIGINT) before it finished"
     )
+
+
+def test_demo_explanation_calls_the_peak_an_upper_bound() -> None:
+    # It said the peak reaches 183.75 MiB "for a moment", while 169 MiB passed 3 of 3 runs.
+    failure = SimpleNamespace(shm_size=64 * MiB, cause=Cause(Outcome.SHM_EXHAUSTED, "full"))
+    text = demo_explanation(failure, 32 * 3 * 224 * 224 * 4, 4, 2)  # type: ignore[arg-type]
+    assert "for a moment" not in text
+    assert (
+        "4 workers x prefetch_factor 2 keep up to 8 batches in flight, plus the one your loop "
+        "holds: ~165.38 MiB when the loop is slower than the workers and the queue stays full."
+    ) in text
+    assert (
+        "that is one batch more: 183.75 MiB, the most that can be in flight. That is an upper "
+        "bound, not what every run reaches: a run can pass below it"
+    ) in text
+    assert "A 64 MiB /dev/shm holds only 3 batches, so a worker's next batch allocation" in text

@@ -151,16 +151,26 @@ def test_demo(root_only: None, no_leftovers: None) -> None:
         capture_output=True,
         text=True,
         timeout=280,
-        env={"NO_COLOR": "1", "COLUMNS": "120", "PATH": "/usr/bin:/bin"},
+        # a pipe and 40 columns: prose wraps, commands and snippets must not
+        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "40", "PATH": "/usr/bin:/bin"},
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    out = done.stdout
+    lines = done.stdout.splitlines()
+    out = " ".join(done.stdout.split())
     assert "Result: failed" in out
     assert "holds only 3 batches" in out
+    assert "the most that can be in flight. That is an upper bound" in out  # not "a moment"
     assert "Minimum: " in out
-    assert "docker run --shm-size=" in out
-    assert 'shm_size: "' in out
-    assert "medium: Memory" in out and "sizeLimit: " in out
+    script = EXAMPLES / "seed_loader.py"
+    run = f"{sys.executable} {script} --batches 10 --step-time 0.1 --quiet"
+    assert f"$ shmguard sandbox --shm-size 64m -- {run}" in lines
+    assert f"command        {run}" in lines
+    docker = lines[lines.index("docker run:") + 1]
+    assert docker.startswith("docker run --shm-size=") and docker.endswith("IMAGE ...")
+    assert any(line.startswith('    shm_size: "') for line in lines)
+    assert "    - name: app  # your container's name: these keys merge into it" in lines
+    assert "        medium: Memory" in lines
+    assert any(line.startswith("        sizeLimit: ") for line in lines)
 
 
 @pytest.mark.timeout(120)

@@ -76,6 +76,23 @@ def test_failure_exit_1_text(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(60)
+def test_narrow_output_keeps_commands_and_snippets_whole() -> None:
+    # COLUMNS=40 and a pipe: Rich would wrap at 40; a wrapped snippet cannot be pasted.
+    r = subprocess.run(
+        [sys.executable, "-c", "from shmguard.cli import main; main()", "explain", str(S01)],
+        capture_output=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "COLUMNS": "40", "PYTHONPATH": ":".join(sys.path)},
+    )
+    lines = r.stdout.decode().splitlines()
+    assert r.returncode == 1, r.stderr
+    assert "       docker run --shm-size=8g IMAGE ..." in lines
+    assert "           - name: app  # your container's name: these keys merge into it" in lines
+    measure = "Next: Measure the real peak with `shmguard measure -- <your command>` (or find"
+    assert any(line.strip().startswith(measure) for line in lines)  # a step is one line
+
+
+@pytest.mark.timeout(60)
 def test_clean_log_exit_0_and_next_steps() -> None:
     r = run(str(FIXTURES / "nothing_known.log"))
     out = r.stdout.decode()

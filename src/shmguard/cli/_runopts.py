@@ -66,8 +66,27 @@ def _percent(text: str, flag: str) -> float:
     return value / 100
 
 
+def _within_memory(size: int | None, flag: str) -> None:
+    """Warn when a tmpfs of ``size`` bytes is more than the machine's RAM and swap: a warning,
+    not a refusal, because the kernel and Docker accept it (a tmpfs size reserves nothing)."""
+    from shmguard.inspect.system import read_meminfo
+    from shmguard.measure.cgroups import shm_beyond_memory
+    from shmguard.units import format_iec
+
+    if size is None:
+        return
+    mem = read_meminfo(Path("/"))
+    problem = shm_beyond_memory(size, mem.total.value, mem.swap_total.value)
+    if problem is not None:
+        sys.stderr.write(
+            f"shmguard: warning: {flag} {format_iec(size)} {problem}; running it anyway (a "
+            "tmpfs size reserves nothing)\n"
+        )
+
+
 def _limits(shm: int | None, memory: int | None, cpus: float | None) -> None:
-    """Refuse limits Docker would refuse; warn when --memory cannot hold a full /dev/shm."""
+    """Refuse limits Docker would refuse; warn when --shm-size is more than the machine's
+    memory or --memory cannot hold a full /dev/shm."""
     from shmguard.measure.cgroups import available_cpus, check_limits
     from shmguard.units import format_iec
 
@@ -78,6 +97,7 @@ def _limits(shm: int | None, memory: int | None, cpus: float | None) -> None:
     problem = check_limits(None, cpus, available_cpus())
     if problem is not None:
         fail(f"--cpus: {problem.removeprefix('cpus ')}")
+    _within_memory(shm, "--shm-size")
     if memory is not None and shm is not None and memory <= shm:
         sys.stderr.write(
             f"shmguard: warning: --memory {format_iec(memory)} is not above --shm-size "
@@ -93,9 +113,11 @@ _MAX_CONFIRM = 10
 _INTERVAL_MS = (0.1, 1000.0)
 
 
-def _print(renderable: Any) -> None:
-    con: Any = console()
-    con.print(renderable)
+def _print(parts: Any) -> None:
+    """Print a report's parts on stdout: commands and snippets verbatim, never wrapped."""
+    from shmguard.render.parts import print_parts
+
+    print_parts(console(), parts)
 
 
 def _check_plot(path: Path) -> None:
@@ -135,3 +157,5 @@ def _write_plot(result: Any, path: Path) -> None:
         )
     except (PlotUnavailable, OSError, ValueError) as err:
         fail(f"--plot {path}: {err}")
+    # On stderr: with --json, stdout carries only the document.
+    sys.stderr.write(f"shmguard: wrote the /dev/shm timeline to {path.resolve()}\n")

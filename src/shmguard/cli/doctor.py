@@ -138,7 +138,8 @@ def doctor(
         from rich.console import Console
 
         from shmguard.cli._common import console
-        from shmguard.render.doctor_text import brief_parts, print_parts, report_parts
+        from shmguard.render.doctor_text import brief_parts, report_parts
+        from shmguard.render.parts import print_parts
 
         out = console()
         assert isinstance(out, Console)

@@ -23,6 +23,7 @@ from shmguard.cli._runopts import (
     _percent,
     _positive,
     _print,
+    _within_memory,
 )
 from shmguard.cli.measure import measure_body
 
@@ -155,6 +156,7 @@ def probe(
     if top is not None and low >= top:
         fail("--floor must be below --ceiling")
     argv = _check_command(command)
+    _within_memory(top, "--ceiling")
     from shmguard.measure.sandbox import RunInterrupted
 
     try:
@@ -209,12 +211,16 @@ def demo(
         demo_explanation,
         probe_report,
     )
+    from shmguard.render.parts import print_parts
     from shmguard.units import DOCKER_DEFAULT_SHM, format_iec
 
     if batches < 1:
         fail(f"--batches: must be at least 1, got {batches}")
     if importlib.util.find_spec("torch") is None:
-        fail("demo needs PyTorch: pip install torch==2.13.0 'shmguard[torch]'")
+        fail(
+            "demo needs PyTorch (any 2.x); for the CPU-only wheel: python3 -m pip install "
+            "torch --index-url https://download.pytorch.org/whl/cpu"
+        )
     script = Path(examples_init).with_name("seed_loader.py")
     # 0.1 s of fake training per batch: the prefetch queue fills as it does in real training
     # (a loop that does no work is production-limited and needs less; torch_shm.md section 3).
@@ -223,7 +229,8 @@ def demo(
     con.print(
         Rule("1. A typical image-classification DataLoader in Docker's default 64 MiB /dev/shm")
     )
-    con.print(Text(f"$ shmguard sandbox --shm-size 64m -- {command_line(argv)}", style="dim"))
+    cmd = Text(f"$ shmguard sandbox --shm-size 64m -- {command_line(argv)}", style="dim")
+    con.print(cmd, soft_wrap=True)  # a command: never wrapped, so it can be pasted
     try:
         failure = measure_command(
             argv, shm_size=DOCKER_DEFAULT_SHM, output="capture", timeout=90, hang_after=5.0
@@ -254,7 +261,7 @@ def demo(
         fail(str(err), EXIT_INTERRUPTED)
     except KeyboardInterrupt:
         fail("interrupted; the sandbox was torn down", EXIT_INTERRUPTED)
-    con.print(probe_report(result))
+    print_parts(con, probe_report(result))
     con.print(Rule("4. The fix"))
     rec = result.recommendation
     if rec.shm_size is not None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from shmguard.inspect.cgroupfs import locate_cgroup
+from shmguard.units import format_iec
 
 #: CFS period we write with a CPU quota (Docker's default, 100 ms).
 CFS_PERIOD_US = 100_000
@@ -63,6 +64,23 @@ def check_limits(
                 f"CPUs available, got {cpus:g}"
             )
     return None
+
+
+def shm_beyond_memory(shm_size: int, ram: int | None, swap: int | None = None) -> str | None:
+    """Why a tmpfs of ``shm_size`` bytes can never fill on this machine (one clause), or None.
+
+    A tmpfs size is only a cap: nothing is reserved, and the kernel and Docker accept any
+    size. But its pages come out of RAM (or swap, when there is some), so above ``ram +
+    swap`` bytes (``/proc/meminfo`` MemTotal and SwapTotal) the command runs the machine out
+    of memory before /dev/shm fills up: such a run tests memory, not the shm size.
+    """
+    if ram is None or shm_size <= ram + (swap or 0):
+        return None
+    memory = f"{format_iec(ram)} of RAM" + (f" and {format_iec(swap)} of swap" if swap else "")
+    return (
+        f"is more than this machine's {memory}: tmpfs pages come out of memory, so the "
+        "command would run out of memory before /dev/shm filled up"
+    )
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Iterable
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.padding import Padding
 from rich.panel import Panel
 from rich.table import Table
@@ -18,6 +18,8 @@ from rich.text import Text
 from shmguard.inspect.host import HostFacts
 from shmguard.lint.doctor import DoctorReport
 from shmguard.model import Fact, FailOn, Finding, Severity
+from shmguard.render.parts import Part
+from shmguard.render.parts import print_parts as print_parts  # re-exported: it lived here
 from shmguard.render.snippets import fix_snippets
 from shmguard.units import format_iec
 
@@ -155,12 +157,6 @@ def facts_table(facts: HostFacts) -> Table:
     return grid
 
 
-#: A renderable and whether it is verbatim: fix snippets are printed with ``soft_wrap`` so Rich
-#: neither wraps nor crops them at the terminal width (COLUMNS=40, a file): a snippet broken
-#: over two lines is no longer valid shell, YAML or JSON.
-Part = tuple[RenderableType, bool]
-
-
 def _snippet(text: str, indent: int) -> Text:
     return Text(textwrap.indent(text, " " * indent), style="green")
 
@@ -242,10 +238,3 @@ def render_report(report: DoctorReport, fail_on: FailOn, code: int) -> Renderabl
 def render_brief(report: DoctorReport, fail_on: FailOn, code: int) -> RenderableType:
     """:func:`brief_parts` as one renderable."""
     return Group(*(r for r, _ in brief_parts(report, fail_on, code)))
-
-
-def print_parts(console: Console, parts: Iterable[Part]) -> None:
-    """Print parts on ``console``; verbatim ones with ``soft_wrap`` (never wrapped or
-    cropped)."""
-    for renderable, verbatim in parts:
-        console.print(renderable, soft_wrap=verbatim)

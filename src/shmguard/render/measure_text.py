@@ -10,6 +10,7 @@ import shlex
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from shmguard.render.parts import Part
 from shmguard.render.snippets import Snippet, render_snippets
 from shmguard.units import format_iec
 
@@ -46,69 +47,78 @@ def thin_samples(timeline: Timeline, limit: int = 2000) -> list[tuple[float, int
     return [pts[i] for i in sorted(keep)][: limit + 8]
 
 
-def _kv(rows: list[tuple[str, str]]) -> Any:
+def _kv(rows: list[tuple[str, str]], key_width: int = 0) -> Any:
     from rich.table import Table
 
     table = Table.grid(padding=(0, 2))
-    table.add_column(style="bold", no_wrap=True)
+    table.add_column(style="bold", no_wrap=True, min_width=key_width)
     table.add_column()
     for key, value in rows:
         table.add_row(key, value)
     return table
 
 
-def snippets_block(snippets: Iterable[Snippet], runtimes: Iterable[str] = TEXT_RUNTIMES) -> Any:
-    """The snippets for ``runtimes`` under their titles, as a Rich group."""
-    from rich.console import Group
+def _head(title: str, command: Iterable[str], rows: list[tuple[str, str]]) -> list[Part]:
+    """The title, the command as one verbatim line (pasteable at any width), then the other
+    rows as a key/value grid aligned with it (their prose wraps)."""
+    from rich.text import Text
+
+    width = max(len(k) for k, _ in [("command", ""), *rows])
+    line = Text()
+    line.append(f"{'command':<{width}}", style="bold")
+    line.append(f"  {command_line(command)}")
+    return [(Text(title, style="bold"), False), (line, True), (_kv(rows, width), False)]
+
+
+def snippets_parts(
+    snippets: Iterable[Snippet], runtimes: Iterable[str] = TEXT_RUNTIMES
+) -> list[Part]:
+    """The snippets for ``runtimes`` under their titles; the snippets verbatim."""
     from rich.syntax import Syntax
     from rich.text import Text
 
-    parts: list[Any] = []
+    parts: list[Part] = []
     wanted = list(runtimes)
     for snip in sorted(
         (s for s in snippets if s.runtime in wanted), key=lambda s: wanted.index(s.runtime)
     ):
-        parts.append(Text(f"{snip.title}:", style="bold"))
+        parts.append((Text(f"{snip.title}:", style="bold"), False))
         parts.append(
-            Syntax(snip.text, snip.language, theme="ansi_dark", background_color="default")
+            (Syntax(snip.text, snip.language, theme="ansi_dark", background_color="default"), True)
         )
-    return Group(*parts)
+    return parts
 
 
-def recommendation_block(rec: Recommendation) -> Any:
+def recommendation_parts(rec: Recommendation) -> list[Part]:
     """Recommended sizes with their basis, then the snippets."""
-    from rich.console import Group
     from rich.text import Text
 
+    title: Part = (Text("Recommendation", style="bold underline"), False)
     if rec.shm_size is None:
-        return Group(Text("Recommendation", style="bold underline"), Text(f"none: {rec.shm_basis}"))
+        return [title, (Text(f"none: {rec.shm_basis}"), False)]
     mem = (
         f"{format_iec(rec.memory_limit.value)}  ({rec.memory_basis})"
         if rec.memory_limit.value is not None
         else f"not measured ({rec.memory_limit.reason})"
     )
-    return Group(
-        Text("Recommendation", style="bold underline"),
-        _kv(
-            [("shm size", f"{format_iec(rec.shm_size)}  ({rec.shm_basis})"), ("memory limit", mem)]
-        ),
-        Text(""),
-        snippets_block(render_snippets(rec.changes)),
-    )
+    rows = [("shm size", f"{format_iec(rec.shm_size)}  ({rec.shm_basis})"), ("memory limit", mem)]
+    return [
+        title,
+        (_kv(rows), False),
+        (Text(""), False),
+        *snippets_parts(render_snippets(rec.changes)),
+    ]
 
 
-def measure_report(result: MeasureResult) -> Any:
-    """The ``measure`` report as a Rich renderable."""
-    from rich.console import Group
+def measure_report(result: MeasureResult) -> list[Part]:
+    """The ``measure`` report as parts (print with :func:`~shmguard.render.parts.print_parts`:
+    the command and the snippets are never wrapped)."""
     from rich.text import Text
 
     tl = result.timeline
     status = f"{result.cause.outcome.value} (exit status {result.exit_status}"
     status += f", {result.signal})" if result.signal else ")"
-    rows = [
-        ("command", command_line(result.command)),
-        ("result", f"{status} after {result.wall_time:.1f} s: {result.cause.summary}"),
-    ]
+    rows = [("result", f"{status} after {result.wall_time:.1f} s: {result.cause.summary}")]
     rows += [("evidence", line) for line in result.cause.evidence]
     rows.append(
         (
@@ -152,12 +162,11 @@ def measure_report(result: MeasureResult) -> Any:
             f"{', SCHED_FIFO' if tl.realtime else ''}), {len(tl.owners)} owner scans",
         )
     )
-    return Group(
-        Text("shmguard measure", style="bold"),
-        _kv(rows),
-        Text(""),
-        recommendation_block(result.recommendation),
-    )
+    return [
+        *_head("shmguard measure", result.command, rows),
+        (Text(""), False),
+        *recommendation_parts(result.recommendation),
+    ]
 
 
 def trial_line(index: int, trial: Trial) -> str:
@@ -168,10 +177,10 @@ def trial_line(index: int, trial: Trial) -> str:
     return f"#{index} {trial.phase:<7} {size:>10}  {verdict}{detail}  {trial.wall_time:.1f} s"
 
 
-def probe_report(result: ProbeResult) -> Any:
+def probe_report(result: ProbeResult) -> list[Part]:
     """The ``probe`` report: every trial, pass rate per size, minimum, recommendation. When the
-    measuring run failed: why, the tail of its stderr, and no empty tables."""
-    from rich.console import Group
+    measuring run failed: why, the tail of its stderr, and no empty tables. Parts as in
+    :func:`measure_report`."""
     from rich.table import Table
     from rich.text import Text
 
@@ -180,15 +189,15 @@ def probe_report(result: ProbeResult) -> Any:
         f"{m.cause.outcome.value} with a {format_iec(m.shm_size)} tmpfs in {m.wall_time:.1f} s, "
         f"peak {format_iec(m.peak)}"
     )
-    rows = [("command", command_line(result.command))]
+    rows: list[tuple[str, str]] = []
     if m.passed:
         rows.append(("measuring run", ran))
     else:
         rows.append(("measuring run", f"{ran}: {m.cause.summary}"))
         rows += [("evidence", line) for line in m.cause.evidence]
-    parts: list[Any] = [Text("shmguard probe", style="bold"), _kv(rows)]
+    parts = _head("shmguard probe", result.command, rows)
     if not m.passed:
-        parts += [Text(""), *stderr_block(m.stderr_tail, "the measuring run")]
+        parts += [(Text(""), False), *stderr_parts(m.stderr_tail, "the measuring run")]
     if result.trials:
         table = Table(title="Trials", title_justify="left", show_edge=False)
         for col in ("#", "phase", "size", "result", "time", "shm peak"):
@@ -210,49 +219,48 @@ def probe_report(result: ProbeResult) -> Any:
         rates.add_column("passed", justify="right")
         for s in result.pass_rates:
             rates.add_row(format_iec(s.size), f"{s.passes}/{s.runs}")
-        parts += [Text(""), table, Text(""), rates]
+        parts += [(Text(""), False), (table, False), (Text(""), False), (rates, False)]
     if result.minimum is not None:
         verdict = Text(
             f"Minimum: {format_iec(result.minimum)} ({result.minimum_basis})", style="bold"
         )
     else:
         verdict = Text(f"No minimum: {result.minimum_basis}", style="bold red")
-    parts += [Text(""), verdict]
+    parts += [(Text(""), False), (verdict, False)]
     if result.verified is not None:
-        parts.append(
-            Text(
-                f"Recommended size verified: {'passed' if result.verified else 'FAILED'}",
-                style="green" if result.verified else "bold red",
-            )
+        verified = Text(
+            f"Recommended size verified: {'passed' if result.verified else 'FAILED'}",
+            style="green" if result.verified else "bold red",
         )
-    parts.append(
-        Text(
-            f"{result.runs} runs (1 measuring + {len(result.trials)} trials) "
-            f"in {result.wall_time:.1f} s"
-        )
+        parts.append((verified, False))
+    cost = Text(
+        f"{result.runs} runs (1 measuring + {len(result.trials)} trials) "
+        f"in {result.wall_time:.1f} s"
     )
+    parts.append((cost, False))
     rec = result.recommendation
     if not (rec.shm_size is None and rec.shm_basis == result.minimum_basis):
         # (no size for the reason just given: the block would only repeat it)
-        parts += [Text(""), recommendation_block(rec)]
-    return Group(*parts)
+        parts += [(Text(""), False), *recommendation_parts(rec)]
+    return parts
 
 
-def stderr_block(lines: tuple[str, ...], whose: str) -> list[Any]:
-    """The last lines of a captured stderr under a heading, or a line saying there were none."""
+def stderr_parts(lines: tuple[str, ...], whose: str) -> list[Part]:
+    """The last lines of a captured stderr (verbatim) under a heading, or a line saying there
+    were none."""
     from rich.text import Text
 
     if not lines:
-        return [Text(f"{whose.capitalize()} wrote nothing on stderr.", style="dim")]
+        return [(Text(f"{whose.capitalize()} wrote nothing on stderr.", style="dim"), False)]
     noun = "line" if len(lines) == 1 else "lines"
-    out: list[Any] = [Text(f"stderr of {whose} (last {len(lines)} {noun}):", style="bold")]
-    out += [Text(f"  {line}") for line in lines]
-    return out
+    head = Text(f"stderr of {whose} (last {len(lines)} {noun}):", style="bold")
+    return [(head, False), *((Text(f"  {line}"), True) for line in lines)]
 
 
 def demo_explanation(failure: MeasureResult, batch_bytes: int, workers: int, prefetch: int) -> str:
     """Plain words on why the demo's loader fails in 64 MiB (docs/background.md, "How much is
-    needed": steady (nw x pf + 1) batches, peak (nw x pf + 2))."""
+    needed": a slow consumer sits on (nw x pf + 1) batches; (nw x pf + 2) bounds every run, and
+    a run can pass below that bound)."""
     in_flight = workers * prefetch
     need = (in_flight + 1) * batch_bytes
     peak = (in_flight + 2) * batch_bytes
@@ -269,10 +277,13 @@ def demo_explanation(failure: MeasureResult, batch_bytes: int, workers: int, pre
         f"Each batch is 32 images x 3x224x224 float32 = {format_iec(batch_bytes)}. "
         "Every DataLoader "
         f"worker builds its batches directly in /dev/shm, and {workers} workers x prefetch_factor "
-        f"{prefetch} keep {in_flight} batches in flight, plus the one your loop holds: "
-        f"{format_iec(need)}, and for a moment inside next() the previous batch too: "
-        f"{format_iec(peak)}. A {format_iec(failure.shm_size)} /dev/shm holds only "
-        f"{fits} batches, so "
+        f"{prefetch} keep up to {in_flight} batches in flight, plus the one your loop holds: "
+        f"{format_iec(need)} when the loop is slower than the workers and the queue stays full. "
+        "If the previous batch is still alive inside next() while a worker builds a new one, "
+        f"that is one batch more: {format_iec(peak)}, the most that can be in flight. That "
+        "is an upper bound, not what every run reaches: a run can pass below it (step 3 finds "
+        f"the smallest size that passed). A {format_iec(failure.shm_size)} /dev/shm "
+        f"holds only {fits} batches, so "
         f"{how}. The job never ran out of RAM; the container's /dev/shm is simply too small "
         "(Docker, containerd and CRI-O give 64 MiB unless told otherwise)."
     )
