@@ -1,14 +1,19 @@
-"""Outcome classification on verbatim PyTorch transcripts, and hang detection on a real tmpfs."""
+"""Outcome classification on verbatim PyTorch transcripts, agreement with ``explain`` (one
+classifier: the triage catalogue), and hang detection on a real tmpfs."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from shmguard.measure.outcome import HangDetector, Outcome, classify, scan_output
+from shmguard.measure.outcome import HangDetector, Outcome, alloc_errors, classify
 from shmguard.measure.sampler import ShmSampler
 from shmguard.measure.sandbox import Sandbox, SandboxSpec
+from shmguard.triage import explain_streams
+from shmguard.triage.text import classify_text, top_cause
 from shmguard.units import MiB
 
 TRANSCRIPTS = Path(__file__).resolve().parents[1] / "fixtures" / "measure" / "transcripts"
@@ -35,12 +40,16 @@ def test_success_transcript_is_ok() -> None:
 def test_hang_transcript_stopped_by_the_detector_is_a_hang() -> None:
     cause = classify(137, "SIGKILL", "hang", _text("S09_numpy_24MB_nobatch_nw4.txt"))
     assert cause.outcome is Outcome.HANG
-    assert any("_feed" in e or "reduce_storage" in e for e in cause.evidence)
+    # The feeder-thread traceback (`_feed` ... `reduce_storage` ... the failed allocation) is
+    # what the catalogue's dataloader-feeder-failure reads; its evidence is the failed line.
+    assert cause.signature == "dataloader-feeder-failure"
+    assert "feeder thread" in cause.summary
+    assert any("unable to allocate shared memory(shm)" in e for e in cause.evidence)
 
 
 def test_dataloader_timeout_with_full_shm_is_a_hang() -> None:
     text = _text("S10_numpy_24MB_nobatch_nw4_timeout20.txt")
-    assert "timeout" in scan_output(text)
+    assert any(r.id == "dataloader-timeout" for r in classify_text(text))
     cause = classify(1, None, None, text, shm_full=True)
     # The feeder traceback also says "unable to allocate": shm exhaustion either way.
     assert cause.outcome in (Outcome.SHM_EXHAUSTED, Outcome.HANG)
@@ -66,6 +75,185 @@ def test_signals_and_plain_failures() -> None:
     started = classify(127, None, None, "", exec_error="nope: No such file or directory")
     assert started.outcome is Outcome.NOT_STARTED
     assert "nope: No such file or directory" in started.summary
+
+
+def test_resize_failure_is_what_explain_says() -> None:
+    # measure called this "failed" (none of its own patterns matched) while explain said
+    # torch-shm-write-failed: one classifier now.
+    text = (
+        "RuntimeError: unable to resize file </torch_31_20_4> to the right size: "
+        "Invalid argument (22)\n"
+    )
+    assert _explain_top(text) == "torch-shm-write-failed"
+    cause = classify(1, None, None, text)
+    assert cause.outcome is Outcome.SHM_EXHAUSTED
+    assert cause.signature == "torch-shm-write-failed"
+    assert cause.evidence == (text.strip(),)
+
+
+@pytest.mark.parametrize("shm_full", [False, True])
+def test_disk_full_on_a_named_path_is_not_shm_exhausted(shm_full: bool) -> None:
+    # measure counted any "No space left on device" as shm exhaustion once /dev/shm looked
+    # full; explain says disk-full, with no shm advice.
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/venv/lib/python3.11/site-packages/datasets/arrow_writer.py", line 580\n'
+        "OSError: [Errno 28] No space left on device: "
+        "'/data/cache/imagenet/train-00003-of-00064.arrow'\n"
+    )
+    cause = classify(1, None, None, text, shm_full=shm_full)
+    assert cause.outcome is Outcome.FAILED
+    assert not cause.outcome.shm_related
+    assert cause.signature == "disk-full" == _explain_top(text)
+    assert "A disk (not /dev/shm) is full" in cause.summary
+    assert any("/data/cache/imagenet" in e for e in cause.evidence)
+    # Exit 0 with the same line: the job tolerated a full disk; /dev/shm was not the problem.
+    assert classify(0, None, None, text, shm_full=shm_full, strict=True).outcome is Outcome.OK
+    assert alloc_errors(classify_text(text)) == ()
+
+
+def test_shm_open_failure_is_not_shm_exhausted() -> None:
+    # "unable to open shared memory object" needs no space: the errno decides (explain).
+    text = (
+        "RuntimeError: unable to open shared memory object </torch_1_2_3> in read-write mode: "
+        "Too many open files (24)\n"
+    )
+    cause = classify(1, None, None, text, shm_full=True)
+    assert cause.outcome is Outcome.FAILED
+    assert cause.signature == "fd-limit" == _explain_top(text)
+
+
+def test_bare_enospc_needs_a_full_shm() -> None:
+    # Which file system is not said: the run's own sampler decides.
+    text = "cp: error writing 'standard output': No space left on device\n"
+    full = classify(1, None, None, text, shm_full=True)
+    assert full.outcome is Outcome.SHM_EXHAUSTED
+    assert full.signature == "enospc-bare"
+    room = classify(1, None, None, text, shm_full=False)
+    assert room.outcome is Outcome.FAILED
+    assert room.signature == "enospc-bare"
+    assert "/dev/shm did not fill up" in room.summary
+
+
+def test_oom_text_and_worker_exit_evidence() -> None:
+    text = (
+        "RuntimeError: DataLoader worker (pid 4321) is killed by signal: Killed. \n"
+        "RuntimeError: DataLoader worker (pid(s) 4321) exited unexpectedly\n"
+    )
+    cause = classify(1, None, None, text)
+    assert cause.outcome is Outcome.OOM_KILLED
+    assert cause.signature == "memory-oom-kill"
+    assert cause.evidence == (
+        "RuntimeError: DataLoader worker (pid 4321) is killed by signal: Killed.",
+        "RuntimeError: DataLoader worker (pid(s) 4321) exited unexpectedly",
+    )
+    counted = classify(1, None, None, text, oom_kills=1)
+    assert counted.outcome is Outcome.OOM_KILLED
+    assert counted.signature == "memory-oom-kill"
+    assert counted.evidence[-1] == "memory cgroup: oom_kill 1"
+
+
+def _explain_top(text: str) -> str | None:
+    """What `shmguard explain` reports first for ``text`` (its own entry point, a stream)."""
+    diagnosis = explain_streams([("log", io.BytesIO(text.encode()))])
+    causes = [r for r in diagnosis.results if r.role == "cause" and r.explained_by is None]
+    return causes[0].id if causes else None
+
+
+_FEEDER = (
+    "Traceback (most recent call last):\n"
+    '  File "/usr/local/lib/python3.11/multiprocessing/queues.py", line 244, in _feed\n'
+    "    obj = _ForkingPickler.dumps(obj)\n"
+    '  File "/opt/venv/lib/python3.11/site-packages/torch/multiprocessing/reductions.py", '
+    "line 613, in reduce_storage\n"
+    "    fd, size = storage._share_fd_cpu_()\n"
+    "RuntimeError: unable to allocate shared memory(shm) for file </torch_5_6_0>: "
+    "No space left on device (28)\n"
+)
+
+#: (name, output text): one per wording measure used to match itself, plus the failures that
+#: are not /dev/shm.
+AGREEMENT = [
+    ("S01-alloc", "S01_f32_bs32_nw4.txt"),
+    ("S10-feeder-timeout", "S10_numpy_24MB_nobatch_nw4_timeout20.txt"),
+    ("S11-sigbus", "S11_f32_bs32_nw4_legacy_sigbus.txt"),
+    ("feeder", _FEEDER),
+    (
+        "write-to-file",
+        "RuntimeError: unable to write to file </torch_9_8_7>: No space left on device (28)\n",
+    ),
+    ("resize-file", "RuntimeError: unable to resize file </torch_31_20_4> to the right size\n"),
+    (
+        "open-object",
+        "RuntimeError: unable to open shared memory object </torch_1_2> in read-write mode\n",
+    ),
+    (
+        "bus-error-hint",
+        "ERROR: Unexpected bus error encountered in worker. This might be caused by "
+        "insufficient shared memory (shm).\n",
+    ),
+    (
+        "bus-error-cut",
+        "2024-05-02T10:11:12Z stderr F  caused by insufficient shared memory (shm).\n",
+    ),
+    (
+        "out-of-shm",
+        "RuntimeError: ... dataloader's workers are out of shared memory. Please try to "
+        "raise your shared memory limit.\n",
+    ),
+    (
+        "shell-bus-error",
+        "run.sh: line 3:  4242 Bus error               (core dumped) python train.py\n",
+    ),
+    ("sigkill", "RuntimeError: DataLoader worker (pid 7) is killed by signal: Killed. \n"),
+    ("timeout", "RuntimeError: DataLoader timed out after 600 seconds\n"),
+    ("worker-exit", "RuntimeError: DataLoader worker (pid(s) 7, 8) exited unexpectedly\n"),
+    ("enospc-bare", "head: error writing 'standard output': No space left on device\n"),
+    ("enospc-shm-path", "OSError: [Errno 28] No space left on device: '/dev/shm/cache_0001.npy'\n"),
+    (
+        "disk-full",
+        "OSError: [Errno 28] No space left on device: '/data/cache/train-00001-of-00004.arrow'\n",
+    ),
+    ("cuda-oom", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"),
+    (
+        "nccl-segment",
+        "include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device\n",
+    ),
+    ("nothing", "epoch 1 loss 0.31\nepoch 2 loss 0.27\n"),
+]
+
+
+@pytest.mark.parametrize("shm_full", [False, True], ids=["room", "full"])
+@pytest.mark.parametrize(("name", "text"), AGREEMENT, ids=[a[0] for a in AGREEMENT])
+def test_measure_names_the_cause_explain_names(name: str, text: str, shm_full: bool) -> None:
+    output = _text(text) if text.endswith(".txt") else text
+    cause = classify(1, None, None, output, shm_full=shm_full)
+    assert cause.signature == _explain_top(output), (name, cause)
+    assert cause.signature == getattr(top_cause(classify_text(output)), "id", None)
+
+
+class _Sampler(SimpleNamespace):
+    """What HangDetector reads of a ShmSampler: total, used and peak bytes."""
+
+
+def test_hang_detector_reads_failures_with_the_catalogue() -> None:
+    near = _Sampler(total=64 * MiB, used=64 * MiB - 8192, peak=64 * MiB - 8192)
+    det = HangDetector(near, full_margin=MiB)  # type: ignore[arg-type]
+    det.saw_output("stdout", b"epoch 1 step 5 loss 0.3\n" * 50)
+    assert not det.alloc_failed
+    # A full disk is not a failed shm allocation (explain: disk-full).
+    det.saw_output("stderr", b"OSError: [Errno 28] No space left on device: '/data/x.arrow'\n")
+    assert not det.alloc_failed
+    # The torch message split across two chunks still counts.
+    det.saw_output("stderr", b"RuntimeError: unable to allocate shared mem")
+    det.saw_output("stderr", b"ory(shm) for file </torch_1_2_0>: No space left on device (28)\n")
+    assert det.alloc_failed
+    assert det.full()
+    # Far from full, the output is not read at all.
+    roomy = _Sampler(total=64 * MiB, used=MiB, peak=MiB)
+    idle = HangDetector(roomy)  # type: ignore[arg-type]
+    idle.saw_output("stderr", b"RuntimeError: unable to allocate shared memory(shm)\n")
+    assert not idle.alloc_failed
 
 
 @pytest.mark.timeout(60)

@@ -179,8 +179,20 @@ def test_hang_without_feeder_evidence_does_not_blame_a_dataloader() -> None:
     cause = classify(137, "SIGKILL", "hang", "cat: write error: No space left on device\n")
     assert cause.outcome is Outcome.HANG
     assert cause.summary == "the job hung: /dev/shm was full and nothing progressed"
-    feeder = classify(137, "SIGKILL", "hang", '  File "queues.py", line 244, in _feed\n')
+    # The feeder's evidence is its traceback as the catalogue reads it (the `_feed` frame then
+    # the failed allocation), the same text `explain` calls dataloader-feeder-failure.
+    traceback = (
+        '  File "/usr/lib/python3.11/multiprocessing/queues.py", line 244, in _feed\n'
+        "    obj = _ForkingPickler.dumps(obj)\n"
+        "RuntimeError: unable to allocate shared memory(shm) for file </torch_1_2_0>: "
+        "No space left on device (28)\n"
+    )
+    feeder = classify(137, "SIGKILL", "hang", traceback)
     assert "feeder thread" in feeder.summary
+    assert feeder.signature == "dataloader-feeder-failure"
+    # A `_feed` frame alone (any exception in the feeder, e.g. an unpicklable object) is not.
+    frame = classify(137, "SIGKILL", "hang", '  File "queues.py", line 244, in _feed\n')
+    assert "feeder thread" not in frame.summary
 
 
 def test_zero_peak_recommendation_says_why() -> None:

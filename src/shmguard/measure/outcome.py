@@ -1,19 +1,27 @@
 """How a measured or probed run ended, and why: exit status, signals, output text, hangs.
 
-The output patterns and what they mean come from torch_shm.md section 5 (PyTorch 2.13 CPU,
-reproduced on this machine): the worker error text of the default ``posix_fallocate`` path,
-the feeder-thread traceback that precedes a silent hang, the SIGBUS path of older torch (or a
-filesystem without fallocate), the memcg OOM kill, and ``DataLoader(timeout=...)``.
+The run's facts (exit status, signal, shmguard stopping it for a hang or a timeout, the memory
+cgroup's OOM kill count, whether /dev/shm filled up) are measured here; what its output *says*
+comes from the triage catalogue, through :func:`shmguard.triage.text.classify_text`, the
+classifier behind ``explain``. So a run's :attr:`Cause.signature` is the cause ``explain``
+reports first for the same text, and a wording is added once, as a signature file with its
+samples (docs/signatures.md), for every command. The wordings measured with PyTorch 2.13 (the
+``posix_fallocate`` error, the feeder-thread traceback before a silent hang, the SIGBUS path,
+the memcg OOM kill, ``DataLoader(timeout=...)``) are in torch_shm.md section 5 and its
+transcripts; tests/fixtures/measure/transcripts holds copies.
 """
 
 from __future__ import annotations
 
 import enum
-import re
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from shmguard.measure.sampler import ShmSampler
+from shmguard.triage.model import Result, Signature
+from shmguard.triage.scanner import make_finder
+from shmguard.triage.text import builtin_catalogue, classify_text, signature_by_id
 
 
 class Outcome(str, enum.Enum):
@@ -35,30 +43,17 @@ class Outcome(str, enum.Enum):
         return self in (Outcome.SHM_EXHAUSTED, Outcome.SIGBUS, Outcome.HANG)
 
 
-@dataclass(frozen=True)
-class Pattern:
-    """An output line pattern and what it shows (``kind`` is a key of :data:`PATTERNS`)."""
-
-    kind: str
-    regex: re.Pattern[str]
-
-
-#: Output evidence. Sources: torch_shm.md section 5 and its failures/S*.txt transcripts.
-PATTERNS = (
-    Pattern("shm-alloc", re.compile(r"unable to allocate shared memory\(shm\)")),
-    Pattern("shm-alloc", re.compile(r"unable to write to file </torch_")),
-    Pattern("shm-alloc", re.compile(r"unable to open shared memory object")),
-    Pattern("feeder", re.compile(r"in _feed\b|reduce_storage")),
-    Pattern("sigbus", re.compile(r"killed by signal: Bus error")),
-    Pattern("sigbus", re.compile(r"insufficient shared memory \(shm\)")),
-    Pattern("sigbus", re.compile(r"out of shared memory")),
-    Pattern("oom", re.compile(r"killed by signal: Killed")),
-    Pattern("timeout", re.compile(r"DataLoader timed out after \d+")),
-    Pattern(
-        "worker-exit", re.compile(r"DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly")
-    ),
-    Pattern("nospace", re.compile(r"No space left on device")),
-)
+#: Signature kinds (docs/signatures.md) whose cause is a shared memory allocation that failed
+#: for want of /dev/shm space: PyTorch's DataLoader, a full /dev/shm, NCCL, Triton, Ray.
+SHM_KINDS = frozenset({"dataloader_shm", "shm_full", "nccl_shm", "triton_shm", "ray_shm"})
+#: Signatures of the SIGBUS path: a page that tmpfs could not back was touched (outcome
+#: ``sigbus`` rather than ``shm-exhausted``).
+SIGBUS_SIGNATURES = frozenset({"dataloader-bus-error", "sigbus-generic"})
+#: Signatures of a /dev/shm *state* (a ``df`` row at 95% or more), not of a failed allocation:
+#: like a low-confidence one, it decides only when the run's own sampler saw /dev/shm fill up.
+STATE_SIGNATURES = frozenset({"shm-full-df"})
+#: The failure in a worker's queue feeder thread: the batch is dropped and the job hangs.
+FEEDER_SIGNATURE = "dataloader-feeder-failure"
 
 
 @dataclass(frozen=True)
@@ -68,12 +63,19 @@ class Cause:
     Attributes:
         outcome: the class.
         summary: one plain sentence.
-        evidence: the output lines (at most 5, stripped, NUL bytes removed) and facts used.
+        evidence: the output lines (at most 5, as ``explain`` shows them: control characters
+            such as NUL removed, at most 400 characters) and facts used.
+        signature: the id of the catalogue signature behind the outcome (docs/signatures.md):
+            the cause ``explain`` reports first for the same output, or, when a fact of the
+            run decided the outcome (a hang, an exit 0 with a failed allocation, the OOM
+            counter, a SIGBUS), the first matched signature consistent with it. None when no
+            such signature matched.
     """
 
     outcome: Outcome
     summary: str
     evidence: tuple[str, ...] = ()
+    signature: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -81,36 +83,90 @@ class Cause:
         return self.outcome is Outcome.OK
 
 
-def scan_output(text: str) -> dict[str, list[str]]:
-    """Lines of ``text`` matching each pattern kind, in order (``{kind: [line, ...]}``)."""
-    found: dict[str, list[str]] = {}
-    for line in text.splitlines():
-        for pat in PATTERNS:
-            if pat.regex.search(line):
-                found.setdefault(pat.kind, []).append(line.replace("\x00", "").strip()[:300])
-                break
-    return found
+def _is_failure(kind: str, role: str, sig_id: str) -> bool:
+    return role == "cause" and kind in SHM_KINDS and sig_id not in STATE_SIGNATURES
+
+
+def _needs_full(r: Result) -> bool:
+    """The signature is a possibility that other evidence must decide (its own confidence is
+    ``low``, e.g. a bare ENOSPC), or a state: the run's sampler seeing /dev/shm full decides."""
+    sig = signature_by_id().get(r.id)
+    own = sig.confidence if sig is not None else r.base_confidence
+    return own == "low" or r.id in STATE_SIGNATURES
+
+
+def shm_failures(results: Sequence[Result], *, states: bool = False) -> list[Result]:
+    """The results (in rank order) that report a failed shared memory allocation or a SIGBUS on
+    shared memory, leaving out those a non-shm cause explains (``No space left on device``
+    explained by a full disk, ``disk-full``).
+
+    Args:
+        results: ranked results of :func:`~shmguard.triage.text.classify_text`.
+        states: also keep :data:`STATE_SIGNATURES` (a ``df`` row showing /dev/shm full).
+    """
+    kind = {r.id: r.kind for r in results}
+    return [
+        r
+        for r in results
+        if r.role == "cause"
+        and r.kind in SHM_KINDS
+        and (states or r.id not in STATE_SIGNATURES)
+        and (r.explained_by is None or kind.get(r.explained_by) in SHM_KINDS)
+    ]
+
+
+def alloc_errors(results: Sequence[Result], limit: int = 5) -> tuple[str, ...]:
+    """Evidence lines of :func:`shm_failures` (first ``limit``, duplicates removed): the
+    output lines that make an exit 0 a failure under ``strict``."""
+    return _lines(shm_failures(results))[:limit]
+
+
+def _lines(results: Iterable[Result], limit: int = 5) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(ev.text for r in results for ev in r.evidence))[:limit]
+
+
+def _verdict(r: Result, shm_full: bool) -> Outcome | None:
+    """What an unexplained cause says of the run, given whether /dev/shm filled up."""
+    if r.id in SIGBUS_SIGNATURES:
+        return Outcome.SIGBUS
+    if r.kind in SHM_KINDS:
+        return Outcome.SHM_EXHAUSTED if shm_full or not _needs_full(r) else None
+    if r.kind == "cgroup_oom":
+        return Outcome.OOM_KILLED
+    if r.kind == "worker_hang":
+        return Outcome.HANG if shm_full else None
+    return None
 
 
 def classify(
     exit_status: int,
     signal_name: str | None,
     stopped_by: str | None,
-    output: str,
+    output: str | bytes,
     *,
     shm_full: bool = False,
     memory_limited: bool = False,
     exec_error: str | None = None,
     oom_kills: int | None = None,
     strict: bool = False,
+    results: Sequence[Result] | None = None,
 ) -> Cause:
     """Classify a run's end.
+
+    Facts first: the command never started, shmguard stopped it (hang, timeout), it exited 0,
+    the OOM counter, a SIGBUS. Then the cause ``explain`` reports first for the output decides
+    when it says something of the run: a shared memory failure (``shm-exhausted``; a
+    low-confidence one such as a bare ``No space left on device`` only when /dev/shm filled
+    up), the SIGBUS path, an OOM kill, a DataLoader timeout while /dev/shm was full (``hang``).
+    Otherwise a SIGKILL under a memory limit is an OOM kill, another signal ``signaled``, the
+    rest ``failed`` (a full disk, a GPU out of memory: not /dev/shm), each with that first
+    cause as its :attr:`Cause.signature`.
 
     Args:
         exit_status: shell-convention status (``128+N`` for signal N).
         signal_name: ``SIGBUS`` etc. when a signal ended the command.
         stopped_by: ``hang``/``timeout``/other when shmguard stopped it.
-        output: the command's stdout+stderr tail, decoded.
+        output: the command's stdout+stderr tail (bytes as read, or decoded text).
         shm_full: whether /dev/shm was (nearly) full at the end or the peak.
         memory_limited: whether a memory cgroup limit was set (SIGKILL then suggests OOM).
         exec_error: the exec failure text when the command never ran.
@@ -118,49 +174,64 @@ def classify(
         strict: an exit 0 whose output reports a failed allocation is a failure even when
             /dev/shm did not look full (tmpfs refuses a ``fallocate`` larger than itself up
             front, so nothing fills). probe sets it when its measuring run printed no such line.
+        results: :func:`~shmguard.triage.text.classify_text` of ``output`` when the caller has
+            it already (it is computed otherwise).
 
     Returns:
         a :class:`Cause`.
+
+    Raises:
+        SignatureError: the built-in catalogue is broken (never in a release).
     """
-    hits = scan_output(output)
-
-    def ev(*kinds: str) -> tuple[str, ...]:
-        lines: list[str] = []
-        for k in kinds:
-            lines += hits.get(k, [])
-        return tuple(dict.fromkeys(lines))[:5]
-
     if exec_error:
         return Cause(Outcome.NOT_STARTED, f"the command could not be started: {exec_error}")
+    res = tuple(results) if results is not None else classify_text(output)
+    causes = [r for r in res if r.role == "cause" and r.explained_by is None]
+    top = causes[0] if causes else None
+    shm = shm_failures(res, states=True)
+    shm_causes = [r for r in causes if r.kind in SHM_KINDS]
+    exits = [r for r in res if r.kind == "worker_exit"]
+    ooms = [r for r in res if r.kind == "cgroup_oom"]
+
+    def sig(rs: Sequence[Result]) -> str | None:
+        return rs[0].id if rs else None
+
     if stopped_by == "hang":
+        feeder = any(r.id == FEEDER_SIGNATURE for r in res)
         why = (
             " (a DataLoader worker failed to allocate in its feeder thread, the batch was "
             "dropped and the main process waits for it forever)"
-            if "feeder" in hits
+            if feeder
             else ""
         )
         return Cause(
             Outcome.HANG,
             f"the job hung: /dev/shm was full and nothing progressed{why}",
-            (*ev("feeder", "shm-alloc", "nospace"), "/dev/shm full, no output, no CPU use"),
+            (*_lines(shm), "/dev/shm full, no output, no CPU use"),
+            sig(shm_causes),
         )
     if stopped_by == "timeout":
-        extra = " while /dev/shm was full" if shm_full else ""
-        return Cause(
-            Outcome.HANG if shm_full else Outcome.TIMEOUT,
-            f"the job did not finish in time{extra}",
-            ev("feeder", "shm-alloc"),
-        )
+        if shm_full:
+            return Cause(
+                Outcome.HANG,
+                "the job did not finish in time while /dev/shm was full",
+                _lines(shm),
+                sig(shm_causes),
+            )
+        return Cause(Outcome.TIMEOUT, "the job did not finish in time", _lines(causes), sig(causes))
     if exit_status == 0:
-        if (shm_full or strict) and any(k in hits for k in ALLOC_FAILURE_KINDS):
+        failures = shm_failures(res) if shm_full or strict else []
+        if failures:
             # A script that ignores a failed write (`cmd > /dev/shm/x; echo done`) or a job
-            # that catches the error still exits 0: with /dev/shm full and the error in its
-            # output, the size was too small all the same (probe must not call it a pass).
+            # that catches the error still exits 0: with /dev/shm full (or probe's strict
+            # trials) and the error in its output, the size was too small all the same.
+            filled = " /dev/shm filled up and" if shm_full else ""
             return Cause(
                 Outcome.SHM_EXHAUSTED,
-                "the command exited 0, but /dev/shm filled up and its output reports a failed "
-                "shared memory allocation",
-                ev("shm-alloc", "sigbus", "nospace"),
+                f"the command exited 0, but{filled} its output reports a failed shared memory "
+                f"allocation: {failures[0].title}",
+                _lines(failures),
+                failures[0].id,
             )
         return Cause(Outcome.OK, "the command finished successfully")
     if oom_kills:
@@ -169,59 +240,103 @@ def classify(
             f"the memory cgroup's OOM killer killed {oom_kills} "
             f"process{'es' if oom_kills > 1 else ''} (tmpfs pages count against the memory "
             "limit)",
-            (*ev("oom", "worker-exit"), f"memory cgroup: oom_kill {oom_kills}"),
+            (*_lines([*ooms, *exits]), f"memory cgroup: oom_kill {oom_kills}"),
+            sig([r for r in causes if r.kind == "cgroup_oom"]),
         )
-    if signal_name == "SIGBUS" or "sigbus" in hits:
+    if signal_name == "SIGBUS":
+        bus = [r for r in causes if r.id in SIGBUS_SIGNATURES] or shm_causes
         return Cause(
             Outcome.SIGBUS,
             "a process was killed by SIGBUS touching shared memory that /dev/shm could not "
             "back (out of shm)",
-            (*ev("sigbus", "worker-exit"), f"exit status {exit_status}"),
+            (*_lines([*bus, *exits]), f"exit status {exit_status}"),
+            sig(bus),
         )
-    if "shm-alloc" in hits:
-        return Cause(
-            Outcome.SHM_EXHAUSTED,
-            "a DataLoader worker could not allocate shared memory: /dev/shm is full",
-            ev("shm-alloc", "worker-exit"),
-        )
-    if "timeout" in hits and shm_full:
-        return Cause(
-            Outcome.HANG,
-            "DataLoader(timeout=...) fired while /dev/shm was full: a batch was lost to a "
-            "failed shm allocation",
-            ev("timeout", "feeder"),
-        )
-    if "oom" in hits or (signal_name == "SIGKILL" and memory_limited):
+    verdict = _verdict(top, shm_full) if top is not None else None
+    if top is not None and verdict is not None:
+        return _decided(verdict, top, res, exit_status)
+    if signal_name == "SIGKILL" and memory_limited:
         return Cause(
             Outcome.OOM_KILLED,
             "a process was SIGKILLed, most likely by the memory cgroup's OOM killer "
             "(tmpfs pages count against the memory limit)",
-            ev("oom", "worker-exit"),
+            _lines(exits),
         )
-    if "nospace" in hits and shm_full:
-        return Cause(Outcome.SHM_EXHAUSTED, "/dev/shm ran out of space", ev("nospace"))
+    said = ""
+    if top is not None:
+        said = f"; the output shows: {top.title}"
+        if top.kind in SHM_KINDS:
+            said += "; /dev/shm did not fill up in this run"
     if signal_name:
         return Cause(
-            Outcome.SIGNALED, f"the command was killed by {signal_name}", ev("worker-exit")
+            Outcome.SIGNALED,
+            f"the command was killed by {signal_name}{said}",
+            _lines(causes),
+            sig(causes),
         )
     return Cause(
         Outcome.FAILED,
-        f"the command failed with exit status {exit_status}",
-        ev("worker-exit", "timeout", "nospace"),
+        f"the command failed with exit status {exit_status}{said}",
+        _lines(causes),
+        sig(causes),
     )
 
 
-#: Kinds of :data:`PATTERNS` that report a failed allocation (or ENOSPC somewhere).
-ALLOC_FAILURE_KINDS = ("shm-alloc", "sigbus", "nospace")
+def _decided(verdict: Outcome, r: Result, res: Sequence[Result], exit_status: int) -> Cause:
+    """The :class:`Cause` when the output's cause ``r`` decided ``verdict``."""
+    exits = [x for x in res if x.kind == "worker_exit"]
+    if verdict is Outcome.SIGBUS:
+        bus = [x for x in res if x.id in SIGBUS_SIGNATURES]
+        return Cause(
+            verdict,
+            r.title,
+            (*_lines([r, *bus, *exits]), f"exit status {exit_status}"),
+            r.id,
+        )
+    if verdict is Outcome.SHM_EXHAUSTED:
+        full = "; /dev/shm filled up in this run" if _needs_full(r) else ""
+        return Cause(verdict, f"{r.title}{full}", _lines([r, *shm_failures(res), *exits]), r.id)
+    if verdict is Outcome.OOM_KILLED:
+        ooms = [x for x in res if x.kind == "cgroup_oom"]
+        return Cause(
+            verdict,
+            "a process was SIGKILLed, most likely by the memory cgroup's OOM killer "
+            "(tmpfs pages count against the memory limit)",
+            _lines([r, *ooms, *exits]),
+            r.id,
+        )
+    feeder = [x for x in res if x.id == FEEDER_SIGNATURE]
+    return Cause(
+        verdict,
+        "DataLoader(timeout=...) fired while /dev/shm was full: a batch was lost to a "
+        "failed shm allocation",
+        _lines([r, *feeder]),
+        r.id,
+    )
 
-#: Output that shows a shared memory allocation failed (the kinds of :data:`PATTERNS` that
-#: mean it), matched on the live output by :class:`HangDetector`.
-_ALLOC_FAILED = re.compile(
-    "|".join(p.regex.pattern for p in PATTERNS if p.kind in ("shm-alloc", "feeder", "sigbus"))
-    + r"|No space left on device"
-)
-#: Bytes of the previous output chunk kept so a message split across two chunks still matches.
-_CARRY = 256
+
+@functools.cache
+def _failure_finder() -> Callable[[bytes], list[int]]:
+    """The catalogue's literal pre-filter restricted to the shm failure signatures (those
+    :func:`shm_failures` keeps): a cheap test of whether a chunk can report one at all."""
+    sigs: tuple[Signature, ...] = builtin_catalogue()
+    literals = sorted(
+        {
+            p.literal
+            for s in sigs
+            if _is_failure(s.kind, s.role, s.id)
+            for p in s.patterns
+            if not p.marker
+        }
+    )
+    find, _backend = make_finder(literals)
+    return find
+
+
+#: Bytes of an unfinished output line kept so a message split across two chunks still matches.
+_CARRY = 4096
+#: Bytes of output kept while /dev/shm is not yet near full, scanned once it is.
+_RECENT = 4096
 _PAGE = 4096
 
 
@@ -231,13 +346,14 @@ class HangDetector:
 
     Full means: no free page left now, or free space (now or at the peak) below ``full_margin``
     bytes (give the largest single allocation seen, about one batch) or 2% of the size **and**
-    the output has shown a failed allocation (``No space left on device``, ``unable to allocate
-    shared memory(shm)``, a feeder-thread traceback; a failed allocation frees its partial
-    pages, so a hung job can sit up to one batch below the limit). Without that evidence, a job
-    that merely holds most of its /dev/shm and idles (a ``fallocate`` then a sleep, a slow
-    step) is not a hang: calling it one made probe report sizes above the real minimum. No
-    progress means: used bytes unchanged, no output, and the tree's CPU time grew by less than
-    5% of one core over the window.
+    the output has shown a failed allocation (what :func:`shm_failures` keeps of the
+    catalogue's results: ``No space left on device``, ``unable to allocate shared memory(shm)``,
+    a feeder-thread failure, a SIGBUS; a failed allocation frees its partial pages, so a hung
+    job can sit up to one batch below the limit). Without that evidence, a job that merely
+    holds most of its /dev/shm and idles (a ``fallocate`` then a sleep, a slow step) is not a
+    hang: calling it one made probe report sizes above the real minimum. No progress means:
+    used bytes unchanged, no output, and the tree's CPU time grew by less than 5% of one core
+    over the window.
 
     Args:
         sampler: the running sampler (its slow loop must be on for the CPU criterion).
@@ -262,25 +378,31 @@ class HangDetector:
         self.last_output = self.clock()
         self._cpu_mark: tuple[float, float] | None = None
         self.alloc_failed = False
-        self._carry = ""
-        self._pending = False
+        self._carry = b""
+        self._pending = b""
 
     def saw_output(self, _stream: str = "", chunk: bytes = b"") -> None:
         """Record output activity, and whether it reports a failed shm allocation (use as the
         sandbox's ``on_output``)."""
         self.last_output = self.clock()
         # Only scanned once /dev/shm came near its limit (a failed allocation happens there),
-        # so a job printing gigabytes with plenty of room costs nothing here. The last bytes are
-        # kept unscanned otherwise: the error line can arrive before the sampler has seen the
+        # so a job printing gigabytes with plenty of room costs nothing here. The literal
+        # pre-filter (one Aho-Corasick pass) lets only chunks that may report a failure
+        # through to the catalogue's regular expressions and explanations. Below that, the last
+        # bytes are kept unscanned: the error line can arrive before the sampler has seen the
         # allocation that filled /dev/shm, and :meth:`full` scans them once it has.
         if chunk and not self.alloc_failed:
             if self._near_full():
-                text = self._carry + chunk.decode("utf-8", "replace")
-                self.alloc_failed = _ALLOC_FAILED.search(text) is not None
-                self._carry, self._pending = text[-_CARRY:], False
+                self._scan(self._pending + chunk)
+                self._pending = b""
             else:
-                tail = chunk[-_CARRY:].decode("utf-8", "replace")
-                self._carry, self._pending = (self._carry + tail)[-_CARRY:], True
+                self._pending = (self._pending + chunk)[-_RECENT:]
+
+    def _scan(self, chunk: bytes) -> None:
+        data = self._carry + chunk
+        if _failure_finder()(data):
+            self.alloc_failed = bool(shm_failures(classify_text(data)))
+        self._carry = data[data.rfind(b"\n") + 1 :][-_CARRY:]
 
     def _near_full(self) -> bool:
         total = self.sampler.total
@@ -300,8 +422,8 @@ class HangDetector:
         if not self._near_full():
             return False
         if self._pending and not self.alloc_failed:
-            self.alloc_failed = _ALLOC_FAILED.search(self._carry) is not None
-            self._pending = False
+            self._scan(self._pending)
+            self._pending = b""
         return self.alloc_failed
 
     def __call__(self) -> str | None:

@@ -9,17 +9,11 @@ from pathlib import Path
 
 from shmguard.estimate import DEFAULT_HEADROOM, Recommendation, dataloader_bound, recommend
 from shmguard.estimate.recommend import no_recommendation
-from shmguard.measure.outcome import (
-    ALLOC_FAILURE_KINDS,
-    Cause,
-    HangDetector,
-    Outcome,
-    classify,
-    scan_output,
-)
+from shmguard.measure.outcome import Cause, HangDetector, Outcome, alloc_errors, classify
 from shmguard.measure.sampler import OwnerSnapshot, ShmSampler, Timeline
 from shmguard.measure.sandbox import Sandbox, SandboxError, SandboxSpec
 from shmguard.model.fact import Fact
+from shmguard.triage.text import classify_text
 from shmguard.units import GiB, MiB, format_iec
 
 #: statvfs interval for measure and probe: the extra-batch spikes last about 1 ms.
@@ -82,8 +76,10 @@ class MeasureResult:
         timeline: the sampler's record.
         recommendation: sizes to configure.
         interrupted: the signal shmguard received while waiting (Ctrl-C, SIGTERM), else None.
-        alloc_errors: output lines reporting a failed shared memory allocation or ENOSPC (at
-            most 5), also when the command succeeded.
+        alloc_errors: output lines reporting a failed shared memory allocation (at most 5, as
+            :func:`~shmguard.measure.outcome.alloc_errors` picks them from the triage
+            catalogue's results: not an ENOSPC on a named disk path), also when the command
+            succeeded.
         stderr_tail: the last lines of the command's stderr (at most :data:`STDERR_LINES`, see
             :func:`tail_lines`); empty when it wrote none or its output was not piped
             (``output="inherit"``).
@@ -273,7 +269,9 @@ def measure_command(
             result = box.wait(timeout=timeout, stop_check=detector)
         finally:
             timeline = sampler.stop()
-    text = (result.stdout_tail + b"\n" + result.stderr_tail).decode("utf-8", "replace")
+    tail = result.stdout_tail + b"\n" + result.stderr_tail
+    # One pass of the triage catalogue over the output serves the cause and alloc_errors.
+    results = classify_text(tail)
     full = timeline.shm_total > 0 and timeline.shm_total - timeline.peak < max(
         full_margin, timeline.max_step(), timeline.shm_total // 50
     )
@@ -281,17 +279,14 @@ def measure_command(
         result.exit_status,
         result.signal_name,
         result.stopped_by,
-        text,
+        tail,
         shm_full=full,
         memory_limited=memory_limit is not None,
         oom_kills=result.oom_kills,
         exec_error=result.exec_error,
         strict=strict,
+        results=results,
     )
-    hits = scan_output(text)
-    alloc_errors = tuple(
-        dict.fromkeys(line for kind in ALLOC_FAILURE_KINDS for line in hits.get(kind, []))
-    )[:5]
     peak = timeline.peak
     if cause.passed:
         floor, floor_basis = _dataloader_floor(timeline)
@@ -345,6 +340,6 @@ def measure_command(
         timeline=timeline,
         recommendation=rec,
         interrupted=result.interrupted,
-        alloc_errors=alloc_errors,
+        alloc_errors=alloc_errors(results),
         stderr_tail=tail_lines(result.stderr_tail),
     )

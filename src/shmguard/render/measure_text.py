@@ -119,6 +119,9 @@ def measure_report(result: MeasureResult) -> list[Part]:
     status = f"{result.cause.outcome.value} (exit status {result.exit_status}"
     status += f", {result.signal})" if result.signal else ")"
     rows = [("result", f"{status} after {result.wall_time:.1f} s: {result.cause.summary}")]
+    if result.cause.signature is not None:
+        # The id `shmguard explain` gives the same output (docs/signatures.md lists them).
+        rows.append(("signature", result.cause.signature))
     rows += [("evidence", line) for line in result.cause.evidence]
     rows.append(
         (

@@ -5,7 +5,9 @@ Typical use::
     from shmguard.triage import explain_files
     diagnosis = explain_files([Path("train.log")])
 
-The library never prints; :mod:`shmguard.render.explain_text` and the JSON envelope render a
+An in-memory text (a run's output) goes through :func:`classify_text`, the same classifier;
+``measure``, ``probe`` and the hang detector use it. The library never prints;
+:mod:`shmguard.render.explain_text` and the JSON envelope render a
 :class:`~shmguard.triage.model.Diagnosis`.
 """
 
@@ -18,15 +20,20 @@ from typing import BinaryIO
 from shmguard.triage.classify import diagnose
 from shmguard.triage.loader import SignatureError, load_catalogue
 from shmguard.triage.matchers import Matcher
-from shmguard.triage.model import Diagnosis, Signature
+from shmguard.triage.model import Diagnosis, Result, Signature
+from shmguard.triage.text import classify_text, diagnose_text, top_cause
 
 __all__ = [
     "Diagnosis",
+    "Result",
     "Signature",
     "SignatureError",
+    "classify_text",
+    "diagnose_text",
     "explain_files",
     "explain_streams",
     "load_catalogue",
+    "top_cause",
 ]
 
 
