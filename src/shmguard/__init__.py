@@ -43,7 +43,7 @@ _EXPORTS = {
     "ConfigError": "shmguard.config",
     "load_config": "shmguard.config",
     # find
-    "HostFacts": "shmguard.inspect.host",
+    "HostFacts": "shmguard.model.host",
     "inspect_host": "shmguard.inspect.host",
     "DoctorOptions": "shmguard.lint.doctor",
     "DoctorReport": "shmguard.lint.doctor",
@@ -102,7 +102,7 @@ if TYPE_CHECKING:
         recommend,
         shm_size_for,
     )
-    from shmguard.inspect.host import HostFacts, inspect_host
+    from shmguard.inspect.host import inspect_host
     from shmguard.lint.doctor import DoctorOptions, DoctorReport, diagnose
     from shmguard.model import (
         Applicability,
@@ -118,6 +118,7 @@ if TYPE_CHECKING:
         apply_edits,
         exit_status,
     )
+    from shmguard.model.host import HostFacts
     from shmguard.triage import Diagnosis, explain_files, explain_streams
 
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from shmguard.inspect.host import HostFacts, inspect_host
+from shmguard.inspect.host import inspect_host
 from shmguard.inspect.shm import statvfs_from_json
+from shmguard.model.host import HostFacts
 
 
 @pytest.fixture

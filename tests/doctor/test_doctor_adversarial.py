@@ -204,7 +204,7 @@ def test_cli_narrow_terminal_keeps_snippets_whole(tmp_path):
 def test_env006_fix_follows_the_runtime(host):
     from dataclasses import replace
 
-    from shmguard.inspect.runtime import RuntimeFacts
+    from shmguard.model.host import RuntimeFacts
 
     facts = host("docker-v1-ipc-host")
     fixes = {}

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from shmguard.inspect.host import inspect_host
-from shmguard.inspect.runtime import RuntimeFacts
 from shmguard.inspect.shm import statvfs_from_json
 from shmguard.lint.doctor import DoctorOptions, diagnose
 from shmguard.lint.env import RULES
 from shmguard.model import Fact, Severity
+from shmguard.model.host import RuntimeFacts
 from shmguard.render.snippets import fix_snippets
 from shmguard.units import GiB, format_iec
 

@@ -16,7 +16,6 @@ mountinfo cgroupfs mounts); tmpfs pages are charged to the memory cgroup that fi
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -24,42 +23,10 @@ from shmguard.inspect._read import exists, parse_int, read_text
 from shmguard.inspect.cgroupfs import CgroupLocation, locate_cgroup
 from shmguard.inspect.mounts import MountinfoError, parse_mountinfo
 from shmguard.model import Fact
+from shmguard.model.host import CgroupFacts
 
 #: v1 values at or above this mean "no limit" (PAGE_COUNTER_MAX * page size is just below 2**63).
 V1_UNLIMITED = 2**62
-
-
-@dataclass(frozen=True)
-class CgroupFacts:
-    """Limits of the cgroup the inspected process is in.
-
-    Attributes:
-        version: 1 or 2: the hierarchy that holds the memory controller.
-        mode: ``v1``, ``v2``, ``hybrid`` (v1 controllers plus a cgroup2 mount) or ``none``.
-        memory_dir: the memory cgroup directory read, as the target names it.
-        memory_limit: bytes, or a known None for no limit (v1 takes the hierarchical limit).
-        memory_current: bytes charged now (``memory.current`` / ``memory.usage_in_bytes``).
-        shmem: bytes of tmpfs/shm pages charged to this cgroup (``memory.stat``).
-        swap_limit: bytes of swap allowed (v2 ``memory.swap.max``; v1
-            ``memory.memsw.limit_in_bytes`` minus the memory limit), None for no limit.
-        oom_kills: OOM kills recorded in this cgroup.
-        cpu_quota: CPUs the CFS quota allows (``quota / period``), None for no quota.
-        cpuset: CPUs in the cpuset (count), from ``cpuset.cpus.effective`` or v1
-            ``cpuset.effective_cpus``/``cpuset.cpus``.
-        notes: honest remarks, e.g. that a cgroup2 mount has no memory controller.
-    """
-
-    version: Fact[int]
-    mode: str
-    memory_dir: Fact[str]
-    memory_limit: Fact[int]
-    memory_current: Fact[int]
-    shmem: Fact[int]
-    swap_limit: Fact[int]
-    oom_kills: Fact[int]
-    cpu_quota: Fact[float]
-    cpuset: Fact[int]
-    notes: tuple[str, ...]
 
 
 def parse_cpuset(text: str) -> int:

@@ -4,26 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass
 
 from shmguard.model import Fact
-
-
-@dataclass(frozen=True)
-class Gpu:
-    """One GPU: ``memory_total`` in bytes (``nvmlDeviceGetMemoryInfo().total``)."""
-
-    index: int
-    name: str
-    memory_total: int
-
-
-@dataclass(frozen=True)
-class GpuFacts:
-    """NVIDIA driver version and the GPUs NVML sees."""
-
-    driver: str
-    gpus: tuple[Gpu, ...]
+from shmguard.model.host import Gpu, GpuFacts
 
 
 def _text(value: object) -> str:

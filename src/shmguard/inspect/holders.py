@@ -20,9 +20,10 @@ import errno
 import os
 import stat
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
+
+from shmguard.model.host import HoldersScan, ProcessHolding, ShmFile
 
 #: Owner kinds, in the order reports list them.
 KINDS = ("torch", "nccl", "psm", "plasma", "semaphore", "other")
@@ -67,67 +68,6 @@ def classify_shm_name(name: str) -> str:
     if base.startswith("sem."):
         return "semaphore"
     return "other"
-
-
-@dataclass(frozen=True)
-class ShmFile:
-    """One /dev/shm file a process holds.
-
-    Attributes:
-        path: the path as the kernel shows it, without the `` (deleted)`` suffix.
-        inode: ``st_ino`` of the file.
-        bytes: ``st_blocks * 512``: pages really allocated (a sparse or failed allocation
-            shows 0 here even when ``st_size`` is large; torch_shm.md section 1.2).
-        deleted: True when the name was unlinked (the kernel's `` (deleted)`` marker).
-        kind: :func:`classify_shm_name` of the path.
-        via: ``"fd"`` (an open descriptor), ``"map"`` (only a mapping) or ``"name"`` (a named
-            file no scanned process holds, found by listing the directory).
-        device: ``st_dev`` of the tmpfs, so files of different containers never merge.
-    """
-
-    path: str
-    inode: int
-    bytes: int
-    deleted: bool
-    kind: str
-    via: str
-    device: int = 0
-
-
-@dataclass(frozen=True)
-class ProcessHolding:
-    """The shm files one process holds. ``bytes`` sums its files, each inode once."""
-
-    pid: int
-    name: str
-    files: tuple[ShmFile, ...]
-    bytes: int
-
-
-@dataclass(frozen=True)
-class HoldersScan:
-    """The result of :func:`scan_holders`.
-
-    Attributes:
-        processes: processes holding at least one shm file, by pid.
-        by_kind: bytes per owner kind (every kind of :data:`KINDS` present, 0 when none),
-            each inode counted once across all processes.
-        total_bytes: bytes of all unique inodes held (the part of statvfs "used" that some
-            process is keeping alive).
-        errors: one line per entry that could not be read, e.g. ``"pid 123: permission
-            denied"``; never raised.
-        unheld: named files in the listed /dev/shm directory that no scanned process holds,
-            with blocks allocated (PyTorch's ``file_system`` strategy keeps queued batches as
-            named files until the consumer takes them; a crashed job's segments stay too).
-            Counted in ``by_kind`` and ``total_bytes``. Zero-block names (failed allocations)
-            are left out.
-    """
-
-    processes: tuple[ProcessHolding, ...]
-    by_kind: Mapping[str, int]
-    total_bytes: int
-    errors: tuple[str, ...]
-    unheld: tuple[ShmFile, ...] = ()
 
 
 def _err_text(err: OSError) -> str:

@@ -9,39 +9,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from shmguard.inspect._read import read_text, resolve, under
-from shmguard.inspect.cgroup import CgroupFacts, read_cgroup
-from shmguard.inspect.holders import HoldersScan, restrict_to_device, scan_holders
-from shmguard.inspect.runtime import RuntimeFacts, detect_runtime
-from shmguard.inspect.shm import ShmFacts, StatvfsFn, read_shm
-from shmguard.inspect.system import Limits, MemInfo, SysvShm, read_limits, read_meminfo, read_sysv
+from shmguard.inspect.cgroup import read_cgroup
+from shmguard.inspect.holders import restrict_to_device, scan_holders
+from shmguard.inspect.runtime import detect_runtime
+from shmguard.inspect.shm import StatvfsFn, read_shm
+from shmguard.inspect.system import read_limits, read_meminfo, read_sysv
 from shmguard.model import Fact
+from shmguard.model.host import CgroupFacts, HoldersScan, HostFacts, Limits, RuntimeFacts, SysvShm
 
 if TYPE_CHECKING:  # imported when read: most runs need neither
-    from shmguard.inspect.gpu import GpuFacts
-    from shmguard.inspect.torchinfo import TorchFacts
-
-
-@dataclass(frozen=True)
-class HostFacts:
-    """Everything doctor's rules look at. ``root`` is the filesystem root read (``/`` live);
-    ``pid`` the inspected process (None: this one)."""
-
-    root: str
-    pid: int | None
-    shm: ShmFacts
-    memory: MemInfo
-    cgroup: CgroupFacts
-    runtime: RuntimeFacts
-    limits: Limits
-    sysv: Fact[SysvShm]
-    holders: Fact[HoldersScan]
-    gpus: Fact[GpuFacts]
-    torch: Fact[TorchFacts]
+    from shmguard.model.host import GpuFacts, TorchFacts
 
 
 def _environ(root: Path, proc: str) -> tuple[dict[str, str] | None, str | None]:

@@ -19,32 +19,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from shmguard.inspect._read import under
+from shmguard.model.host import RuntimeFacts
 
 #: Priority when several markers are present: the orchestrator decides how to fix shm.
 _ORDER = ("kubernetes", "podman", "docker", "apptainer", "slurm")
-
-#: render_snippets runtimes to show for each detected runtime (all of them when unsure).
-SNIPPET_RUNTIMES: dict[str, tuple[str, ...]] = {
-    "kubernetes": ("kubernetes",),
-    "podman": ("podman",),
-    "docker": ("docker", "compose", "ecs"),
-}
-
-
-@dataclass(frozen=True)
-class RuntimeFacts:
-    """``name`` is one of kubernetes, podman, docker, apptainer, slurm, none or unknown;
-    ``evidence`` lists every marker seen (``"/.dockerenv exists"``, ``"env
-    KUBERNETES_SERVICE_HOST"``) and every place that could not be read (``"could not read
-    /proc/1/environ: permission denied"``). ``unknown`` means no marker was seen but some place
-    could not be looked at, so ``none`` would be a guess."""
-
-    name: str
-    evidence: tuple[str, ...]
 
 
 def detect_runtime(

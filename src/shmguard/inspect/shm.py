@@ -22,6 +22,7 @@ from typing import Protocol
 
 from shmguard.inspect.mounts import MountinfoError, mount_for, parse_mountinfo
 from shmguard.model import Fact
+from shmguard.model.host import LeftoverFile, ShmFacts
 from shmguard.units import DOCKER_DEFAULT_SHM, PODMAN_DEFAULT_SHM, SizeError, parse_tmpfs_size
 
 #: Which runtimes give /dev/shm exactly this many bytes by default (config_formats.md 1.1,
@@ -102,64 +103,6 @@ def _recorded(path: str, entry: object) -> RecordedStatvfs:
     if frsize == 0 or not bavail <= bfree <= blocks:
         raise ValueError(f"{path}: needs f_frsize > 0 and f_bavail <= f_bfree <= f_blocks")
     return RecordedStatvfs(frsize, blocks, bfree, bavail)
-
-
-@dataclass(frozen=True)
-class LeftoverFile:
-    """A named ``torch_*`` file with zero allocated blocks: the trace of a failed allocation.
-    ``requested`` is its ``st_size`` (what torch asked for), in bytes."""
-
-    name: str
-    requested: int
-
-
-@dataclass(frozen=True)
-class ShmFacts:
-    """What /dev/shm is, for the process inspected.
-
-    Attributes:
-        path: ``/dev/shm`` as the target sees it.
-        real_path: ``path`` with symlinks resolved in the target (``/run/shm`` where
-            ``/dev/shm -> /run/shm``); the mount is looked up for this path.
-        exists: whether the directory exists; unknown when it cannot be looked at (another
-            process's ``/proc/<pid>/root`` may be unreadable even to root).
-        mount_point: the mount it lives on (``/dev/shm`` itself when mounted there; ``/dev``
-            or ``/`` when it is a plain directory).
-        fstype: ``tmpfs``, ``ramfs``, ``ext4``... (mountinfo field 9).
-        source: the mount source (``shm`` for Docker, ``tmpfs``...).
-        options: the filesystem's super options (``rw,size=65536k``).
-        size_option: bytes from ``size=`` (0 = unlimited), or a known None when absent.
-        sizing: ``size-option``, ``kernel-default`` (tmpfs without ``size=``: half of RAM),
-            ``unlimited`` (``size=0``) or ``not-tmpfs``.
-        total, used, free: statvfs bytes: ``f_blocks``, ``f_blocks - f_bfree``, ``f_bavail``
-            times ``f_frsize``. Counts unlinked-but-held files too. Unknown when statvfs
-            reports 0 blocks: ramfs and a tmpfs with ``size=0`` keep no block counts
-            (mm/shmem.c ``shmem_statfs``, fs/ramfs ``simple_statfs``), so 0 is not a size.
-        default_of: the runtimes whose default size equals ``total`` (empty when none).
-            Equal size is all it says: the size may have been set on purpose.
-        named_files, named_bytes: visible regular files at the top level and their allocated
-            bytes (``st_blocks * 512``); ``used - named_bytes`` is held by unlinked files.
-        leftovers: zero-block ``torch_*`` files.
-        device: ``st_dev`` of the directory, to match holders' files.
-    """
-
-    path: str
-    real_path: str
-    exists: Fact[bool]
-    mount_point: Fact[str]
-    fstype: Fact[str]
-    source: Fact[str]
-    options: Fact[tuple[str, ...]]
-    size_option: Fact[int]
-    sizing: Fact[str]
-    total: Fact[int]
-    used: Fact[int]
-    free: Fact[int]
-    default_of: Fact[tuple[str, ...]]
-    named_files: Fact[int]
-    named_bytes: Fact[int]
-    leftovers: Fact[tuple[LeftoverFile, ...]]
-    device: Fact[int]
 
 
 def read_shm(

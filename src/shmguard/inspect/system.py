@@ -7,22 +7,11 @@ Limit, Units, ``unlimited`` for none; sysvipc/shm header line then one line per 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from shmguard.inspect._read import parse_int, read_text
 from shmguard.model import Fact
-
-
-@dataclass(frozen=True)
-class MemInfo:
-    """/proc/meminfo figures in bytes. ``shmem`` is all tmpfs/shm pages on the host."""
-
-    total: Fact[int]
-    available: Fact[int]
-    swap_total: Fact[int]
-    swap_free: Fact[int]
-    shmem: Fact[int]
+from shmguard.model.host import Limits, MemInfo, SysvShm
 
 
 def read_meminfo(root: Path) -> MemInfo:
@@ -51,19 +40,6 @@ def read_meminfo(root: Path) -> MemInfo:
     return MemInfo(
         fact("MemTotal"), fact("MemAvailable"), fact("SwapTotal"), fact("SwapFree"), fact("Shmem")
     )
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Resource limits of the inspected process; a known None means unlimited.
-
-    ``nofile_*`` is a count of descriptors; ``memlock_*`` bytes.
-    """
-
-    nofile_soft: Fact[int]
-    nofile_hard: Fact[int]
-    memlock_soft: Fact[int]
-    memlock_hard: Fact[int]
 
 
 def read_limits(root: Path, path: str) -> Limits:
@@ -95,16 +71,6 @@ def read_limits(root: Path, path: str) -> Limits:
         fact("Max locked memory", 0),
         fact("Max locked memory", 1),
     )
-
-
-@dataclass(frozen=True)
-class SysvShm:
-    """System V shared memory segments visible in this IPC namespace: count, total ``size``
-    bytes, and how many have no process attached (``nattch`` 0)."""
-
-    segments: int
-    bytes: int
-    unattached: int
 
 
 def read_sysv(root: Path) -> Fact[SysvShm]:

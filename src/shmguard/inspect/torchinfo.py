@@ -2,21 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from shmguard.model import Fact
-
-
-@dataclass(frozen=True)
-class TorchFacts:
-    """``sharing_strategy`` is ``torch.multiprocessing.get_sharing_strategy()`` in this
-    interpreter (``file_descriptor`` by default on Linux: shm files are unlinked at once and
-    held through fds; ``file_system`` keeps names in /dev/shm). ``strategies`` lists the
-    available ones."""
-
-    version: str
-    sharing_strategy: str
-    strategies: tuple[str, ...]
+from shmguard.model.host import TorchFacts
 
 
 def read_torch() -> Fact[TorchFacts]:

@@ -11,10 +11,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from shmguard.config import Config
-from shmguard.inspect.host import HostFacts
 from shmguard.lint.engine import Rule, run_rules
 from shmguard.lint.env._base import DoctorOptions
 from shmguard.model import Finding
+from shmguard.model.host import HostFacts
 
 __all__ = ["DoctorOptions", "DoctorReport", "diagnose", "workload_of"]
 

@@ -19,6 +19,15 @@ from dataclasses import dataclass
 RUNTIMES = ("docker", "compose", "kubernetes", "podman", "ecs")
 
 
+#: The runtimes whose fixes fit a detected runtime (``RuntimeFacts.name``): a Docker container
+#: may equally be run by ``docker run``, Compose or ECS; a runtime not listed gets all of them.
+FIX_RUNTIMES: dict[str, tuple[str, ...]] = {
+    "kubernetes": ("kubernetes",),
+    "podman": ("podman",),
+    "docker": ("docker", "compose", "ecs"),
+}
+
+
 class Setting(str, enum.Enum):
     """A configuration setting a fix changes. Values are int bytes.
 

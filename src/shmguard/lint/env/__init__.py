@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from shmguard.inspect.host import HostFacts
 from shmguard.lint.engine import Rule
 from shmguard.lint.env import (
     env001_runtime_default,
@@ -18,6 +17,7 @@ from shmguard.lint.env import (
     env011_leftover_torch_files,
 )
 from shmguard.lint.env._base import DoctorOptions
+from shmguard.model.host import HostFacts
 
 RULES: tuple[Rule[HostFacts, DoctorOptions], ...] = (
     env001_runtime_default.RULE,

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from shmguard.estimate.policy import Policy, default_shm_size, memory_limit_for, shm_size_for
-from shmguard.inspect.host import HostFacts
-from shmguard.inspect.runtime import SNIPPET_RUNTIMES
 from shmguard.model import Fix, Location, shm_changes
+from shmguard.model.fix import FIX_RUNTIMES
+from shmguard.model.host import HostFacts
 from shmguard.units import MiB, format_iec
 
 SHM_LOCATION = Location(file="/dev/shm")
@@ -79,7 +79,7 @@ def memory_for(facts: HostFacts, shm_size: int, options: DoctorOptions) -> int |
 
 
 def _runtimes(facts: HostFacts) -> tuple[str, ...]:
-    return SNIPPET_RUNTIMES.get(facts.runtime.name, ())
+    return FIX_RUNTIMES.get(facts.runtime.name, ())
 
 
 def shm_fix(facts: HostFacts, shm_size: int, lead: str, options: DoctorOptions) -> Fix:

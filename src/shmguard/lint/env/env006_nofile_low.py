@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.inspect.host import HostFacts
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.lint.env._base import DoctorOptions
 from shmguard.model import Fix, Location, Severity
+from shmguard.model.host import HostFacts
 
 CODE = "ENV006"
 NAME = "nofile-low"

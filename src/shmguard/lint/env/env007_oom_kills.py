@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.inspect.host import HostFacts
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.lint.env._base import HOST_FIX_SAFETY, DoctorOptions, memory_fix
 from shmguard.model import Fix, Location, Severity
+from shmguard.model.host import HostFacts
 
 CODE = "ENV007"
 NAME = "oom-kills-recorded"

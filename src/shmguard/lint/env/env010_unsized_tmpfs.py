@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.inspect.host import HostFacts
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.lint.env._base import (
     HOST_FIX_SAFETY,
@@ -21,6 +20,7 @@ from shmguard.lint.env._base import (
     shm_fix,
 )
 from shmguard.model import Severity
+from shmguard.model.host import HostFacts
 from shmguard.units import format_iec
 
 CODE = "ENV010"

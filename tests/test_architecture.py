@@ -1,0 +1,54 @@
+"""The layering of docs/STYLE: data flows one way, and only cli/ renders."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "shmguard"
+
+
+def _imports(path: Path) -> set[str]:
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            out.add(node.module)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+    return out
+
+
+def _modules(package: str) -> list[Path]:
+    base = SRC / package
+    return sorted(base.rglob("*.py")) if base.is_dir() else [SRC / f"{package}.py"]
+
+
+@pytest.mark.parametrize(
+    ("package", "forbidden"),
+    [
+        # only cli/ imports the renderers
+        ("model", ("shmguard.render", "shmguard.cli")),
+        ("estimate", ("shmguard.render", "shmguard.cli", "shmguard.inspect", "shmguard.lint")),
+        ("config", ("shmguard.render", "shmguard.cli", "shmguard.inspect")),
+        # rules take fact values from model/, never the host
+        ("lint", ("shmguard.render", "shmguard.cli", "shmguard.inspect", "shmguard.measure")),
+        ("inspect", ("shmguard.render", "shmguard.cli", "shmguard.measure", "shmguard.lint")),
+        ("measure", ("shmguard.render", "shmguard.cli", "shmguard.lint")),
+        ("triage", ("shmguard.render", "shmguard.cli", "shmguard.measure", "shmguard.lint")),
+        ("render", ("shmguard.cli",)),
+    ],
+)
+def test_package_does_not_import(package: str, forbidden: tuple[str, ...]) -> None:
+    for path in _modules(package):
+        bad = sorted(m for m in _imports(path) if m.startswith(forbidden))
+        assert not bad, f"{path.relative_to(SRC)} imports {bad}"
+
+
+def test_model_knows_no_rule_host_or_renderer() -> None:
+    for path in _modules("model"):
+        assert all(
+            m.startswith(("shmguard.model", "__future__")) or not m.startswith("shmguard")
+            for m in _imports(path)
+        ), path
