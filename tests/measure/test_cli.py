@@ -302,3 +302,27 @@ def test_commands_and_snippets_are_never_wrapped(
     )
     assert max(len(line) for line in lines) > 40  # ... while the prose still wraps
     assert "rounded up to 2" in " ".join(done.stdout.split())
+
+
+def test_measure_headroom_and_memory_margin_come_from_the_configuration(
+    root_only: None, no_leftovers: None, tmp_path: Path
+) -> None:
+    (tmp_path / ".shmguard.toml").write_text('[sizes]\nheadroom = 0.5\nmemory-margin = "2g"\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "shmguard", "measure", "--json", "--", "sh", "-c", NEED_40M],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    rec = json.loads(done.stdout)["recommendation"]
+    # 40 MiB + 50% = 60 MiB -> 64 MiB; the flag still wins over the file.
+    assert (rec["headroom"], rec["shm_size"]) == (0.5, 64 * MiB)
+    assert "at least 2 GiB" in rec["memory_basis"]
+    flag = subprocess.run(
+        [sys.executable, "-m", "shmguard", "measure", "--json", "--headroom", "0", "--",
+         "sh", "-c", NEED_40M],
+        capture_output=True, text=True, timeout=90, cwd=tmp_path,
+    )  # fmt: skip
+    assert json.loads(flag.stdout)["recommendation"]["shm_size"] == 40 * MiB

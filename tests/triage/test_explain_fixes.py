@@ -88,6 +88,21 @@ def test_memory_limit_grows_with_the_shm_size(catalogue: Sequence[Signature]) ->
     assert fix_snippets(fix)[0].text == "docker run --shm-size=1g --memory=40g IMAGE ..."
 
 
+def test_the_configured_memory_margin_reaches_explain(catalogue: Sequence[Signature]) -> None:
+    import io
+
+    from shmguard.estimate import Policy
+    from shmguard.triage import explain_streams
+
+    log = (FIXTURES / "mixed_ranks_nccl.log").read_bytes()
+    d = explain_streams(
+        [("log", io.BytesIO(log))], signatures=catalogue, policy=Policy(memory_margin=64 * GiB)
+    )
+    fix = d.results[0].fix
+    # The 32 GiB limit is below the 64 GiB margin: 64 GiB + 1 GiB, rounded up to 80 GiB.
+    assert fix is not None and fix.memory_limit == 80 * GiB
+
+
 def test_app_runtime_has_no_snippets(catalogue: Sequence[Signature]) -> None:
     fix = diagnose_text(BUS, catalogue, runtime="app").results[0].fix
     assert fix is not None and fix_snippets(fix) == () and fix.shm_size is None

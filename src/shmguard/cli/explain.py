@@ -111,7 +111,8 @@ def explain(
             _check_input(name)
 
     try:
-        extra = [*settings(None).signatures, *signatures]
+        conf = settings(None)
+        extra = [*conf.signatures, *signatures]
         catalogue = load_catalogue(extra)
     except SignatureError as err:
         fail(str(err))
@@ -133,7 +134,9 @@ def explain(
                 yield name, f
 
     try:
-        diagnosis = explain_streams(streams(), signatures=catalogue, runtime=runtime, shm_size=size)
+        diagnosis = explain_streams(
+            streams(), signatures=catalogue, runtime=runtime, shm_size=size, policy=conf.policy
+        )
     except OSError as err:
         fail(_read_error(reading, err))
     except KeyboardInterrupt:

@@ -13,6 +13,7 @@ import typer
 
 from shmguard.cli._app import app
 from shmguard.cli._common import EXIT_FINDINGS, EXIT_OK, fail, size_option
+from shmguard.cli._config import settings
 from shmguard.cli._runopts import (
     _CTX,
     _INTERVAL_MS,
@@ -153,8 +154,13 @@ def measure(
         None, "--memory", metavar="SIZE", help="Memory limit for the run."
     ),
     cpus: float | None = typer.Option(None, "--cpus", help="CPU quota for the run."),
-    headroom: str = typer.Option(
-        "25%", "--headroom", metavar="PCT", help="Added to the peak for the recommendation."
+    headroom: str | None = typer.Option(
+        None,
+        "--headroom",
+        metavar="PCT",
+        help="Added to the peak for the recommendation "
+        "[default: the configuration's sizes.headroom, else 25%].",
+        show_default=False,
     ),
     timeout: float | None = typer.Option(
         None, "--timeout", help="Kill the run after this many seconds."
@@ -184,7 +190,8 @@ def measure(
     if not _INTERVAL_MS[0] <= interval_ms <= _INTERVAL_MS[1]:
         low, high = _INTERVAL_MS
         fail(f"--interval: must be from {low:g} to {high:g} ms, got {interval_ms:g}")
-    room = _percent(headroom, "--headroom")
+    conf = settings(None)
+    room = _percent(headroom, "--headroom") if headroom is not None else None
     argv = _check_command(command)
     _limits(shm, mem, cpus)
     if plot is not None:
@@ -197,6 +204,7 @@ def measure(
             cpus=cpus,
             interval=interval_ms / 1000,
             headroom=room,
+            policy=conf.policy,
             timeout=timeout,
             hang_after=hang_after,
             output="tee",

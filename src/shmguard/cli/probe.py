@@ -14,6 +14,7 @@ import typer
 
 from shmguard.cli._app import app
 from shmguard.cli._common import EXIT_FINDINGS, EXIT_OK, console, fail, size_option
+from shmguard.cli._config import settings
 from shmguard.cli._runopts import (
     _CTX,
     _MAX_CONFIRM,
@@ -128,8 +129,13 @@ def probe(
     hang_after: float = typer.Option(
         5.0, "--hang-after", help="Seconds of full /dev/shm and no progress that count as a hang."
     ),
-    headroom: str = typer.Option(
-        "25%", "--headroom", metavar="PCT", help="Added for the recommendation."
+    headroom: str | None = typer.Option(
+        None,
+        "--headroom",
+        metavar="PCT",
+        help="Added for the recommendation "
+        "[default: the configuration's sizes.headroom, else 25%].",
+        show_default=False,
     ),
     verify: bool = typer.Option(
         True, "--verify/--no-verify", help="Run the recommended size once."
@@ -152,7 +158,8 @@ def probe(
         fail(f"--confirm: must be from 1 to {_MAX_CONFIRM}, got {confirm}")
     _positive(trial_timeout, "--trial-timeout")
     _positive(hang_after, "--hang-after")
-    room = _percent(headroom, "--headroom")
+    conf = settings(None)
+    room = _percent(headroom, "--headroom") if headroom is not None else None
     if top is not None and low >= top:
         fail("--floor must be below --ceiling")
     argv = _check_command(command)
@@ -169,6 +176,7 @@ def probe(
             trial_timeout=trial_timeout,
             hang_after=hang_after,
             headroom=room,
+            policy=conf.policy,
             verify=verify,
         )
     except SandboxError as err:

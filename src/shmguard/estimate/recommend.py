@@ -54,12 +54,15 @@ class Recommendation:
     changes: tuple[Change, ...] = ()
 
 
-def no_recommendation(reason: str, headroom: float) -> Recommendation:
-    """A :class:`Recommendation` without sizes: ``reason`` says why none can be given."""
+def no_recommendation(
+    reason: str, headroom: float | None = None, policy: Policy | None = None
+) -> Recommendation:
+    """A :class:`Recommendation` without sizes: ``reason`` says why none can be given;
+    ``headroom`` (default: the policy's) is what a size would have had."""
     return Recommendation(
         None,
         reason,
-        headroom,
+        headroom if headroom is not None else (policy or Policy()).headroom,
         Fact.unknown("no shm size could be recommended"),
         "no shm size, so no memory limit",
     )
@@ -104,7 +107,7 @@ def recommend(
                 f"{need_basis} 0 B: the command used no /dev/shm, so any size works "
                 "(the runtimes' default 64 MiB included)"
             )
-        return no_recommendation(basis, policy.headroom)
+        return no_recommendation(basis, policy=policy)
     sized = shm_size_for(need, policy, floor=floor, floor_basis=floor_basis, what=need_basis)
     shm = sized.bytes
     if cgroup_peak is None:

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from shmguard.estimate import DEFAULT_HEADROOM, Recommendation, recommend
+from shmguard.estimate import Policy, Recommendation, recommend
 from shmguard.estimate.recommend import no_recommendation
 from shmguard.measure.outcome import Outcome
 from shmguard.measure.run import MeasureResult, generous_shm_size, measure_command
@@ -124,7 +124,8 @@ def probe_command(
     confirm: int = 3,
     trial_timeout: float | None = None,
     hang_after: float = 5.0,
-    headroom: float = DEFAULT_HEADROOM,
+    headroom: float | None = None,
+    policy: Policy | None = None,
     verify: bool = True,
     max_trials: int = 30,
     env: dict[str, str] | None = None,
@@ -140,7 +141,8 @@ def probe_command(
         confirm: passes in a row required at the minimum (>= 1).
         trial_timeout: seconds per trial; default 3x the measuring run, at least 30 s.
         hang_after: seconds of "shm full and no progress" that make a trial a hang.
-        headroom: fraction added for the recommendation.
+        headroom: fraction added for the recommendation (default: the policy's).
+        policy: the sizing policy (default :class:`~shmguard.estimate.Policy`).
         verify: run the recommended size once more.
         max_trials: hard cap on trials.
         env: environment for the command.
@@ -161,7 +163,13 @@ def probe_command(
     if observer:
         observer.measuring(top)
     base = measure_command(
-        command, shm_size=top, headroom=headroom, hang_after=hang_after, output="capture", env=env
+        command,
+        shm_size=top,
+        headroom=headroom,
+        policy=policy,
+        hang_after=hang_after,
+        output="capture",
+        env=env,
     )
     if base.interrupted:
         raise RunInterrupted(base.interrupted)
@@ -206,7 +214,7 @@ def probe_command(
                 f"the command fails even with {format_iec(top)} of /dev/shm: "
                 f"{base.recommendation.shm_basis}"
             )
-        return done(None, reason, no_recommendation(reason, headroom), None)
+        return done(None, reason, no_recommendation(reason, headroom, policy), None)
 
     lo, hi = floor, 0
     # A trial that exits 0 but prints a failed allocation the measuring run did not print
@@ -275,7 +283,7 @@ def probe_command(
             streak = 0
     if streak < confirm and hi < top:
         basis = f"no size passed {confirm} times in a row within {max_trials} trials"
-        return done(None, basis, no_recommendation(basis, headroom), None)
+        return done(None, basis, no_recommendation(basis, headroom, policy), None)
     minimum = hi
     if streak >= confirm:
         basis = f"{format_iec(minimum)} passed {confirm} times in a row"
@@ -290,6 +298,7 @@ def probe_command(
         need,
         need_basis,
         headroom=headroom,
+        policy=policy,
         cgroup_peak=base.memory_peak,
         shm_peak=base.peak,
     )

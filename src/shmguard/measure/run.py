@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from shmguard.estimate import DEFAULT_HEADROOM, Recommendation, dataloader_bound, recommend
+from shmguard.estimate import Policy, Recommendation, dataloader_bound, recommend
 from shmguard.estimate.recommend import no_recommendation
 from shmguard.measure.outcome import Cause, HangDetector, Outcome, alloc_errors, classify
 from shmguard.measure.sampler import OwnerSnapshot, ShmSampler, Timeline
@@ -192,7 +192,8 @@ def measure_command(
     cpus: float | None = None,
     interval: float = MEASURE_INTERVAL,
     owner_interval: float = 0.1,
-    headroom: float = DEFAULT_HEADROOM,
+    headroom: float | None = None,
+    policy: Policy | None = None,
     timeout: float | None = None,
     hang_after: float = 5.0,
     full_margin: int = 0,
@@ -213,7 +214,9 @@ def measure_command(
         cpus: CPU quota, or None.
         interval: statvfs period in seconds.
         owner_interval: owner attribution period in seconds.
-        headroom: fraction added to the peak for the recommendation.
+        headroom: fraction added to the peak for the recommendation (default: the
+            policy's).
+        policy: the sizing policy (default :class:`~shmguard.estimate.Policy`).
         timeout: seconds before the run is killed, or None.
         hang_after: seconds of "shm full and no progress" before the run is called hung.
         full_margin: bytes of free space below which /dev/shm counts as full (default: 2%).
@@ -294,6 +297,7 @@ def measure_command(
             peak,
             "measured peak",
             headroom=headroom,
+            policy=policy,
             cgroup_peak=result.memory_peak,
             shm_peak=peak,
             non_shm_seen=_non_shm(timeline),
@@ -306,6 +310,7 @@ def measure_command(
             f"the run ran out of /dev/shm at {size} bytes, so its peak is only a lower bound; "
             "measure again with a larger --shm-size, or use `shmguard probe`",
             headroom=headroom,
+            policy=policy,
         )
     else:
         # A run that did not finish says nothing of what the whole run needs, and a size
@@ -319,6 +324,7 @@ def measure_command(
                 interrupted=result.interrupted,
             ),
             headroom,
+            policy,
         )
     rss = timeline.rss_peak
     return MeasureResult(

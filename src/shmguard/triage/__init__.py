@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
+from shmguard.estimate.policy import Policy
 from shmguard.triage.classify import diagnose
 from shmguard.triage.loader import SignatureError, load_catalogue
 from shmguard.triage.matchers import Matcher
@@ -44,6 +45,7 @@ def explain_streams(
     runtime: str | None = None,
     shm_size: int | None = None,
     backend: str = "auto",
+    policy: Policy | None = None,
 ) -> Diagnosis:
     """Diagnose binary streams (``(display name, stream)`` pairs), read to the end in
     constant memory.
@@ -54,6 +56,8 @@ def explain_streams(
             None infers it from the log.
         shm_size: bytes to use in fixes instead of the chosen size.
         backend: literal pre-filter, ``auto``, ``ac`` (Aho-Corasick) or ``find``.
+        policy: the sizing policy for the fixes (``[tool.shmguard.sizes]``); default
+            :class:`~shmguard.estimate.Policy`.
 
     Raises:
         SignatureError: the built-in catalogue is broken (never in a release).
@@ -63,7 +67,7 @@ def explain_streams(
     m = Matcher(sigs, backend=backend)
     for name, stream in inputs:
         m.feed(name, stream)
-    return diagnose(m, runtime=runtime, shm_override=shm_size)
+    return diagnose(m, runtime=runtime, shm_override=shm_size, policy=policy)
 
 
 def explain_files(
@@ -73,6 +77,7 @@ def explain_files(
     runtime: str | None = None,
     shm_size: int | None = None,
     backend: str = "auto",
+    policy: Policy | None = None,
 ) -> Diagnosis:
     """:func:`explain_streams` over files, each opened in binary mode in turn and closed after.
 
@@ -86,5 +91,10 @@ def explain_files(
                 yield str(p), f
 
     return explain_streams(
-        opened(), signatures=signatures, runtime=runtime, shm_size=shm_size, backend=backend
+        opened(),
+        signatures=signatures,
+        runtime=runtime,
+        shm_size=shm_size,
+        backend=backend,
+        policy=policy,
     )

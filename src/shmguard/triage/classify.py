@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from shmguard.estimate.policy import Policy
 from shmguard.triage.fixes import Captured, plan_fix
 from shmguard.triage.matchers import Matcher, Tally
 from shmguard.triage.model import (
@@ -133,6 +134,7 @@ def diagnose(
     *,
     runtime: str | None = None,
     shm_override: int | None = None,
+    policy: Policy | None = None,
 ) -> Diagnosis:
     """Rank what ``matcher`` found and attach fixes.
 
@@ -141,6 +143,7 @@ def diagnose(
         runtime: ``--runtime`` (``docker``, ``compose``, ``kubernetes``, ``podman``, ``ecs``,
             ``app``) or None to infer it from the log.
         shm_override: ``--shm-size`` in bytes, or None to choose one.
+        policy: the sizing policy for the fixes (default :class:`~shmguard.estimate.Policy`).
     """
     tallies = list(matcher.tallies.values())
     by_id = {t.signature.id: t for t in tallies}
@@ -165,7 +168,7 @@ def diagnose(
         fix = None
         if sig.role == "cause" and explained is None and sig.fix is not None:
             captured: Captured = t.captures
-            fix = plan_fix(sig, captured, facts, rt, shm_override, host_ev)
+            fix = plan_fix(sig, captured, facts, rt, shm_override, host_ev, policy)
         results.append(
             Result(
                 id=sig.id,

@@ -104,6 +104,7 @@ def plan_fix(
     runtime: str | None,
     override: int | None,
     host_shm: Evidence | None = None,
+    policy: Policy | None = None,
 ) -> FixPlan:
     """The fix for ``sig`` on ``runtime`` (None: unknown, every runtime; ``app``: only the
     application side). ``host_shm``: a line showing the container uses the host's IPC
@@ -128,9 +129,11 @@ def plan_fix(
     if wants_size and host_shm is not None and runtime != "app":
         nxt.insert(0, host_ipc_note(host_shm))
     elif wants_size and runtime != "app" and sig.size is not None and applies:
-        size = choose_size(sig.size, captured, facts, override)
+        size = choose_size(sig.size, captured, facts, override, policy)
         if "mem_limit" in facts:
-            memory = memory_limit_for(size.bytes, current_limit=facts["mem_limit"][0])
+            memory = memory_limit_for(
+                size.bytes, policy or Policy(), current_limit=facts["mem_limit"][0]
+            )
         chosen: tuple[str, ...] = RUNTIMES if runtime is None else (runtime,)
         if sig.size.runtimes:
             chosen = tuple(r for r in chosen if r in sig.size.runtimes)
