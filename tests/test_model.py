@@ -97,3 +97,29 @@ def test_snippets_reject_bad_input() -> None:
         render_snippets(shm_changes(GiB), runtimes=["nomad"])
     with pytest.raises(ValueError, match="must be > 0"):
         shm_changes(0)
+
+
+def test_change_validates_its_values() -> None:
+    from shmguard.model import Change, Setting
+
+    assert Change("memory-limit", GiB).setting is Setting.MEMORY_LIMIT  # type: ignore[arg-type]
+    assert Change(Setting.SHM_SIZE, GiB, ("docker", "docker")).runtimes == ("docker",)
+    for bad, message in [
+        ((Setting.SHM_SIZE, True), "int bytes"),
+        ((Setting.SHM_SIZE, 1.5 * GiB), "int bytes"),
+        (("shm", GiB), "unknown setting"),
+        ((Setting.SHM_SIZE, 0), "> 0"),
+        ((Setting.SHM_SIZE, GiB, "docker"), "tuple of names"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            Change(*bad)  # type: ignore[arg-type]
+
+
+def test_a_change_for_every_runtime_is_rendered_for_every_runtime() -> None:
+    from shmguard.model import Change, Setting
+
+    changes = [Change(Setting.SHM_SIZE, GiB), Change(Setting.MEMORY_LIMIT, 4 * GiB, ("docker",))]
+    snippets = {s.runtime: s.text for s in render_snippets(changes)}
+    assert tuple(snippets) == RUNTIMES
+    assert snippets["docker"] == "docker run --shm-size=1g --memory=4g IMAGE ..."
+    assert snippets["podman"] == "podman run --shm-size=1g IMAGE ..."

@@ -79,7 +79,15 @@ LABELS: Mapping[str, str] = {
 #: Names of the files searched, in order of precedence within one directory.
 CONFIG_FILES = (".shmguard.toml", "pyproject.toml")
 
-_CODE = re.compile(r"^[A-Z]+[0-9]{0,3}$")
+#: Rule code families: ``ENV`` (doctor's environment rules) and ``SHM`` (config rules of
+#: ``check``). A selector outside them is a typo that would silently disable every rule.
+CODE_FAMILIES = ("ENV", "SHM")
+_CODE = re.compile(r"^(" + "|".join(CODE_FAMILIES) + r")[0-9]{0,3}$")
+_FULL_CODE = re.compile(r"^(" + "|".join(CODE_FAMILIES) + r")[0-9]{3}$")
+#: Bounds of the sizing tunables: headroom as a fraction, sizes in bytes.
+MAX_HEADROOM = 10.0
+MIN_SIZE = 1 << 20
+MAX_SIZE = 1 << 50
 _KEYS = {
     "select",
     "ignore",
@@ -158,32 +166,53 @@ def find_config(start: Path) -> tuple[Path, Mapping[str, Any]] | None:
     Raises:
         ConfigError: a candidate file cannot be read or is not valid TOML.
     """
-    here = start.resolve()
+    try:
+        here = start.resolve()
+    except (OSError, RuntimeError) as err:  # RuntimeError: a symlink loop (Python < 3.13)
+        raise ConfigError(f"{start}: cannot look for a configuration: {err}") from None
     for directory in (here, *here.parents):
         for name in CONFIG_FILES:
             path = directory / name
-            if not path.is_file():
-                continue
+            try:
+                if not path.is_file():
+                    continue
+            except OSError as err:  # EACCES on a directory we may not search
+                raise ConfigError(
+                    f"{path}: cannot look for a configuration: {err.strerror or err}"
+                ) from None
             data = _read(path)
             if name == "pyproject.toml":
-                tool = data.get("tool", {})
-                table = tool.get("shmguard") if isinstance(tool, dict) else None
+                table = _tool_table(data, path)
                 if table is None:
                     continue
-                if not isinstance(table, dict):
-                    raise ConfigError(f"{path}: tool.shmguard: must be a table")
                 return path, table
             return path, data
     return None
 
 
+def _tool_table(data: Mapping[str, Any], path: Path) -> Mapping[str, Any] | None:
+    """``[tool.shmguard]`` of a pyproject.toml, None when it has none."""
+    tool = data.get("tool")
+    if tool is None:
+        return None
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{path}: tool: must be a table")
+    table = tool.get("shmguard")
+    if table is not None and not isinstance(table, dict):
+        raise ConfigError(f"{path}: tool.shmguard: must be a table")
+    return table
+
+
 def _read(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8-sig"))
     except (OSError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{path}: cannot read the configuration: {err}") from None
+        why = err.strerror if isinstance(err, OSError) and err.strerror else err
+        raise ConfigError(f"{path}: cannot read the configuration: {why}") from None
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"{path}: not valid TOML: {err}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid TOML: nested too deeply") from None
 
 
 def load_config(start: Path | None = None, path: Path | None = None) -> Config:
@@ -194,11 +223,16 @@ def load_config(start: Path | None = None, path: Path | None = None) -> Config:
         ConfigError: unreadable file, unknown key or a value of the wrong kind (one line).
     """
     if path is not None:
-        table: Mapping[str, Any] = _read(path)
+        table: Mapping[str, Any] | None = _read(path)
         if path.name == "pyproject.toml":
-            table = table.get("tool", {}).get("shmguard", {})
-        return parse_config(table, path)
-    found = find_config(start or Path.cwd())
+            table = _tool_table(table or {}, path)
+        return parse_config(table or {}, path)
+    if start is None:
+        try:
+            start = Path.cwd()
+        except OSError as err:  # the current directory was removed
+            raise ConfigError(f"cannot look for a configuration: {err.strerror or err}") from None
+    found = find_config(start)
     if found is None:
         return Config()
     return parse_config(found[1], found[0])
@@ -252,8 +286,17 @@ def _codes(value: object, err: Any, key: str) -> tuple[str, ...]:
         raise err(key, "must be a list of rule codes or prefixes")
     bad = next((c for c in value if not _CODE.match(c)), None)
     if bad is not None:
-        raise err(key, f"{bad!r} is not a rule code or prefix (like ENV001 or SHM)")
+        raise err(
+            key,
+            f"{bad!r} is not a rule code or prefix: rules are {' and '.join(CODE_FAMILIES)} "
+            "followed by 3 digits (ENV001, SHM0, ENV)",
+        )
     return tuple(value)
+
+
+def _full_code(code: str, err: Any, key: str) -> None:
+    if not _FULL_CODE.match(code):
+        raise err(f"{key}.{code}", "a severity is set per rule code, like ENV001")
 
 
 def _severity(value: object, err: Any, key: str) -> Severity:
@@ -277,10 +320,10 @@ def _severities(
                           f"{', '.join(WORKLOADS)}")  # fmt: skip
             by_workload[key] = {}
             for code, sev in value.items():
-                _codes([code], err, f"severity.{key}")
+                _full_code(code, err, f"severity.{key}")
                 by_workload[key][code] = _severity(sev, err, f"severity.{key}.{code}")
         else:
-            _codes([key], err, "severity")
+            _full_code(key, err, "severity")
             every[key] = _severity(value, err, f"severity.{key}")
     return every, by_workload
 
@@ -302,15 +345,24 @@ def _policy(table: object, err: Any) -> Policy:
         if raw is None:
             sizes[key] = default
             continue
+        if isinstance(raw, bool) or not isinstance(raw, int | str):
+            raise err(f"sizes.{key}", 'must be a size such as "1g" or a whole number of bytes')
         try:
-            sizes[key] = raw if isinstance(raw, int) else parse_size_flag(str(raw))
+            sizes[key] = raw if isinstance(raw, int) else parse_size_flag(raw)
         except SizeError as e:
             raise err(f"sizes.{key}", str(e)) from None
-        if sizes[key] <= 0:
-            raise err(f"sizes.{key}", "must be more than 0 bytes")
+        if not MIN_SIZE <= sizes[key] <= MAX_SIZE:
+            raise err(f"sizes.{key}", "must be from 1 MiB to 1 PiB")
+        if key == "default-shm-size" and sizes[key] <= 64 << 20:
+            raise err(
+                f"sizes.{key}",
+                "must be more than 64 MiB, the runtimes' own default it is meant to replace",
+            )
     headroom = table.get("headroom", base.headroom)
     if isinstance(headroom, bool) or not isinstance(headroom, int | float):
         raise err("sizes.headroom", "must be a number such as 0.25")
+    if not 0 <= headroom <= MAX_HEADROOM:  # also refuses nan
+        raise err("sizes.headroom", f"must be a fraction from 0 to {MAX_HEADROOM:g} (0.25 = 25%)")
     try:
         return Policy(float(headroom), sizes["memory-margin"], sizes["default-shm-size"])
     except ValueError as e:
@@ -320,6 +372,9 @@ def _policy(table: object, err: Any) -> Policy:
 def _signatures(table: object, err: Any, path: Path) -> tuple[Path, ...]:
     if not isinstance(table, dict):
         raise err("explain", "must be a table")
+    unknown = sorted(set(table) - {"signatures"})
+    if unknown:
+        raise err(f"explain.{unknown[0]}", "unknown key; expected signatures")
     dirs = table.get("signatures", [])
     if isinstance(dirs, str):
         dirs = [dirs]

@@ -313,7 +313,9 @@ def test_disk_bind_mount_is_not_sized_from_the_whole_disk(tmp_path):
     codes = [f["code"] for f in doc["findings"]]
     assert "ENV003" not in codes
     env009 = next(f for f in doc["findings"] if f["code"] == "ENV009")
-    assert env009["fix"]["description"].startswith("Give /dev/shm at least 1.5 GiB.")
+    assert env009["fix"]["description"].startswith(
+        "Give /dev/shm what it holds now plus --require, with 25% headroom: 1.5 GiB."
+    )
     texts = [s["text"] for s in env009["fix"]["snippets"]]
     if doc["facts"]["runtime"]["name"] == "docker":  # (3 MiB in /dev/shm + 1 GiB) x 1.25
         assert texts[0] == "docker run --shm-size=1536m IMAGE ..."

@@ -78,3 +78,20 @@ def test_bad_configuration_is_one_line_and_exit_2(
     ]
     missing = _doctor(root, "--config", str(tmp_path / "nope.toml"), cwd=tmp_path)
     assert missing.returncode == 2 and "nope.toml: no such file" in missing.stderr
+
+
+def test_codes_that_match_no_rule_are_an_error_and_the_file_is_named(
+    fixture_root: Callable[[str], Path], tmp_path: Path
+) -> None:
+    root = fixture_root("docker-v2-default")
+    conf = tmp_path / "pyproject.toml"
+    for text in ('ignore = ["ENV999"]', '[tool.shmguard.severity]\nENV099 = "error"'):
+        body = text if text.startswith("[") else f"[tool.shmguard]\n{text}"
+        conf.write_text(body + "\n")
+        out = _doctor(root, cwd=tmp_path)
+        assert out.returncode == 2, out.stdout
+        assert "no such rule (doctor has ENV001-ENV011)" in out.stderr
+    conf.write_text('[tool.shmguard]\nignore = ["ENV01", "SHM001"]\n')  # a prefix; another family
+    out = _doctor(root, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["summary"]["config"] == str(conf)

@@ -65,9 +65,9 @@ def test_env001_message_and_fix_for_docker(host):
     assert f.fix is not None
     assert [s.runtime for s in fix_snippets(f.fix)] == ["docker", "compose", "ecs"]
     # 1 GiB default: the 8 GiB limit keeps the room the job had beside 64 MiB of shm (8 GiB -
-    # 64 MiB) and gains 1 GiB: 9 GiB - 64 MiB, rounded up by the sizing policy to 10 GiB.
-    assert fix_snippets(f.fix)[0].text == "docker run --shm-size=1g --memory=10g IMAGE ..."
-    assert "raise the memory limit to 10 GiB" in f.fix.description
+    # 64 MiB) and gains 1 GiB: 9 GiB - 64 MiB, rounded up by the sizing policy to 9 GiB.
+    assert fix_snippets(f.fix)[0].text == "docker run --shm-size=1g --memory=9g IMAGE ..."
+    assert "raise the memory limit to 9 GiB" in f.fix.description
     assert "shmguard measure" in f.fix.description
 
 
@@ -88,7 +88,9 @@ def test_env002_require_sizes_the_fix_from_used_plus_required(host):
     assert f.severity is Severity.ERROR
     assert f.message == "/dev/shm has 102 MiB free, below the 1 GiB required (--require)"
     assert f.fix is not None
-    assert f.fix.description.startswith("Give /dev/shm at least 4 GiB")
+    assert f.fix.description.startswith(
+        "Give /dev/shm what it holds now plus --require, with 25% headroom: 4 GiB"
+    )
     (k8s,) = fix_snippets(f.fix)
     # (1946 MiB used + 1024 MiB required) x 1.25 headroom = 3712.5 MiB, rounded up to 4 GiB.
     assert "sizeLimit: 4Gi" in k8s.text

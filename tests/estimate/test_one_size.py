@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from shmguard.estimate import Policy, clean_size, default_shm_size, recommend, shm_size_for
+from shmguard.estimate import (
+    Policy,
+    clean_size,
+    default_shm_size,
+    memory_limit_for,
+    recommend,
+    shm_size_for,
+)
 from shmguard.inspect.host import inspect_host
 from shmguard.inspect.shm import statvfs_from_json
 from shmguard.lint.doctor import DoctorOptions, diagnose
@@ -77,3 +84,22 @@ def test_default_is_capped_by_the_memory_limit_after_the_margin() -> None:
     assert capped.bytes == 512 * MiB and "capped" in capped.basis
     assert default_shm_size(memory_limit=GiB).bytes == 64 * MiB
     assert default_shm_size(Policy(default_shm_size=2 * GiB)).bytes == 2 * GiB
+
+
+def test_a_default_never_shrinks_or_keeps_the_shm_that_ran_short() -> None:
+    # A 1.2 GiB limit leaves 192 MiB after the margin: less than the 200 MiB that ran short.
+    ran_short = default_shm_size(memory_limit=int(1.2 * GiB), too_small=200 * MiB)
+    assert ran_short.bytes == GiB and "must grow" in ran_short.basis
+    # 512 MiB leaves nothing beside the margin: 64 MiB would change nothing.
+    assert default_shm_size(memory_limit=512 * MiB, current=64 * MiB).bytes == GiB
+    # A cap above what is there now still applies.
+    assert default_shm_size(memory_limit=int(1.5 * GiB), current=64 * MiB).bytes == 512 * MiB
+
+
+def test_memory_limits_round_to_what_people_write() -> None:
+    from shmguard.estimate.policy import clean_memory
+
+    assert clean_memory(1680 * MiB) == 1792 * MiB
+    assert clean_memory(9 * GiB - 64 * MiB) == 9 * GiB
+    assert clean_memory(33 * GiB) == 33 * GiB
+    assert memory_limit_for(GiB, current_limit=8 * GiB, current_shm=64 * MiB) == 9 * GiB

@@ -83,9 +83,9 @@ def test_memory_limit_grows_with_the_shm_size(catalogue: Sequence[Signature]) ->
     fix = d.results[0].fix
     assert d.results[0].id == "nccl-shm-segment"
     assert fix is not None and fix.shm_size is not None
-    # 32 GiB + 1 GiB, rounded up by the sizing policy (8 GiB steps above 32 GiB).
-    assert fix.shm_size.bytes == GiB and fix.memory_limit == 40 * GiB
-    assert fix_snippets(fix)[0].text == "docker run --shm-size=1g --memory=40g IMAGE ..."
+    # 32 GiB + 1 GiB (whole GiB: the sizing policy's memory steps above 4 GiB).
+    assert fix.shm_size.bytes == GiB and fix.memory_limit == 33 * GiB
+    assert fix_snippets(fix)[0].text == "docker run --shm-size=1g --memory=33g IMAGE ..."
 
 
 def test_the_configured_memory_margin_reaches_explain(catalogue: Sequence[Signature]) -> None:
@@ -99,8 +99,8 @@ def test_the_configured_memory_margin_reaches_explain(catalogue: Sequence[Signat
         [("log", io.BytesIO(log))], signatures=catalogue, policy=Policy(memory_margin=64 * GiB)
     )
     fix = d.results[0].fix
-    # The 32 GiB limit is below the 64 GiB margin: 64 GiB + 1 GiB, rounded up to 80 GiB.
-    assert fix is not None and fix.memory_limit == 80 * GiB
+    # The 32 GiB limit is below the 64 GiB margin: 64 GiB + 1 GiB.
+    assert fix is not None and fix.memory_limit == 65 * GiB
 
 
 def test_app_runtime_has_no_snippets(catalogue: Sequence[Signature]) -> None:

@@ -12,8 +12,10 @@ def settings(path: Path | None) -> Config:
     """:func:`shmguard.config.load_config` of ``path`` (``--config``) or of the current
     directory upward; a bad file exits 2 with its one-line error."""
     try:
-        if path is not None and not path.is_file():
+        if path is not None and not path.exists():
             fail(f"--config {path}: no such file")
+        if path is not None and path.is_dir():
+            fail(f"--config {path}: is a directory, not a configuration file")
         return load_config(path=path)
     except ConfigError as err:
         fail(str(err))

@@ -112,6 +112,13 @@ def doctor(
     except ValueError as err:
         fail(str(err))
     facts = inspect_host(root, pid=pid, statvfs=statvfs, torch=torch)
+    from shmguard.lint.engine import unknown_codes
+    from shmguard.lint.env import RULES
+
+    unknown = unknown_codes(conf, RULES)
+    if unknown:
+        last = RULES[-1].code
+        fail(f"{conf.path}: {', '.join(unknown)}: no such rule (doctor has ENV001-{last})")
     report = diagnose(
         facts,
         DoctorOptions(require=needed, policy=conf.policy),
@@ -131,6 +138,7 @@ def doctor(
                 "fail_on": fail_on,
                 "exit_status": code,
                 "workload": report.workload,
+                "config": str(conf.path) if conf.path is not None else None,
             },
         }
         sys.stdout.write(dumps("doctor", body) + "\n")
@@ -147,6 +155,8 @@ def doctor(
         free = facts.shm.free.value
         if needed is not None and free is not None and free >= needed:
             out.print(f"--require {format_iec(needed)}: met ({format_iec(free)} free)")
+        if conf.path is not None:
+            out.print(f"configuration: {conf.path}", style="dim", soft_wrap=True)
     if code:
         raise typer.Exit(code)
 

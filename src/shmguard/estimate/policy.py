@@ -10,7 +10,8 @@ one size everywhere. docs/background.md, "How shmguard sizes", states the policy
 * **headroom**: a measured or stated need gets ``headroom`` (25%) on top, then is raised to any
   floor (the DataLoader bound), then rounded (:func:`shm_size_for`);
 * **memory limit** (seed section 6.2): non-shm peak + shm size + a margin of 25% of the non-shm
-  part, at least 1 GiB, rounded (:func:`memory_limit_for`); tmpfs pages are charged to the
+  part, at least 1 GiB, rounded up to 256 MiB steps (whole GiB above 4 GiB:
+  :func:`clean_memory`, :func:`memory_limit_for`); tmpfs pages are charged to the
   memory cgroup (kernel Documentation/admin-guide/cgroup-v2.rst, "Memory Ownership"), so a
   /dev/shm the job may fill must fit beside everything else;
 * **default**: when nothing says what the job needs, 1 GiB (configurable), never above what the
@@ -34,8 +35,10 @@ MEMORY_MARGIN_FRACTION = 0.25
 #: DataLoader (4 workers x prefetch 2 + 2 float32 batches of 32x3x224x224 = 184 MiB) several
 #: times over, and small against a training node's memory.
 DEFAULT_SHM_SIZE = GiB
+#: The /dev/shm Docker, containerd and CRI-O give a container (moby ``DefaultShmSize``).
+RUNTIME_DEFAULT_SHM = 64 * MiB
 #: Smallest default when a memory limit caps it: the runtimes' own 64 MiB.
-MIN_DEFAULT_SHM = 64 * MiB
+MIN_DEFAULT_SHM = RUNTIME_DEFAULT_SHM
 
 
 @dataclass(frozen=True)
@@ -126,7 +129,25 @@ def shm_size_for(
         basis += f", raised to {floor_basis + ' ' if floor_basis else ''}{format_iec(floor)}"
         grown = floor
     size = clean_size(grown)
-    return Sized(size, basis + f", rounded up to {format_iec(size)}")
+    basis += f", rounded up to {format_iec(size)}"
+    if size <= RUNTIME_DEFAULT_SHM:
+        basis += (
+            f" (within the {format_iec(RUNTIME_DEFAULT_SHM)} Docker, containerd and CRI-O give "
+            "by default: keep a larger /dev/shm you have)"
+        )
+    return Sized(size, basis)
+
+
+def clean_memory(n: int) -> int:
+    """Round a memory limit of ``n`` bytes up to what people write: 256 MiB steps up to 4 GiB,
+    whole GiB above (a quarter-power step would add up to 25% of a large limit).
+
+    Raises:
+        ValueError: for a negative ``n``.
+    """
+    if n < 0:
+        raise ValueError(f"negative size: {n}")
+    return max(256 * MiB, round_up(n, 256 * MiB if n <= 4 * GiB else GiB))
 
 
 def memory_margin(non_shm: int, policy: Policy = Policy()) -> int:
@@ -147,29 +168,36 @@ def memory_limit_for(
     says what the rest of the job uses.
 
     * ``non_shm`` known (a measured peak without the shm pages): ``non_shm + shm_size +``
-      :func:`memory_margin`, rounded up with :func:`clean_size`;
+      :func:`memory_margin`, rounded up with :func:`clean_memory`;
     * else ``current_limit`` known: the room the job had beside its current /dev/shm
       (``current_limit - current_shm``, at least the margin) plus ``shm_size``, rounded up;
       never lower than ``current_limit`` (a limit is raised, not cut, without a measurement).
     """
     if non_shm is not None:
-        return clean_size(max(non_shm, 0) + shm_size + memory_margin(non_shm, policy))
+        return clean_memory(max(non_shm, 0) + shm_size + memory_margin(non_shm, policy))
     if current_limit is None:
         return None
     room = max(current_limit - current_shm, policy.memory_margin)
     wanted = room + shm_size
-    return current_limit if wanted <= current_limit else clean_size(wanted)
+    return current_limit if wanted <= current_limit else clean_memory(wanted)
 
 
 def default_shm_size(
-    policy: Policy = Policy(), *, memory_limit: int | None = None, too_small: int | None = None
+    policy: Policy = Policy(),
+    *,
+    memory_limit: int | None = None,
+    too_small: int | None = None,
+    current: int | None = None,
 ) -> Sized:
     """The size to write when nothing says what the job needs.
 
     ``policy.default_shm_size`` (1 GiB), or twice ``too_small`` (a /dev/shm known to have run
-    out, or to be nearly full) when that is larger; a plain default is capped at what
-    ``memory_limit`` leaves after the margin (rounded down, at least 64 MiB), so it can never
-    get the container OOM-killed by shm alone.
+    out, or to be nearly full) when that is larger. A plain default is capped at what
+    ``memory_limit`` leaves after the margin (rounded down, at least 64 MiB), so shm alone
+    cannot get the container OOM-killed, but only while the cap still gives more than
+    ``current`` (the /dev/shm there is now) and ``too_small``: a fix never shrinks /dev/shm or
+    leaves it as it is. Below that the default stands, and the memory limit must grow with it
+    (:func:`memory_limit_for`).
     """
     size = policy.default_shm_size
     basis = "the default starting point; measure the real need with `shmguard measure`"
@@ -178,10 +206,16 @@ def default_shm_size(
         return Sized(size, f"twice the {format_iec(too_small)} that ran short")
     if memory_limit is not None and memory_limit - policy.memory_margin < size:
         cap = max(MIN_DEFAULT_SHM, clean_size_down(max(memory_limit - policy.memory_margin, 0)))
-        if cap < size:
+        if max(current or 0, too_small or 0) < cap < size:
             size = cap
             basis = (
                 f"the default, capped at what the {format_iec(memory_limit)} memory limit "
                 f"leaves after a {format_iec(policy.memory_margin)} margin"
+            )
+        elif cap < size:
+            basis = (
+                f"the default; the {format_iec(memory_limit)} memory limit leaves too little "
+                f"beside a {format_iec(policy.memory_margin)} margin for any larger /dev/shm, "
+                "so the limit must grow with it"
             )
     return Sized(size, basis)

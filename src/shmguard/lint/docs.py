@@ -7,6 +7,7 @@ regenerate it with ``SHMGUARD_REGEN_DOCS=1 python -m pytest tests/lint/test_rule
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,6 +33,12 @@ Severities below are the defaults. The engine assigns the severity of each findi
 workload, or an ordinary container: [configuration](configuration.md)); `select` and `ignore`
 choose rules. `--fail-on` (default `error`) decides which severities make doctor exit 1.
 """
+
+
+def _wrap(text: str) -> str:
+    """One-line prose (a sentence built from concatenated strings) wrapped at 100 columns."""
+    text = text.strip()
+    return text if "\n" in text else textwrap.fill(text, 100, break_on_hyphens=False)
 
 
 def _severity(rule: Rule[Any, Any]) -> str:
@@ -70,6 +77,6 @@ def render_rules_markdown(rules: Sequence[Rule[Any, Any]], intro: str = _ENV_INT
             d.fix.strip(),
             "",
             "### Fix safety",
-            d.fix_safety.strip(),
+            _wrap(d.fix_safety),
         ]
     return "\n".join(out) + "\n"

@@ -116,6 +116,28 @@ def resolve_severity(
     return rule.severity
 
 
+def unknown_codes(config: Config, rules: Iterable[Rule[S, O]]) -> tuple[str, ...]:
+    """Codes and prefixes in ``config`` (select, ignore, severities, per-file ignores) of the
+    families ``rules`` cover (``ENV`` for doctor's) that match none of them: a typo such as
+    ``ENV01O`` or ``ENV999`` would otherwise leave a rule on, or its severity unchanged, without
+    a word. Codes of other families belong to other commands and are not judged here."""
+    codes = [r.code for r in rules]
+    families = {c.rstrip("0123456789") for c in codes}
+    used = [
+        *config.select,
+        *config.ignore,
+        *config.severity,
+        *(c for by_code in config.workload_severity.values() for c in by_code),
+        *(c for _, cs in config.per_file_ignores for c in cs),
+    ]
+    bad = [
+        u
+        for u in used
+        if any(u.startswith(f) for f in families) and not any(c.startswith(u) for c in codes)
+    ]
+    return tuple(dict.fromkeys(bad))
+
+
 def run_rules(
     rules: Iterable[Rule[S, O]],
     subject: S,

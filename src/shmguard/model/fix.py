@@ -59,8 +59,18 @@ class Change:
     runtimes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "setting", Setting(self.setting))
+        except ValueError:
+            names = ", ".join(x.value for x in Setting)
+            raise ValueError(f"unknown setting {self.setting!r}; expected one of {names}") from None
+        if isinstance(self.value, bool) or not isinstance(self.value, int):
+            raise ValueError(f"{self.setting.value} must be int bytes, got {self.value!r}")
         if self.value <= 0:
             raise ValueError(f"{self.setting.value} must be > 0 bytes, got {self.value}")
+        if isinstance(self.runtimes, str):
+            raise ValueError(f"runtimes must be a tuple of names, got the string {self.runtimes!r}")
+        object.__setattr__(self, "runtimes", tuple(dict.fromkeys(self.runtimes)))
         unknown = [r for r in self.runtimes if r not in RUNTIMES]
         if unknown:
             raise ValueError(

@@ -44,8 +44,8 @@ def render_snippets(
         changes: the fix values; one ``shm-size`` or ``shm-mount`` change is required, a
             ``memory-limit`` change is optional. Each change's ``runtimes`` limit where it
             applies (empty: everywhere).
-        runtimes: a subset of :data:`RUNTIMES`, in the order wanted; default: the runtimes the
-            changes name, else all.
+        runtimes: a subset of :data:`RUNTIMES`, in the order wanted; default: every runtime when
+            a change applies everywhere, else the runtimes the changes name.
 
     Returns:
         one :class:`Snippet` per runtime that has a shm change; empty when there is none.
@@ -55,10 +55,12 @@ def render_snippets(
     """
     changes = tuple(changes)
     if runtimes is not None:
-        chosen = tuple(runtimes)
+        chosen = tuple(dict.fromkeys(runtimes))
+    elif any(not c.runtimes for c in changes):
+        chosen = RUNTIMES
     else:
-        named = [r for c in changes for r in c.runtimes]
-        chosen = tuple(r for r in RUNTIMES if r in named) if named else RUNTIMES
+        named = {r for c in changes for r in c.runtimes}
+        chosen = tuple(r for r in RUNTIMES if r in named)
     out = []
     for runtime in chosen:
         if runtime not in _RENDERERS:

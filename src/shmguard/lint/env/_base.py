@@ -135,10 +135,16 @@ def needed_size(
         shm = facts.shm
         used = shm.used.value if shm.fstype.value == "tmpfs" else shm.named_bytes.value
         sized = shm_size_for((used or 0) + options.require, options.policy)
-        return sized.bytes, "Give /dev/shm at least"
+        return sized.bytes, (
+            f"Give /dev/shm what it holds now plus --require, with "
+            f"{options.policy.headroom:.0%} headroom:"
+        )
     return (
         default_shm_size(
-            options.policy, memory_limit=facts.cgroup.memory_limit.value, too_small=too_small
+            options.policy,
+            memory_limit=facts.cgroup.memory_limit.value,
+            too_small=too_small,
+            current=facts.shm.total.value,
         ).bytes,
         "Size /dev/shm from a measurement (shmguard measure); for example",
     )

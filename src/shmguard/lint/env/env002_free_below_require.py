@@ -72,15 +72,16 @@ in a worker's queue feeder thread.
 $ shmguard doctor --require 1g      # inside a 64 MiB /dev/shm
 ERROR   ENV002 shm-free-below-require
         /dev/shm has 64 MiB free, below the 1 GiB required (--require)
-        fix: Give /dev/shm at least 1 GiB.
-          docker run --shm-size=1g IMAGE ...
+        fix: Give /dev/shm what it holds now plus --require, with 25% headroom: 1.25 GiB.
+          docker run --shm-size=1280m IMAGE ...
 ```
 Exit status 1.
 """,
     fix="""\
-Size /dev/shm to what is used now plus the requirement (rounded up to MiB); the fix prints it in
-the runtime's syntax. "Used now" is statvfs `used` on a tmpfs, and the bytes of the files in
-/dev/shm on anything else (a disk's statvfs `used` is the whole disk's).
+Size /dev/shm to what is used now plus the requirement, with the sizing policy's headroom
+(25%) and rounding; the fix prints it in the runtime's syntax. "Used now" is statvfs `used` on
+a tmpfs, and the bytes of the files in /dev/shm on anything else (a disk's statvfs `used` is
+the whole disk's).
 """,
     fix_safety=HOST_FIX_SAFETY,
 )

@@ -73,8 +73,9 @@ WARNING ENV003 /dev/shm is 95% full: ~1.9 GiB of 2 GiB
 ```
 """,
     fix="""\
-If a live job holds it, give /dev/shm more room (the fix shows twice the current size); if the
-holders list shows nothing alive, look for leftovers (ENV011) and stale named files.
+If a live job holds it, give /dev/shm more room (the fix shows twice the current size, at least
+the policy's default 1 GiB); if the holders list shows nothing alive, look for leftovers (ENV011)
+and stale named files.
 """,
     fix_safety=HOST_FIX_SAFETY,
 )
