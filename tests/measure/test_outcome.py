@@ -9,7 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from shmguard.measure.outcome import HangDetector, Outcome, alloc_errors, classify
+from shmguard.measure.hang import HangDetector
+from shmguard.measure.outcome import Outcome, alloc_errors, classify
 from shmguard.measure.sampler import ShmSampler
 from shmguard.measure.sandbox import Sandbox, SandboxSpec
 from shmguard.triage import explain_streams

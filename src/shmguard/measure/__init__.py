@@ -4,7 +4,8 @@
   (the namespaces themselves are set up by the stdlib-only helper ``_nsinit.py``);
 * :mod:`~shmguard.measure.cgroups`: which child cgroups to create, v1 or v2;
 * :mod:`~shmguard.measure.sampler`: the one /dev/shm sampler (statvfs + owners + RSS + cgroup);
-* :mod:`~shmguard.measure.outcome`: how a run ended and why, hang detection;
+* :mod:`~shmguard.measure.outcome`: how a run ended and why (through the triage catalogue);
+* :mod:`~shmguard.measure.hang`: hang detection while it runs;
 * :mod:`~shmguard.measure.run` (``measure``) and :mod:`~shmguard.measure.probe` (``probe``);
   the sizes they recommend come from :mod:`shmguard.estimate`.
 

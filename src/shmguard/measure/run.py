@@ -9,7 +9,8 @@ from pathlib import Path
 
 from shmguard.estimate import Policy, Recommendation, dataloader_bound, recommend
 from shmguard.estimate.recommend import no_recommendation
-from shmguard.measure.outcome import Cause, HangDetector, Outcome, alloc_errors, classify
+from shmguard.measure.hang import HangDetector
+from shmguard.measure.outcome import Cause, Outcome, alloc_errors, classify
 from shmguard.measure.sampler import OwnerSnapshot, ShmSampler, Timeline
 from shmguard.measure.sandbox import Sandbox, SandboxError, SandboxSpec
 from shmguard.model.fact import Fact

@@ -1,0 +1,146 @@
+"""Hang detection for a running measurement: /dev/shm full and nothing progressing.
+
+A failed allocation in the live output is recognised by the triage catalogue (the one
+classifier; :mod:`shmguard.measure.outcome` turns a finished run into a cause), cheaply: a
+literal pre-filter over each chunk, the catalogue's regular expressions only on a hit.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+from shmguard.measure.outcome import is_shm_failure, shm_failures
+from shmguard.measure.sampler import ShmSampler
+from shmguard.triage.model import Signature
+from shmguard.triage.scanner import make_finder
+from shmguard.triage.text import builtin_catalogue, classify_text
+
+
+@functools.cache
+def _failure_finder() -> Callable[[bytes], list[int]]:
+    """The catalogue's literal pre-filter restricted to the shm failure signatures (those
+    :func:`shm_failures` keeps): a cheap test of whether a chunk can report one at all."""
+    sigs: tuple[Signature, ...] = builtin_catalogue()
+    literals = sorted(
+        {
+            p.literal
+            for s in sigs
+            if is_shm_failure(s.kind, s.role, s.id)
+            for p in s.patterns
+            if not p.marker
+        }
+    )
+    find, _backend = make_finder(literals)
+    return find
+
+
+#: Bytes of an unfinished output line kept so a message split across two chunks still matches.
+_CARRY = 4096
+#: Bytes of output kept while /dev/shm is not yet near full, scanned once it is.
+_RECENT = 4096
+_PAGE = 4096
+
+
+class HangDetector:
+    """A ``stop_check`` for :meth:`Sandbox.wait`: "hang" when /dev/shm is full and nothing
+    progresses for ``after`` seconds.
+
+    Full means: no free page left now, or free space (now or at the peak) below ``full_margin``
+    bytes (give the largest single allocation seen, about one batch) or 2% of the size **and**
+    the output has shown a failed allocation (what :func:`shm_failures` keeps of the
+    catalogue's results: ``No space left on device``, ``unable to allocate shared memory(shm)``,
+    a feeder-thread failure, a SIGBUS; a failed allocation frees its partial pages, so a hung
+    job can sit up to one batch below the limit). Without that evidence, a job that merely
+    holds most of its /dev/shm and idles (a ``fallocate`` then a sleep, a slow step) is not a
+    hang: calling it one made probe report sizes above the real minimum. No progress means:
+    used bytes unchanged, no output, and the tree's CPU time grew by less than 5% of one core
+    over the window.
+
+    Args:
+        sampler: the running sampler (its slow loop must be on for the CPU criterion).
+        after: seconds without progress before calling it a hang.
+        full_margin: bytes; free space below this counts as full.
+        clock: time source (tests).
+    """
+
+    def __init__(
+        self,
+        sampler: ShmSampler,
+        after: float = 5.0,
+        full_margin: int = 0,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        import time
+
+        self.sampler = sampler
+        self.after = after
+        self.full_margin = full_margin
+        self.clock = clock or time.monotonic
+        self.last_output = self.clock()
+        self._cpu_mark: tuple[float, float] | None = None
+        self.alloc_failed = False
+        self._carry = b""
+        self._pending = b""
+
+    def saw_output(self, _stream: str = "", chunk: bytes = b"") -> None:
+        """Record output activity, and whether it reports a failed shm allocation (use as the
+        sandbox's ``on_output``)."""
+        self.last_output = self.clock()
+        # Only scanned once /dev/shm came near its limit (a failed allocation happens there),
+        # so a job printing gigabytes with plenty of room costs nothing here. The literal
+        # pre-filter (one Aho-Corasick pass) lets only chunks that may report a failure
+        # through to the catalogue's regular expressions and explanations. Below that, the last
+        # bytes are kept unscanned: the error line can arrive before the sampler has seen the
+        # allocation that filled /dev/shm, and :meth:`full` scans them once it has.
+        if chunk and not self.alloc_failed:
+            if self._near_full():
+                self._scan(self._pending + chunk)
+                self._pending = b""
+            else:
+                self._pending = (self._pending + chunk)[-_RECENT:]
+
+    def _scan(self, chunk: bytes) -> None:
+        data = self._carry + chunk
+        if _failure_finder()(data):
+            self.alloc_failed = bool(shm_failures(classify_text(data)))
+        self._carry = data[data.rfind(b"\n") + 1 :][-_CARRY:]
+
+    def _near_full(self) -> bool:
+        total = self.sampler.total
+        if total <= 0:
+            return False
+        margin = max(self.full_margin, total // 50)
+        return total - self.sampler.used < margin or total - self.sampler.peak < margin
+
+    def full(self) -> bool:
+        """Whether /dev/shm counts as full (see the class docstring): no free page now, or near
+        the limit (now or at its peak) with a failed allocation in the output."""
+        total = self.sampler.total
+        if total <= 0:
+            return False
+        if total - self.sampler.used < _PAGE:
+            return True
+        if not self._near_full():
+            return False
+        if self._pending and not self.alloc_failed:
+            self._scan(self._pending)
+            self._pending = b""
+        return self.alloc_failed
+
+    def __call__(self) -> str | None:
+        now = self.clock()
+        if not self.full():
+            self._cpu_mark = None
+            return None
+        snap = self.sampler.latest_owner()
+        cpu = snap.cpu_seconds if snap is not None else 0.0
+        if self._cpu_mark is None:
+            self._cpu_mark = (now, cpu)
+            return None
+        since, cpu0 = self._cpu_mark
+        if cpu - cpu0 > 0.05 * (now - since) + 0.05:
+            self._cpu_mark = (now, cpu)
+            return None
+        quiet = min(now - since, now - self.last_output, self.sampler.since_change())
+        return "hang" if quiet >= self.after else None
