@@ -3,7 +3,7 @@ tests/fixtures/logs/) is a test.
 
 * The report's expected kind ranks first: it is the top result's kind, one of the kinds the
   top result lists in ``also`` (ambiguous signatures list every candidate), or a kind of
-  the catalogue that the report's label stands for (``CATALOGUE_KINDS``).
+  the catalogue that the report's label stands for (``shmguard.triage.scoring.ACCEPTS``).
 * Confusable reports (cgroup OOM, CUDA OOM, NCCL networking) never get shm advice: no result
   prints a /dev/shm size.
 * Reports labelled by the runtime whose config fixed them get that runtime's snippet when
@@ -20,6 +20,7 @@ from _triage_helpers import FIXTURES, diagnose_text
 
 from shmguard.render.snippets import fix_snippets
 from shmguard.triage.model import Diagnosis, Signature
+from shmguard.triage.scoring import accepts
 
 CASES = [
     json.loads(line)
@@ -27,18 +28,6 @@ CASES = [
     if line.strip()
 ]
 
-# The report labels mix the failure with the runtime that fixed it. A report labelled
-# k8s_emptydir whose log is a DataLoader shm failure is diagnosed as dataloader_shm (the log
-# cannot show it ran in Kubernetes) and gets the emptyDir fix with --runtime kubernetes
-# (test_runtime_labelled_reports_get_their_runtime_fix). vLLM's shm failures are NCCL's.
-# Reports labelled 'other' are not shm-capacity failures: any non-capacity kind is right.
-CATALOGUE_KINDS = {
-    "k8s_emptydir": {"k8s_emptydir", "dataloader_shm"},
-    "compose_config": {"compose_config", "runtime_config"},
-    "docker_run_config": {"docker_run_config", "runtime_config"},
-    "vllm_shm": {"vllm_shm", "nccl_shm"},
-    "other": {"nccl_shm_attach", "vllm_stall", "info", "other"},
-}
 CONFUSABLE = {"cgroup_oom", "cuda_oom", "nccl_network"}
 RUNTIME_OF_LABEL = {
     "k8s_emptydir": "kubernetes",
@@ -47,8 +36,8 @@ RUNTIME_OF_LABEL = {
 }
 
 
-def _accepts(case_kind: str) -> set[str]:
-    return CATALOGUE_KINDS.get(case_kind, {case_kind})
+def _accepts(case_kind: str) -> frozenset[str]:
+    return accepts(case_kind)
 
 
 def _run(case: dict[str, str], catalogue: Sequence[Signature], **kw: object) -> Diagnosis:

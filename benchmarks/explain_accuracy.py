@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Accuracy of `shmguard explain` on labelled public reports, per kind, side by side.
+
+For each report (one JSON object per line: ``kind``, ``lookalike``, ``log``...; format in
+tests/fixtures/corpus/README.md) the log is explained with the built-in catalogue and scored
+with ``shmguard.triage.scoring``: is the top cause's kind the labelled one, and did a
+look-alike (a cause that is not /dev/shm) get a /dev/shm size?
+
+Two sets are printed side by side: the baseline set explain was built on
+(tests/fixtures/logs/public_reports.jsonl) and the corpus of reports it was not
+(tests/fixtures/corpus/reports_*.jsonl, less the held-out third listed in
+tests/fixtures/corpus/heldout.txt). ``--heldout`` scores the held-out third instead: do that
+once, when the signature work is done (issue 10).
+
+Usage: python benchmarks/explain_accuracy.py [--heldout] [--misses]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+
+from shmguard.triage import explain_streams, load_catalogue  # noqa: E402
+from shmguard.triage.scoring import Score, score  # noqa: E402
+
+BASELINE = REPO / "tests" / "fixtures" / "logs" / "public_reports.jsonl"
+CORPUS = REPO / "tests" / "fixtures" / "corpus"
+
+
+def load(paths: list[Path]) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    for p in paths:
+        rows += [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
+    return rows
+
+
+def heldout_ids() -> set[str]:
+    path = CORPUS / "heldout.txt"
+    if not path.is_file():
+        return set()
+    return {x.strip() for x in path.read_text().splitlines() if x.strip() and x[0] != "#"}
+
+
+def run(rows: list[dict[str, object]]) -> list[tuple[dict[str, object], Score]]:
+    catalogue = load_catalogue()
+    out = []
+    for r in rows:
+        d = explain_streams([("log", io.BytesIO(str(r["log"]).encode()))], signatures=catalogue)
+        out.append((r, score(r, d)))
+    return out
+
+
+def summary(scored: list[tuple[dict[str, object], Score]]) -> dict[str, tuple[int, int]]:
+    """kind -> (right, total), plus the rows 'ALL' and 'look-alikes given shm advice'."""
+    by: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for r, s in scored:
+        for key in (str(r["kind"]), "ALL"):
+            by[key][0] += s.right
+            by[key][1] += 1
+        if s.lookalike:
+            by["look-alikes given shm advice"][0] += s.shm_advice
+            by["look-alikes given shm advice"][1] += 1
+    return {k: (v[0], v[1]) for k, v in by.items()}
+
+
+def cell(pair: tuple[int, int] | None) -> str:
+    if pair is None or pair[1] == 0:
+        return "-"
+    right, total = pair
+    return f"{right}/{total} ({100 * right / total:.0f}%)"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--heldout", action="store_true", help="score the held-out third (once)")
+    ap.add_argument("--misses", action="store_true", help="list every miss of the corpus")
+    args = ap.parse_args()
+    held = heldout_ids()
+    corpus_rows = load(sorted(CORPUS.glob("reports_*.jsonl")))
+    if args.heldout:
+        corpus_rows = [r for r in corpus_rows if r["id"] in held]
+        name = "held-out third"
+    else:
+        corpus_rows = [r for r in corpus_rows if r["id"] not in held]
+        name = "corpus (not held out)"
+    base = summary(run(load([BASELINE])))
+    scored = run(corpus_rows)
+    new = summary(scored)
+    keys = sorted(set(base) | set(new), key=lambda k: (k in ("ALL",) or " " in k, k))
+    width = max(len(k) for k in keys)
+    print(f"{'kind':{width}}  {'baseline (seen)':>18}  {name:>22}")
+    for k in keys:
+        print(f"{k:{width}}  {cell(base.get(k)):>18}  {cell(new.get(k)):>22}")
+    b, n = base.get("ALL", (0, 0)), new.get("ALL", (0, 0))
+    if b[1] and n[1]:
+        ratio = (n[0] / n[1]) / (b[0] / b[1])
+        print(f"top cause right: {name} / baseline = {ratio:.2f}")
+    if args.misses:
+        for r, s in scored:
+            if not s.right or (s.lookalike and s.shm_advice):
+                why = "shm advice for a look-alike" if s.right else f"top {s.top}"
+                print(f"MISS {r['id']} ({r['kind']}): {why}  {r.get('source_url', '')}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
