@@ -61,7 +61,10 @@ def summary(scored: list[tuple[dict[str, object], Score]]) -> dict[str, tuple[in
     """kind -> (right, total), plus the rows 'ALL' and 'look-alikes given shm advice'."""
     by: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for r, s in scored:
-        for key in (str(r["kind"]), "ALL"):
+        keys = [str(r["kind"]), "ALL"]
+        if r.get("decidable", True):
+            keys.append("ALL whose log decides")
+        for key in keys:
             by[key][0] += s.right
             by[key][1] += 1
         if s.lookalike:
@@ -93,7 +96,7 @@ def main() -> int:
     base = summary(run(load([BASELINE])))
     scored = run(corpus_rows)
     new = summary(scored)
-    keys = sorted(set(base) | set(new), key=lambda k: (k in ("ALL",) or " " in k, k))
+    keys = sorted(set(base) | set(new), key=lambda k: (k.startswith("ALL") or " " in k, k))
     width = max(len(k) for k in keys)
     print(f"{'kind':{width}}  {'baseline (seen)':>18}  {name:>22}")
     for k in keys:

@@ -1,0 +1,67 @@
+"""The corpus of public reports explain was not built on (tests/fixtures/corpus) is well formed:
+every report has a source, a real log and a label; no thread appears twice; the held-out third
+names reports that exist."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
+BASELINE = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "public_reports.jsonl"
+KINDS = {
+    "dataloader_shm", "nccl_shm", "nccl_shm_attach", "nccl_network", "nccl_system_error",
+    "ray_shm", "triton_shm", "vllm_stall", "shm_full", "shm_open", "shm_small", "k8s_emptydir",
+    "compose_config", "docker_run_config", "runtime_config", "fd_limit", "cgroup_oom",
+    "cuda_oom", "disk_full", "worker_exit", "worker_hang", "memlock", "mmap_truncated", "other",
+}  # fmt: skip
+FIELDS = {
+    "id", "source_url", "framework", "kind", "lookalike", "summary", "log", "config",
+    "runtime", "expected_cause", "expected_fix", "decidable", "next_step", "confidence",
+}  # fmt: skip
+REPORTS = [
+    json.loads(line)
+    for path in sorted(CORPUS.glob("reports_*.jsonl"))
+    for line in path.read_text().splitlines()
+    if line.strip()
+]
+
+
+def test_the_corpus_is_there() -> None:
+    assert len(REPORTS) >= 60
+
+
+@pytest.mark.parametrize("r", REPORTS, ids=[r["id"] for r in REPORTS])
+def test_report_is_well_formed(r: dict[str, object]) -> None:
+    assert set(r) == FIELDS, set(r) ^ FIELDS
+    assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", str(r["id"]))
+    assert str(r["source_url"]).startswith("https://")
+    assert r["kind"] in KINDS
+    assert isinstance(r["lookalike"], bool) and isinstance(r["decidable"], bool)
+    assert str(r["log"]).strip() and str(r["summary"]).strip()
+    assert r["confidence"] in ("high", "medium")
+    assert (r["next_step"] is None) == r["decidable"], "an undecidable report says what decides"
+
+
+def test_ids_and_threads_are_unique_across_both_sets() -> None:
+    base = [json.loads(x) for x in BASELINE.read_text().splitlines() if x.strip()]
+    ids = [r["id"] for r in (*REPORTS, *base)]
+    urls = [r["source_url"] for r in (*REPORTS, *base)]
+    assert len(ids) == len(set(ids))
+    assert len(urls) == len(set(urls))
+
+
+def test_no_personal_home_directories_left() -> None:
+    for r in REPORTS:
+        homes = re.findall(r"/home/([A-Za-z0-9_.-]+)", str(r["log"]))
+        assert set(homes) <= {"user", "ubuntu", "runner", "jovyan"}, (r["id"], homes)
+
+
+def test_the_heldout_third_names_reports_that_exist() -> None:
+    lines = (CORPUS / "heldout.txt").read_text().splitlines()
+    held = {x.strip() for x in lines if x.strip() and not x.startswith("#")}
+    assert held <= {r["id"] for r in REPORTS}
+    assert abs(len(held) - len(REPORTS) / 3) <= 1
