@@ -17,18 +17,28 @@ from shmguard.triage.model import Diagnosis
 #: Report labels that stand for several catalogue kinds. A label mixes the failure with the
 #: runtime that fixed it: a report labelled k8s_emptydir whose log is a DataLoader shm failure
 #: is diagnosed as dataloader_shm (the log cannot show it ran in Kubernetes); vLLM's shm
-#: failures are NCCL's; 'other' is any cause that is not shm capacity.
+#: failures are NCCL's; 'other' is any cause that is not shm capacity (among them huge pages a
+#: container may not use, and a GPU kernel's on-chip shared memory).
 ACCEPTS: Mapping[str, frozenset[str]] = {
     "k8s_emptydir": frozenset({"k8s_emptydir", "dataloader_shm"}),
     "compose_config": frozenset({"compose_config", "runtime_config"}),
     "docker_run_config": frozenset({"docker_run_config", "runtime_config"}),
     "vllm_shm": frozenset({"vllm_shm", "nccl_shm"}),
-    "other": frozenset({"nccl_shm_attach", "vllm_stall", "info", "other"}),
+    "other": frozenset({"nccl_shm_attach", "vllm_stall", "info", "other", "hugepages", "gpu_smem"}),
 }
 
 #: Labels whose cause is never /dev/shm capacity, whatever the report's ``lookalike`` says.
 LOOKALIKE_KINDS = frozenset(
-    {"cgroup_oom", "cuda_oom", "nccl_network", "disk_full", "memlock", "mmap_truncated"}
+    {
+        "cgroup_oom",
+        "cuda_oom",
+        "nccl_network",
+        "disk_full",
+        "memlock",
+        "mmap_truncated",
+        "hugepages",
+        "gpu_smem",
+    }
 )
 
 

@@ -1,0 +1,99 @@
+"""Look-alikes from the public-report corpus (tests/fixtures/corpus) that explain gets right:
+host, cgroup, scheduler and launcher OOM, a full disk that is not /dev/shm, NCCL/Gloo
+networking, the memlock limit, truncated memory-mapped files, huge pages and a GPU kernel's
+on-chip shared memory. For each, by id: the top result is the expected signature, its kind is
+accepted for the report's label, and no result gives a /dev/shm size.
+
+Only reports outside heldout.txt are listed; the held-out third is never read here."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from _triage_helpers import diagnose_text
+
+from shmguard.triage.model import Signature
+from shmguard.triage.scoring import accepts, score
+
+CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
+
+#: report id -> the signature explain should rank first.
+EXPECTED_TOP = {
+    # Slurm, runc, DeepSpeed, Ray and DataLoader SIGKILL wordings of an OOM kill.
+    "osc-kb-slurm-oom-kill-srun": "memory-oom-kill",
+    "brainscore-950-slurm-oom-test": "memory-oom-kill",
+    "nextflow-5932-oom-kill-new-wording": "memory-oom-kill",
+    "snakemake-slurm-371-oom-kill-step": "memory-oom-kill",
+    "kubeflow-trainer-1661-init-oom-limit-too-low": "memory-oom-kill",
+    "deepspeed-4239-rc9-zero3-offload-dram": "memory-oom-kill",
+    "ray-28778-memory-monitor-killed-actor": "memory-oom-kill",
+    "mmrotate-501-killed-16g-ram": "memory-oom-kill",
+    "rl-vigen-17-killed-memory-leak": "memory-oom-kill",
+    "openpai-5464-oomkilled-137-request-memory": "memory-oom-kill",
+    # ENOMEM at fork, and datasets map() workers that died.
+    "jetson-inference-1026-fork-enomem": "memory-enomem",
+    "mmdet-711-enomem-annotation-per-worker": "memory-enomem",
+    "unsloth-7831-map-subprocess-died-rss": "datasets-map-worker-died",
+    "unsloth-zoo-87-standardize-ram-full": "datasets-map-worker-died",
+    "videosys-97-exited-600g-leak": "dataloader-worker-exited",
+    # A disk that is not /dev/shm.
+    "llamafactory-275-arrow-writer-system-disk": "disk-full-writer",
+    "dolly-139-torch-save-enospc": "disk-full-writer",
+    "docker-for-linux-214-inodes-libcontainerd-enospc": "disk-full",
+    "dust-7395-ephemeral-1gi-evicted": "disk-full",
+    "substratus-92-ephemeral-5gi-model-save": "disk-full",
+    # Networking, memlock, mmap, huge pages, GPU memory.
+    "nccl-1837-socket-ifname-missing": "nccl-network",
+    "open-r1-mm-7-socket-ifname-eth0-hardcoded": "nccl-network",
+    "cudf-spark-7632-ucx-ibv-create-cq-memlock": "memlock-limit",
+    "ucx-8229-ibv-create-cq-memlock-64k": "memlock-limit",
+    "paddleseg-3106-nnunet-mmap-length": "mmap-truncated",
+    "k8s-71233-postgres-bus-error-hugepages": "postgres-hugepages-sigbus",
+    "kubegres-132-initdb-bus-error-135-hugepages": "postgres-hugepages-sigbus",
+    "freetoken-246-triton-smem-rtx20": "gpu-smem-limit",
+    "vllm-8903-mllama-cuda-oom-ipc-host": "cuda-oom",
+}
+
+
+def _heldout() -> set[str]:
+    lines = (CORPUS / "heldout.txt").read_text().splitlines()
+    return {x.strip() for x in lines if x.strip() and not x.startswith("#")}
+
+
+def _reports() -> dict[str, dict[str, object]]:
+    held = _heldout()
+    out: dict[str, dict[str, object]] = {}
+    for path in sorted(CORPUS.glob("reports_*.jsonl")):
+        for line in path.read_text().splitlines():
+            if not line.strip():
+                continue
+            r = json.loads(line)
+            if r["id"] in EXPECTED_TOP and r["id"] not in held:
+                out[str(r["id"])] = r
+    return out
+
+
+REPORTS = _reports()
+
+
+def test_every_listed_report_exists_and_is_not_held_out() -> None:
+    assert not set(EXPECTED_TOP) & _heldout()
+    assert set(REPORTS) == set(EXPECTED_TOP)
+
+
+@pytest.mark.parametrize("rid", sorted(EXPECTED_TOP))
+def test_lookalike_report_is_explained_without_shm_size(
+    rid: str, catalogue: Sequence[Signature]
+) -> None:
+    r = REPORTS[rid]
+    d = diagnose_text(str(r["log"]), catalogue)
+    assert d.results, "nothing matched"
+    top = d.results[0]
+    assert top.id == EXPECTED_TOP[rid]
+    assert {top.kind, *top.also} & accepts(str(r["kind"]))
+    s = score(r, d)
+    assert s.right and s.lookalike
+    assert s.shm_advice is False
