@@ -45,6 +45,7 @@ RIGHT = {
     "classicswarm-2147-shm-size-zero-old-engine": "docker-shm-size-zero",
     "cloudposse-143-fargate-sharedmemorysize": "ecs-fargate-shm",
     "podman-compose-90-unknown-flag-shm-underscore": "shm-flag-underscore",
+    "triton-4644-client-server-ipc-namespace": "triton-shm-region-open",
 }
 
 #: Look-alikes whose logs sit next to the wordings above: no /dev/shm size for them.
@@ -94,6 +95,7 @@ def test_permission_and_config_errors_get_no_shm_size(catalogue: tuple[Signature
         "nccl-328-shm-open-permission-denied",
         "ompi-12784-freebsd-devshm-perm",
         "cloudposse-143-fargate-sharedmemorysize",
+        "triton-4644-client-server-ipc-namespace",
     ):
         d = diagnose_text(str(_report(rid)["log"]), catalogue)
         assert not score(REPORTS[rid], d).shm_advice, rid
