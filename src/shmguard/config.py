@@ -43,7 +43,7 @@ from typing import Any
 
 from shmguard.estimate.policy import Policy
 from shmguard.model.finding import FailOn, Severity
-from shmguard.units import SizeError, parse_size_flag
+from shmguard.units import DOCKER_DEFAULT_SHM, SizeError, parse_size_flag
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -353,7 +353,7 @@ def _policy(table: object, err: Any) -> Policy:
             raise err(f"sizes.{key}", str(e)) from None
         if not MIN_SIZE <= sizes[key] <= MAX_SIZE:
             raise err(f"sizes.{key}", "must be from 1 MiB to 1 PiB")
-        if key == "default-shm-size" and sizes[key] <= 64 << 20:
+        if key == "default-shm-size" and sizes[key] <= DOCKER_DEFAULT_SHM:
             raise err(
                 f"sizes.{key}",
                 "must be more than 64 MiB, the runtimes' own default it is meant to replace",

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from shmguard.units import GiB, MiB, format_iec, round_up
+from shmguard.units import DOCKER_DEFAULT_SHM, GiB, MiB, format_iec, round_up
 
 #: Fraction added to a measured or stated need.
 DEFAULT_HEADROOM = 0.25
@@ -35,10 +35,6 @@ MEMORY_MARGIN_FRACTION = 0.25
 #: DataLoader (4 workers x prefetch 2 + 2 float32 batches of 32x3x224x224 = 184 MiB) several
 #: times over, and small against a training node's memory.
 DEFAULT_SHM_SIZE = GiB
-#: The /dev/shm Docker, containerd and CRI-O give a container (moby ``DefaultShmSize``).
-RUNTIME_DEFAULT_SHM = 64 * MiB
-#: Smallest default when a memory limit caps it: the runtimes' own 64 MiB.
-MIN_DEFAULT_SHM = RUNTIME_DEFAULT_SHM
 
 
 @dataclass(frozen=True)
@@ -130,9 +126,9 @@ def shm_size_for(
         grown = floor
     size = clean_size(grown)
     basis += f", rounded up to {format_iec(size)}"
-    if size <= RUNTIME_DEFAULT_SHM:
+    if size <= DOCKER_DEFAULT_SHM:
         basis += (
-            f" (within the {format_iec(RUNTIME_DEFAULT_SHM)} Docker, containerd and CRI-O give "
+            f" (within the {format_iec(DOCKER_DEFAULT_SHM)} Docker, containerd and CRI-O give "
             "by default: keep a larger /dev/shm you have)"
         )
     return Sized(size, basis)
@@ -205,7 +201,8 @@ def default_shm_size(
         size = clean_size(2 * too_small)
         return Sized(size, f"twice the {format_iec(too_small)} that ran short")
     if memory_limit is not None and memory_limit - policy.memory_margin < size:
-        cap = max(MIN_DEFAULT_SHM, clean_size_down(max(memory_limit - policy.memory_margin, 0)))
+        # Never below the 64 MiB the runtimes give by themselves.
+        cap = max(DOCKER_DEFAULT_SHM, clean_size_down(max(memory_limit - policy.memory_margin, 0)))
         if max(current or 0, too_small or 0) < cap < size:
             size = cap
             basis = (

@@ -18,7 +18,7 @@ recommendation is made", shows them on a run:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from shmguard.estimate.policy import (
     MEMORY_MARGIN_FRACTION,
@@ -99,7 +99,7 @@ def recommend(
     """
     policy = policy or Policy()
     if headroom is not None:
-        policy = Policy(headroom, policy.memory_margin, policy.default_shm_size)
+        policy = replace(policy, headroom=headroom)
     if need is None or need <= 0:
         basis = need_basis
         if need is not None:

@@ -22,7 +22,7 @@ from shmguard.triage.classify import diagnose
 from shmguard.triage.loader import SignatureError, load_catalogue
 from shmguard.triage.matchers import Matcher
 from shmguard.triage.model import Diagnosis, Result, Signature
-from shmguard.triage.text import classify_text, diagnose_text, top_cause
+from shmguard.triage.text import builtin_catalogue, classify_text, diagnose_text, top_cause
 
 __all__ = [
     "Diagnosis",
@@ -51,7 +51,8 @@ def explain_streams(
     constant memory.
 
     Args:
-        signatures: the catalogue; default the built-in one (:func:`load_catalogue`).
+        signatures: the catalogue; default the built-in one, loaded once per process
+            (:func:`~shmguard.triage.text.builtin_catalogue`).
         runtime: ``docker``, ``compose``, ``kubernetes``, ``podman``, ``ecs`` or ``app``;
             None infers it from the log.
         shm_size: bytes to use in fixes instead of the chosen size.
@@ -63,7 +64,7 @@ def explain_streams(
         SignatureError: the built-in catalogue is broken (never in a release).
         OSError: reading a stream failed.
     """
-    sigs = load_catalogue() if signatures is None else signatures
+    sigs = builtin_catalogue() if signatures is None else signatures
     m = Matcher(sigs, backend=backend)
     for name, stream in inputs:
         m.feed(name, stream)

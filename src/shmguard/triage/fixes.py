@@ -21,6 +21,7 @@ size (:func:`shmguard.estimate.policy.memory_limit_for`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from shmguard.estimate.policy import Policy, clean_size, default_shm_size, memory_limit_for
 from shmguard.model.fix import RUNTIMES, Change, shm_changes
@@ -65,9 +66,7 @@ def choose_size(
         value, ev = captured.get(name) or facts[name]
         what = "size" if name == "shm_total" else "free space"
         base = policy or Policy()
-        n = default_shm_size(
-            Policy(base.headroom, base.memory_margin, rule.default), too_small=value
-        ).bytes
+        n = default_shm_size(replace(base, default_shm_size=rule.default), too_small=value).bytes
         if 2 * value >= rule.default:
             method = (
                 f"twice the /dev/shm {what} the log shows ({format_iec(value)}, line {ev.line})"
