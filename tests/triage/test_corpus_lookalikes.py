@@ -55,6 +55,13 @@ EXPECTED_TOP = {
     "kubegres-132-initdb-bus-error-135-hugepages": "postgres-hugepages-sigbus",
     "freetoken-246-triton-smem-rtx20": "gpu-smem-limit",
     "vllm-8903-mllama-cuda-oom-ipc-host": "cuda-oom",
+    # Collected after the held-out draw (reports_added.jsonl): SageMaker, TGI, Apptainer,
+    # JAX and Colab wordings of a full disk, GPU memory and a cgroup OOM kill.
+    "tgi-694-sagemaker-llama70b-download-storagefull": "disk-full",
+    "sagemaker-examples-1069-local-mode-tmp-enospc": "disk-full",
+    "apptainer-546-pull-tmp-bundle-blob-enospc": "disk-full",
+    "afprofile-8-jax-resource-exhausted-3080ti": "cuda-oom",
+    "opennmt-tutorial-6-colab-worker-killed-cgroup": "memory-oom-kill",
 }
 
 
