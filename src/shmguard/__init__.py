@@ -49,6 +49,7 @@ _EXPORTS = {
     "DoctorReport": "shmguard.lint.doctor",
     "diagnose": "shmguard.lint.doctor",
     "Diagnosis": "shmguard.triage",
+    "explain_each": "shmguard.triage",
     "explain_files": "shmguard.triage",
     "explain_streams": "shmguard.triage",
 }
@@ -81,6 +82,7 @@ __all__ = [
     "default_shm_size",
     "diagnose",
     "exit_status",
+    "explain_each",
     "explain_files",
     "explain_streams",
     "inspect_host",
@@ -119,7 +121,7 @@ if TYPE_CHECKING:
         exit_status,
     )
     from shmguard.model.host import HostFacts
-    from shmguard.triage import Diagnosis, explain_files, explain_streams
+    from shmguard.triage import Diagnosis, explain_each, explain_files, explain_streams
 
 
 def __getattr__(name: str) -> Any:

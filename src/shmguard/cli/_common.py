@@ -18,9 +18,16 @@ EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 
 
+def error_line(message: str) -> None:
+    """Print ``shmguard: error: <message>`` on stderr (one line) and go on: for an error that
+    does not stop the command (one unreadable file of several with ``explain --per-file``)."""
+    sys.stderr.write(f"shmguard: error: {message}\n")
+    sys.stderr.flush()
+
+
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     """Print ``shmguard: error: <message>`` on stderr (one line) and exit with ``code``."""
-    sys.stderr.write(f"shmguard: error: {message}\n")
+    error_line(message)
     raise typer.Exit(code)
 
 

@@ -1,7 +1,9 @@
 """`shmguard explain`: read a failure log, print the cause, the evidence and the fix.
 
 Exit status: 1 when a cause of medium confidence or more matched, 0 when none did, 2 on a
-usage error (missing file, bad option, bad signature file). Docs: docs/explain.md.
+usage error (missing file, bad option, bad signature file). With ``--per-file`` every file is
+diagnosed on its own (:mod:`shmguard.cli._explain_each`): 1 when any file has such a cause, 2
+when any file could not be read. Docs: docs/explain.md.
 """
 
 from __future__ import annotations
@@ -24,20 +26,29 @@ _RUNTIME_CHOICES = ("docker", "compose", "kubernetes", "podman", "ecs", "app")
 _RUNTIME_ALIASES = {"k8s": "kubernetes", "kube": "kubernetes", "docker-compose": "compose"}
 
 
-def _check_input(name: str) -> None:
-    """Exit 2 unless ``name`` is a regular file or a pipe: a directory, a device (``/dev/zero``
-    never ends, a terminal waits for typing) or a socket is not a log."""
+def _input_problem(name: str) -> str | None:
+    """Why ``name`` is not a log to read, or None when it is a regular file or a pipe: a
+    directory, a device (``/dev/zero`` never ends, a terminal waits for typing) or a socket
+    is not a log."""
     try:
         mode = os.stat(name).st_mode
     except FileNotFoundError:
-        fail(f"{name}: no such file")
+        return f"{name}: no such file"
     except OSError as err:
-        fail(f"{name}: cannot open: {err.strerror or err}")
+        return f"{name}: cannot open: {err.strerror or err}"
     if stat.S_ISDIR(mode):
-        fail(f"{name}: is a directory, not a log file")
+        return f"{name}: is a directory, not a log file"
     if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
         what = "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
-        fail(f"{name}: is {what}, not a log file (pipe it in with '-' if you mean it)")
+        return f"{name}: is {what}, not a log file (pipe it in with '-' if you mean it)"
+    return None
+
+
+def _check_input(name: str) -> None:
+    """Exit 2 unless ``name`` is a regular file or a pipe (:func:`_input_problem`)."""
+    problem = _input_problem(name)
+    if problem is not None:
+        fail(problem)
 
 
 def _read_error(reading: list[tuple[str, BinaryIO]], err: OSError) -> str:
@@ -59,7 +70,7 @@ def explain(
         None,
         help="Log files to read ('-' or none: standard input). docker logs, kubectl logs, "
         "kubectl describe pod, dmesg/journal, plain stderr; any size. Several files are one "
-        "incident (e.g. the logs and the describe output of one pod).",
+        "incident (e.g. the logs and the describe output of one pod), unless --per-file.",
         show_default=False,
         metavar="FILE...",
     ),
@@ -89,6 +100,13 @@ def explain(
         3, "--evidence", min=1, max=50, metavar="N", help="Evidence lines per cause (text)."
     ),
     json_out: bool = typer.Option(False, "--json", help="Print JSON (schema shmguard.explain/1)."),
+    per_file: bool = typer.Option(
+        False,
+        "--per-file",
+        help="Diagnose each file on its own (its own causes, runtime and fix), one after the "
+        "other. A file that cannot be read is a one-line error and the others are still "
+        "diagnosed; the exit status is then 2.",
+    ),
 ) -> None:
     """Explain a failure log: ranked causes, evidence lines and the fix for your runtime."""
     from shmguard.triage import SignatureError, explain_streams, load_catalogue
@@ -106,9 +124,10 @@ def explain(
         fail("'-' (standard input) can be given only once")
     if "-" in names and sys.stdin is None:
         fail("-: standard input is closed; give a log file instead")
-    for name in names:
-        if name != "-":
-            _check_input(name)
+    if not per_file:
+        for name in names:
+            if name != "-":
+                _check_input(name)
 
     try:
         conf = settings(None)
@@ -116,6 +135,20 @@ def explain(
         catalogue = load_catalogue(extra)
     except SignatureError as err:
         fail(str(err))
+
+    if per_file:
+        from shmguard.cli._explain_each import explain_per_file
+
+        code = explain_per_file(
+            names,
+            catalogue=catalogue,
+            runtime=runtime,
+            shm_size=size,
+            policy=conf.policy,
+            evidence=evidence,
+            json_out=json_out,
+        )
+        raise typer.Exit(code)
 
     reading: list[tuple[str, BinaryIO]] = []  # the input being read, for read errors
 

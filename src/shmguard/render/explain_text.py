@@ -7,7 +7,7 @@ Log text is never interpreted as Rich markup: every piece of it goes through
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
@@ -34,9 +34,17 @@ def json_body(d: Diagnosis) -> Mapping[str, Any]:
     return {f.name: getattr(d, f.name) for f in fields(d)}
 
 
-def render(d: Diagnosis, console: Console, *, evidence: int = 3) -> None:
+def file_json_body(name: str, d: Diagnosis) -> Mapping[str, Any]:
+    """One entry of ``files`` in ``explain --per-file --json``: ``file`` (the name as given,
+    ``<stdin>`` for standard input), then the fields of :func:`json_body`."""
+    return {"file": name, **json_body(d)}
+
+
+def render(d: Diagnosis, console: Console, *, evidence: int = 3, show_exit: bool = True) -> None:
     """Write the diagnosis to ``console``: header, ranked causes with evidence and fixes, the
-    order of shm and OOM failures, consequences, and what to capture next."""
+    order of shm and OOM failures, consequences, and what to capture next. ``show_exit``:
+    end the result line with the exit status (off for one file of ``--per-file``, whose
+    summary gives the status)."""
     from rich.text import Text
 
     def line(*parts: tuple[str, str] | str, indent: int = 0) -> None:
@@ -112,11 +120,70 @@ def render(d: Diagnosis, console: Console, *, evidence: int = 3) -> None:
 
     line("")
     strong = sum(1 for r in causes if r.confidence in ("medium", "high"))
+    status = f" (exit {d.exit_code})" if show_exit else ""
     if d.exit_code:
         noun = "cause" if strong == 1 else "causes"
-        line(f"Result: {strong} {noun} of medium confidence or more (exit 1).")
+        line(f"Result: {strong} {noun} of medium confidence or more{status}.")
     else:
-        line("Result: no cause of medium confidence or more (exit 0).")
+        line(f"Result: no cause of medium confidence or more{status}.")
+
+
+def render_file_heading(name: str, console: Console, *, first: bool) -> None:
+    """The line that opens one file's section with ``--per-file``: ``==> NAME <==`` (the
+    heading ``head`` and ``tail`` print between files), after a blank line unless first."""
+    from rich.text import Text
+
+    if not first:
+        console.print()
+    console.print(Text(f"==> {name} <=="), soft_wrap=True)
+
+
+#: A file's top cause in the ``--per-file`` summary: (confidence, title, signature id).
+TopCause = tuple[str, str, str]
+
+
+def top_cause_row(r: Result | None) -> TopCause | None:
+    """What the ``--per-file`` summary keeps of a file's top cause (a few shared strings, so
+    the summary of thousands of files stays small)."""
+    return None if r is None else (r.confidence, r.title, r.id)
+
+
+def render_per_file_summary(
+    rows: Sequence[tuple[str, TopCause | None, str | None]],
+    exit_code: int,
+    console: Console,
+    *,
+    first: bool = False,
+) -> None:
+    """The closing table of ``--per-file``: one line per input in the order given, with its
+    top cause (``rows``: name, :func:`top_cause_row` or None, and the error when it could not
+    be read), then the counts and the exit status; after a blank line unless ``first`` (no
+    file section was printed before it)."""
+    from rich.text import Text
+
+    width = min(max((len(n) for n, _, _ in rows), default=0), 60)
+    strong = sum(1 for _, r, e in rows if e is None and r is not None and r[0] != "low")
+    failed = sum(1 for _, _, e in rows if e is not None)
+    if not first:
+        console.print()
+    console.print(Text("Summary, per file:", style="bold"), soft_wrap=True)
+    for name, top, err in rows:
+        t = Text(f"  {name.ljust(width)}  ")
+        if err is not None:
+            t.append("not read: ", style="bold red")
+            t.append(err)
+        elif top is None:
+            t.append("no known cause")
+        else:
+            confidence, title, sig_id = top
+            t.append(f"[{confidence.upper()}]", style=_STYLE[confidence])
+            t.append(f" {title}  [{sig_id}]")
+        console.print(t, soft_wrap=True)
+    files = "file" if len(rows) == 1 else "files"
+    parts = [f"{strong} of {len(rows)} {files} with a cause of medium confidence or more"]
+    if failed:
+        parts.append(f"{failed} not read")
+    console.print(Text(f"Result: {', '.join(parts)} (exit {exit_code})."), soft_wrap=True)
 
 
 def _paragraphs(text: str) -> list[str]:

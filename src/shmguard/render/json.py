@@ -10,7 +10,8 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
-from collections.abc import Mapping
+import textwrap
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import PurePath
 from typing import Any
 
@@ -56,3 +57,25 @@ def envelope(command: str, body: Mapping[str, Any]) -> dict[str, Any]:
 def dumps(command: str, body: Mapping[str, Any]) -> str:
     """The envelope as indented JSON text (UTF-8 safe, keys in insertion order)."""
     return json.dumps(envelope(command, body), indent=2, ensure_ascii=False)
+
+
+def dumps_streamed(
+    command: str,
+    key: str,
+    items: Iterable[Mapping[str, Any]],
+    tail: Callable[[], Mapping[str, Any]],
+) -> Iterator[str]:
+    """The envelope with one list written item by item, for output that must not wait for (or
+    hold) every item: pieces of text that, joined, are exactly
+    ``dumps(command, {key: list(items), **tail()})``. ``tail`` is called after the last item,
+    so it may report on the items (an exit code, the errors met)."""
+    head = json.dumps(envelope(command, {}), indent=2, ensure_ascii=False)
+    yield head[: -len("\n}")] + f",\n  {json.dumps(key)}: ["
+    first = True
+    for item in items:
+        text = json.dumps(to_data(item), indent=2, ensure_ascii=False)
+        yield ("\n" if first else ",\n") + textwrap.indent(text, "    ")
+        first = False
+    yield "]" if first else "\n  ]"
+    rest = json.dumps(to_data(tail()), indent=2, ensure_ascii=False)
+    yield "\n}" if rest == "{}" else "," + rest[1:]

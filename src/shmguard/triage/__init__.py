@@ -3,7 +3,9 @@
 Typical use::
 
     from shmguard.triage import explain_files
-    diagnosis = explain_files([Path("train.log")])
+    diagnosis = explain_files([Path("train.log")])          # several files: one incident
+    for name, d in explain_each([Path("a.log"), Path("b.log")]):  # one diagnosis per file
+        ...
 
 An in-memory text (a run's output) goes through :func:`classify_text`, the same classifier;
 ``measure``, ``probe`` and the hang detector use it. The library never prints;
@@ -31,6 +33,7 @@ __all__ = [
     "SignatureError",
     "classify_text",
     "diagnose_text",
+    "explain_each",
     "explain_files",
     "explain_streams",
     "load_catalogue",
@@ -99,3 +102,52 @@ def explain_files(
         backend=backend,
         policy=policy,
     )
+
+
+def explain_each(
+    inputs: Iterable[Path | tuple[str, BinaryIO]],
+    *,
+    signatures: Sequence[Signature] | None = None,
+    runtime: str | None = None,
+    shm_size: int | None = None,
+    backend: str = "auto",
+    policy: Policy | None = None,
+) -> Iterator[tuple[str, Diagnosis]]:
+    """Diagnose each input on its own: yield ``(name, Diagnosis)`` per input, in order.
+
+    Where :func:`explain_streams` treats its inputs as one incident (facts and the runtime of
+    one size the fixes of all), here every input gets its own ranked causes, runtime, facts,
+    fixes and next steps, exactly as :func:`explain_streams` would give for that input alone.
+    The catalogue is loaded and the literal pre-filter built once for all inputs; each input
+    is read to the end in constant memory before its diagnosis is yielded, and nothing of it
+    is kept after, so memory does not grow with the number of inputs.
+
+    Args:
+        inputs: :class:`~pathlib.Path` objects (opened in binary mode when their turn comes,
+            closed after; the name is ``str(path)``) and/or ``(display name, binary stream)``
+            pairs (read, not closed). Consumed lazily.
+        signatures, runtime, shm_size, backend, policy: as for :func:`explain_streams`;
+            ``runtime`` and ``shm_size`` apply to every input.
+
+    Yields:
+        ``(name, diagnosis)``; ``diagnosis.inputs`` has the one input.
+
+    Raises:
+        SignatureError: the built-in catalogue is broken (never in a release).
+        OSError: an input cannot be opened or read (for a path, ``err.filename`` names it).
+            The iteration stops there; the inputs after it are still in ``inputs`` when that
+            is an iterator, so calling :func:`explain_each` again on the same iterator goes
+            on with the next one (``shmguard explain --per-file`` does this).
+    """
+    sigs = builtin_catalogue() if signatures is None else signatures
+    m = Matcher(sigs, backend=backend)
+    for item in inputs:
+        m.reset()
+        if isinstance(item, tuple):
+            name, stream = item
+            m.feed(name, stream)
+        else:
+            name = str(item)
+            with Path(item).open("rb") as f:
+                m.feed(name, f)
+        yield name, diagnose(m, runtime=runtime, shm_override=shm_size, policy=policy)
