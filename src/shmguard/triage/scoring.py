@@ -49,9 +49,10 @@ LOOKALIKE_KINDS = frozenset(
     }
 )
 
-#: Catalogue kinds that name a cause other than /dev/shm (the look-alike kinds and the
-#: open-files limit): a result of one of these kinds says "not /dev/shm".
-NOT_SHM_KINDS = LOOKALIKE_KINDS | {"fd_limit"}
+#: Catalogue kinds that name a cause other than /dev/shm (the look-alike kinds, the
+#: open-files limit, and ``other``: System V limits and the like): a result of one of these
+#: kinds says "not /dev/shm".
+NOT_SHM_KINDS = LOOKALIKE_KINDS | {"fd_limit", "other"}
 
 #: Remedies of a result that says "/dev/shm is too small or set wrong" (when its kind is not
 #: one of :data:`NOT_SHM_KINDS`: memlock-limit's remedy is ``config`` too).
