@@ -4,7 +4,10 @@
 For each report (one JSON object per line: ``kind``, ``lookalike``, ``log``...; format in
 tests/fixtures/corpus/README.md) the log is explained with the built-in catalogue and scored
 with ``shmguard.triage.scoring``: is the top cause's kind the labelled one, and did a
-look-alike (a cause that is not /dev/shm) get a /dev/shm size?
+look-alike (a cause that is not /dev/shm) get a /dev/shm size? For reports whose log alone
+cannot decide the cause (``decidable: false``) a second way to be right is counted apart:
+explain left it open and printed the check the report's ``next_step`` names
+(``Score.open``; the rule is in ``shmguard.triage.scoring.score``).
 
 Two sets are printed side by side: the baseline set explain was built on
 (tests/fixtures/logs/public_reports.jsonl) and the corpus of reports it was not
@@ -57,8 +60,18 @@ def run(rows: list[dict[str, object]]) -> list[tuple[dict[str, object], Score]]:
     return out
 
 
+#: The rows for reports whose log does not decide: each report is in exactly one.
+UNDECIDED = (
+    "undecidable: right cause first",
+    "undecidable: left open, right check",
+    "undecidable: wrong",
+)
+
+
 def summary(scored: list[tuple[dict[str, object], Score]]) -> dict[str, tuple[int, int]]:
-    """kind -> (right, total), plus the rows 'ALL' and 'look-alikes given shm advice'."""
+    """kind -> (top cause right, total), plus the rows 'ALL', 'ALL whose log decides', 'ALL
+    right or left open', the three :data:`UNDECIDED` rows and 'look-alikes given shm
+    advice'."""
     by: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for r, s in scored:
         keys = [str(r["kind"]), "ALL"]
@@ -67,6 +80,13 @@ def summary(scored: list[tuple[dict[str, object], Score]]) -> dict[str, tuple[in
         for key in keys:
             by[key][0] += s.right
             by[key][1] += 1
+        by["ALL right or left open"][0] += s.right or s.open
+        by["ALL right or left open"][1] += 1
+        if not r.get("decidable", True):
+            row = UNDECIDED[0] if s.right else UNDECIDED[1] if s.open else UNDECIDED[2]
+            for key in UNDECIDED:
+                by[key][0] += key == row
+                by[key][1] += 1
         if s.lookalike:
             by["look-alikes given shm advice"][0] += s.shm_advice
             by["look-alikes given shm advice"][1] += 1
@@ -83,7 +103,11 @@ def cell(pair: tuple[int, int] | None) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--heldout", action="store_true", help="score the held-out third (once)")
-    ap.add_argument("--misses", action="store_true", help="list every miss of the corpus")
+    ap.add_argument(
+        "--misses",
+        action="store_true",
+        help="list every miss of the corpus, and the undecidable reports left open",
+    )
     args = ap.parse_args()
     held = heldout_ids()
     corpus_rows = load(sorted(CORPUS.glob("reports_*.jsonl")))
@@ -96,7 +120,10 @@ def main() -> int:
     base = summary(run(load([BASELINE])))
     scored = run(corpus_rows)
     new = summary(scored)
-    keys = sorted(set(base) | set(new), key=lambda k: (k.startswith("ALL") or " " in k, k))
+    rows = ("ALL", "ALL whose log decides", *UNDECIDED, "ALL right or left open")
+    rows += ("look-alikes given shm advice",)
+    kinds = sorted(k for k in set(base) | set(new) if k not in rows)
+    keys = kinds + [k for k in rows if k in base or k in new]
     width = max(len(k) for k in keys)
     print(f"{'kind':{width}}  {'baseline (seen)':>18}  {name:>22}")
     for k in keys:
@@ -107,7 +134,11 @@ def main() -> int:
         print(f"top cause right: {name} / baseline = {ratio:.2f}")
     if args.misses:
         for r, s in scored:
-            if not s.right or (s.lookalike and s.shm_advice):
+            if s.open:
+                where = f"{s.check} in {s.check_from}"
+                print(f"OPEN {r['id']} ({r['kind']}): top {s.top}, check {where}")
+        for r, s in scored:
+            if not (s.right or s.open) or (s.lookalike and s.shm_advice):
                 why = "shm advice for a look-alike" if s.right else f"top {s.top}"
                 print(f"MISS {r['id']} ({r['kind']}): {why}  {r.get('source_url', '')}")
     return 0

@@ -144,3 +144,38 @@ def test_order_of_shm_and_oom(catalogue: Sequence[Signature]) -> None:
         3,
     )
     assert "Fix the memory limit first" in s.meaning
+
+
+BARE_ENOSPC = "OSError: [Errno 28] No space left on device\n"
+SHM_FULL_DF = "shm              64M   64M     0 100% /dev/shm\n"
+
+
+def test_bare_enospc_gets_no_shm_size_without_shm_evidence(
+    catalogue: Sequence[Signature],
+) -> None:
+    # The line does not say which file system was full (a disk, /tmp, a cache directory or
+    # /dev/shm): the fix says how to find it, and gives no size.
+    d = diagnose_text(BARE_ENOSPC, catalogue)
+    top = d.results[0]
+    assert top.id == "enospc-bare" and top.fix is not None
+    assert top.fix.shm_size is None and top.fix.changes == ()
+    assert "`df -h /dev/shm`" in top.decide and "`df -h` on the directory" in top.decide
+    # Inside a DataLoader traceback it ranks as medium, still without a size.
+    traced = (
+        '  File "/opt/venv/lib/python3.11/site-packages/torch/utils/data/_utils/worker.py", '
+        "line 308, in _worker_loop\n" + BARE_ENOSPC
+    )
+    top = diagnose_text(traced, catalogue).results[0]
+    assert (top.id, top.confidence) == ("enospc-bare", "medium")
+    assert top.fix is not None and top.fix.shm_size is None
+
+
+def test_bare_enospc_gets_a_size_when_the_log_shows_dev_shm_full(
+    catalogue: Sequence[Signature],
+) -> None:
+    d = diagnose_text(SHM_FULL_DF + BARE_ENOSPC, catalogue)
+    bare = next(r for r in d.results if r.id == "enospc-bare")
+    assert bare.fix is not None and bare.fix.shm_size is not None
+    # 8 GiB: the signature's default, more than twice the 64 MiB df shows.
+    assert bare.fix.shm_size.bytes == 8 * GiB
+    assert "64 MiB, line 1" in bare.fix.shm_size.method

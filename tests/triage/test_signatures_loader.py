@@ -101,6 +101,10 @@ def test_good_file_loads(tmp_path: Path) -> None:
             lambda t: t + '\n[size]\ndefault = "2Gi"\nfloor = "1g"\nbasis = "x"\n',
             "sig.toml: size.default: invalid suffix: 'gi'",
         ),
+        (
+            lambda t: t + '\n[size]\ndefault = "2g"\nfloor = "1g"\nbasis = "x"\nwhen = ["No"]\n',
+            "sig.toml: size.when: 'No' is not valid here",
+        ),
         (lambda t: "id = [", "sig.toml: TOML syntax error:"),
     ],
 )
@@ -137,6 +141,15 @@ def test_user_dir_duplicate_and_unknown_references(tmp_path: Path) -> None:
         SignatureError, match=r"dup\.toml: explained_by: unknown signature id 'no-such-sig'"
     ):
         load_catalogue([d])
+    sized = '\n[size]\ndefault = "2g"\nfloor = "1g"\nbasis = "x"\nwhen = ["no-such-sig"]\n'
+    (d / "dup.toml").write_text(GOOD + sized)
+    with pytest.raises(
+        SignatureError, match=r"dup\.toml: size\.when: unknown signature id 'no-such-sig'"
+    ):
+        load_catalogue([d])
+    (d / "dup.toml").write_text(GOOD + sized.replace("no-such-sig", "shm-full-df"))
+    sig = next(s for s in load_catalogue([d]) if s.id == "my-failure")
+    assert sig.size is not None and sig.size.when == ("shm-full-df",)
 
 
 def test_user_dir_must_exist_and_hold_files(tmp_path: Path) -> None:

@@ -40,9 +40,13 @@ for example `mine.toml: patterns[0].regex: invalid regular expression: ...`.
 | `[[boost]]` | `when = [ids]`, `confidence`: raise the confidence when one of them matched |
 | `references` | where the wording and the fix come from |
 | `priority` | 0-100, breaks ties between equally confident causes (default 50) |
-| `[size]` | `default`, `floor` (`1g`), `need_factor`, `basis`, `runtimes` (that get a snippet) |
+| `[size]` | `default`, `floor` (`1g`), `need_factor`, `basis`, `runtimes` (get snippets), `when` |
 | `[fix]` | `summary`, `app`, `next`, `[fix.runtimes]` (a sentence per runtime) |
 | `[[patterns]]` | the wording variants, below |
+
+`[size] when = [ids]`: a size is given only when one of those signatures matched too (the
+evidence that /dev/shm is the file system in question); without it the fix says what to
+check instead.
 
 Each pattern: `name`; `literal` (a case-sensitive string every match contains: the cheap
 pre-filter, at least 3 characters, one line); `regex` (Python syntax, searched only in
@@ -118,6 +122,7 @@ def render_markdown(sigs: Sequence[Signature]) -> str:
                 )
                 + f"; {s.size.basis}"
                 + (f"; snippets only for {', '.join(s.size.runtimes)}" if s.size.runtimes else "")
+                + (f"; only when {' or '.join(s.size.when)} matched too" if s.size.when else "")
                 + "."
             )
         if s.references:

@@ -168,7 +168,7 @@ def diagnose(
         fix = None
         if sig.role == "cause" and explained is None and sig.fix is not None:
             captured: Captured = t.captures
-            fix = plan_fix(sig, captured, facts, rt, shm_override, host_ev, policy)
+            fix = plan_fix(sig, captured, facts, rt, shm_override, host_ev, policy, matched_all)
         results.append(
             Result(
                 id=sig.id,

@@ -20,7 +20,7 @@ size (:func:`shmguard.estimate.policy.memory_limit_for`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import replace
 
 from shmguard.estimate.policy import Policy, clean_size, default_shm_size, memory_limit_for
@@ -104,12 +104,15 @@ def plan_fix(
     override: int | None,
     host_shm: Evidence | None = None,
     policy: Policy | None = None,
+    matched: Collection[str] = (),
 ) -> FixPlan:
     """The fix for ``sig`` on ``runtime`` (None: unknown, every runtime; ``app``: only the
     application side). ``host_shm``: a line showing the container uses the host's IPC
     namespace; then no size snippet is printed (Docker ignores ``--shm-size`` with
     ``--ipc=host``, Podman rejects it: docs.docker.com/reference/cli/docker/container/run,
-    podman #14609), and the fix says what to do on the host instead.
+    podman #14609), and the fix says what to do on the host instead. ``matched``: the ids
+    of every signature that matched the same inputs; a size rule with ``when`` gives a size
+    only when one of its ids is among them.
 
     Raises:
         ValueError: ``sig`` has no ``fix`` (only cause signatures have one).
@@ -122,8 +125,10 @@ def plan_fix(
     changes: tuple[Change, ...] = ()
     nxt = list(spec.next)
     wants_size = sig.remedy in ("shm-size", "config") and sig.size is not None
-    applies = sig.size is not None and (
-        not sig.size.runtimes or runtime is None or runtime in sig.size.runtimes
+    applies = (
+        sig.size is not None
+        and (not sig.size.runtimes or runtime is None or runtime in sig.size.runtimes)
+        and (not sig.size.when or any(w in matched for w in sig.size.when))
     )
     if wants_size and host_shm is not None and runtime != "app":
         nxt.insert(0, host_ipc_note(host_shm))

@@ -202,7 +202,8 @@ def parse_signature(data: Mapping[str, Any], source: str) -> Signature:
 
 
 def check_catalogue(sigs: Iterable[Signature]) -> None:
-    """Cross-file checks: unique ids; ``explained_by`` and ``boost.when`` name known ids.
+    """Cross-file checks: unique ids; ``explained_by``, ``boost.when`` and ``size.when`` name
+    known ids.
 
     Raises:
         SignatureError: naming the file and field.
@@ -224,6 +225,9 @@ def check_catalogue(sigs: Iterable[Signature]) -> None:
                     raise SignatureError(
                         f"{s.source}: boost[{i}].when: unknown signature id {ref!r}"
                     )
+        for ref in s.size.when if s.size is not None else ():
+            if ref not in by_id:
+                raise SignatureError(f"{s.source}: size.when: unknown signature id {ref!r}")
 
 
 def _pattern(v: _Validator, p: Mapping[str, Any], where: str) -> Pattern:
@@ -325,7 +329,7 @@ def nested_repeat(pattern: str) -> bool:
 
 
 def _size(v: _Validator, t: Mapping[str, Any]) -> SizeRule:
-    v.keys(t, {"default", "floor", "need_factor", "basis", "runtimes"}, "size")
+    v.keys(t, {"default", "floor", "need_factor", "basis", "runtimes", "when"}, "size")
     default = v.size(t, "default", "size")
     floor = v.size(t, "floor", "size")
     factor = t.get("need_factor")
@@ -338,8 +342,9 @@ def _size(v: _Validator, t: Mapping[str, Any]) -> SizeRule:
     for i, name in enumerate(runtimes):
         if name not in RUNTIMES:
             v.fail(f"size.runtimes[{i}]", f"{name!r} is not one of {', '.join(RUNTIMES)}")
+    when = tuple(v.strings(t, "when", pattern=_ID, where="size"))
     factor_f = float(factor) if factor is not None else None
-    return SizeRule(default, floor, factor_f, _flat(basis), runtimes)
+    return SizeRule(default, floor, factor_f, _flat(basis), runtimes, when)
 
 
 def _flat(text: str) -> str:

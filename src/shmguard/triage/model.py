@@ -68,13 +68,17 @@ class SizeRule:
     size the log says was requested; ``basis`` says where ``default`` comes from.
     ``runtimes``: the runtimes whose size snippet is the fix (empty: all); for the others
     the per-runtime sentence is the fix, because a snippet would repeat the rejected
-    setting (``podman run --shm-size`` with ``--ipc=host``)."""
+    setting (``podman run --shm-size`` with ``--ipc=host``). ``when``: signature ids of which
+    one must also have matched for a size to be given (the evidence that /dev/shm is the
+    file system in question; empty: always); without it the fix and ``decide`` say what to
+    check instead."""
 
     default: int
     floor: int
     need_factor: float | None
     basis: str
     runtimes: tuple[str, ...] = ()
+    when: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
