@@ -65,6 +65,9 @@ EXPECTED_TOP = {
     "opennmt-tutorial-6-colab-worker-killed-cgroup": "memory-oom-kill",
     # Colab's own RAM message, DALI's and TensorFlow's GPU allocators, TensorFlow's CPU one.
     "mesh-transformer-jax-120-colab-session-ram": "memory-oom-kill",
+    "dali-1137-imagedecoder-cant-allocate-device": "cuda-oom",
+    "dali-2836-imagedecoder-cuda-allocation-failed": "cuda-oom",
+    "tf-136-mnist-eval-resourceexhausted-gpu": "cuda-oom",
 }
 
 
