@@ -68,6 +68,7 @@ EXPECTED_TOP = {
     "dali-1137-imagedecoder-cant-allocate-device": "cuda-oom",
     "dali-2836-imagedecoder-cuda-allocation-failed": "cuda-oom",
     "tf-136-mnist-eval-resourceexhausted-gpu": "cuda-oom",
+    "darkflow-873-tf-cpu-allocator-oom": "memory-enomem",
 }
 
 
