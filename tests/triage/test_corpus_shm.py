@@ -50,6 +50,7 @@ RIGHT = {
     "sagemaker-sdk-5592-dataloader-bus-error-no-shm-param": "dataloader-bus-error",
     "podman-16632-kube-play-shmsize-host-ipc": "ipc-shmsize-conflict",
     "azure-cli-ext-6571-commandjob-shm-size-unknown-field": "azureml-shm-size-unknown-field",
+    "megatron-316-docker-bus-error-signal-7": "nccl-shm-sigbus",
 }
 
 #: Look-alikes whose logs sit next to the wordings above: no /dev/shm size for them.
