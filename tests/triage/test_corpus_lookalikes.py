@@ -1,8 +1,9 @@
 """Look-alikes from the public-report corpus (tests/fixtures/corpus) that explain gets right:
-host, cgroup, scheduler and launcher OOM, a full disk that is not /dev/shm, NCCL/Gloo
-networking, the memlock limit, truncated memory-mapped files, huge pages and a GPU kernel's
-on-chip shared memory. For each, by id: the top result is the expected signature, its kind is
-accepted for the report's label, and no result gives a /dev/shm size.
+host, cgroup, scheduler, launcher and notebook-platform OOM, a full disk that is not
+/dev/shm, NCCL/Gloo networking, the memlock limit, truncated memory-mapped files, huge pages,
+GPU memory (CUDA, TensorFlow, JAX, DALI) and a GPU kernel's on-chip shared memory. For each,
+by id: the top result is the expected signature, its kind is accepted for the report's label,
+and no result gives a /dev/shm size.
 
 Only reports outside heldout.txt are listed; the held-out third is never read here."""
 
@@ -62,6 +63,12 @@ EXPECTED_TOP = {
     "apptainer-546-pull-tmp-bundle-blob-enospc": "disk-full",
     "afprofile-8-jax-resource-exhausted-3080ti": "cuda-oom",
     "opennmt-tutorial-6-colab-worker-killed-cgroup": "memory-oom-kill",
+    # Colab's own RAM message, DALI's and TensorFlow's GPU allocators, TensorFlow's CPU one.
+    "mesh-transformer-jax-120-colab-session-ram": "memory-oom-kill",
+    "dali-1137-imagedecoder-cant-allocate-device": "cuda-oom",
+    "dali-2836-imagedecoder-cuda-allocation-failed": "cuda-oom",
+    "tf-136-mnist-eval-resourceexhausted-gpu": "cuda-oom",
+    "darkflow-873-tf-cpu-allocator-oom": "memory-enomem",
 }
 
 

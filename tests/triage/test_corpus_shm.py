@@ -49,6 +49,8 @@ RIGHT = {
     # Collected after the held-out draw (reports_added.jsonl).
     "sagemaker-sdk-5592-dataloader-bus-error-no-shm-param": "dataloader-bus-error",
     "podman-16632-kube-play-shmsize-host-ipc": "ipc-shmsize-conflict",
+    "azure-cli-ext-6571-commandjob-shm-size-unknown-field": "azureml-shm-size-unknown-field",
+    "megatron-316-docker-bus-error-signal-7": "nccl-shm-sigbus",
 }
 
 #: Look-alikes whose logs sit next to the wordings above: no /dev/shm size for them.
@@ -99,6 +101,7 @@ def test_permission_and_config_errors_get_no_shm_size(catalogue: tuple[Signature
         "ompi-12784-freebsd-devshm-perm",
         "cloudposse-143-fargate-sharedmemorysize",
         "triton-4644-client-server-ipc-namespace",
+        "azure-cli-ext-6571-commandjob-shm-size-unknown-field",
     ):
         d = diagnose_text(str(_report(rid)["log"]), catalogue)
         assert not score(REPORTS[rid], d).shm_advice, rid
