@@ -179,3 +179,24 @@ def test_bare_enospc_gets_a_size_when_the_log_shows_dev_shm_full(
     # 8 GiB: the signature's default, more than twice the 64 MiB df shows.
     assert bare.fix.shm_size.bytes == 8 * GiB
     assert "64 MiB, line 1" in bare.fix.shm_size.method
+
+
+def test_bare_bus_error_gets_no_shm_size_without_shm_evidence(
+    catalogue: Sequence[Signature],
+) -> None:
+    # A shell's "Bus error" alone is also what a memory-mapped file on a full or truncated
+    # disk gives (NetDissect-Lite #10): the decide text says how to tell, and no size is given.
+    top = diagnose_text("Bus error (core dumped)\n", catalogue).results[0]
+    assert top.id == "sigbus-generic" and top.fix is not None
+    assert top.fix.shm_size is None and top.fix.changes == ()
+    assert "`df -h /dev/shm`" in top.decide and "mmap" in top.decide
+    # With PyTorch multiprocessing frames in the same log, /dev/shm is the likely file
+    # system and the signature's 8 GiB default comes back.
+    traced = (
+        '  File "/opt/venv/lib/python3.11/site-packages/torch/multiprocessing/reductions.py", '
+        "line 560, in reduce_storage\n"
+        "Bus error (core dumped)\n"
+    )
+    top = diagnose_text(traced, catalogue).results[0]
+    assert top.id == "sigbus-generic" and top.fix is not None
+    assert top.fix.shm_size is not None and top.fix.shm_size.bytes == 8 * GiB
