@@ -152,11 +152,11 @@ class Matcher:
         seen: set[tuple[str, str, int]] = set()
         last_line_seen = 0
         reader = BlockReader(stream, self._overlap)
-        for block, line_base, _mid in reader:
-            offsets = self._find(block)
+        for block in reader:
+            offsets = self._find(block.data, block.start, block.stop)
             if not offsets:
                 continue
-            for hit in hit_lines(block, line_base, offsets):
+            for hit in hit_lines(block.data, block.line, offsets, block.start, block.stop):
                 if hit.line != last_line_seen:
                     # Dedupe memory only needs the current line (pieces of one long line).
                     seen.clear()
