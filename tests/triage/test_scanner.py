@@ -53,7 +53,11 @@ def test_literal_groups_sizes() -> None:
     lits = [b"lit%03d" % i for i in range(100)] + [b"ab", b"xyz"]
     groups = literal_groups(lits, size=48)
     assert groups[0] == [b"ab", b"xyz"]
-    assert [len(g) for g in groups[1:]] == [34, 34, 32]
+    assert [len(g) for g in groups[1:]] == [
+        34,
+        33,
+        33,
+    ]  # 100 in ceil(100 / 48) = 3 runs differing by at most one
 
 
 @pytest.mark.parametrize("backend", ["auto", "find"])

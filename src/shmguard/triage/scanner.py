@@ -15,6 +15,7 @@ byte-order mark is dropped.
 from __future__ import annotations
 
 import codecs
+import itertools
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -82,8 +83,9 @@ def literal_groups(literals: Sequence[bytes], size: int = AC_GROUP) -> list[list
     groups = [short] if short else []
     if rest:
         n = -(-len(rest) // size)
-        step = -(-len(rest) // n)
-        groups += [rest[i : i + step] for i in range(0, len(rest), step)]
+        q, r = divmod(len(rest), n)
+        cuts = [i * q + min(i, r) for i in range(n + 1)]  # the first r runs get one more
+        groups += [rest[a:b] for a, b in itertools.pairwise(cuts)]
     return groups
 
 
