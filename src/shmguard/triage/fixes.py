@@ -1,6 +1,8 @@
 """Turn a matched signature into a fix for one runtime: choose a /dev/shm size, say how it
 was chosen, and give it as fix values (:class:`~shmguard.model.fix.Change`) that the snippet
-renderer writes in each runtime's syntax.
+renderer writes in each runtime's syntax. A platform without a /dev/shm setting of its own
+(Slurm, Apptainer, SageMaker, AzureML, Databricks, Colab: :data:`~shmguard.model.fix.PLATFORMS`)
+gets the size and a sentence (:data:`~shmguard.model.fix.PLATFORM_NOTES`) instead of a snippet.
 
 Size choice, first rule that applies:
 
@@ -24,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from shmguard.estimate.policy import Policy, clean_size, default_shm_size, memory_limit_for
-from shmguard.model.fix import RUNTIMES, Change, shm_changes
+from shmguard.model.fix import PLATFORM_NOTES, PLATFORMS, RUNTIMES, Change, shm_changes
 from shmguard.triage.model import Evidence, FixPlan, Signature, SizeChoice, SizeRule
 from shmguard.units import format_iec
 
@@ -104,12 +106,20 @@ def plan_fix(
     override: int | None,
     host_shm: Evidence | None = None,
     policy: Policy | None = None,
+    *,
+    lead: str | None = None,
 ) -> FixPlan:
-    """The fix for ``sig`` on ``runtime`` (None: unknown, every runtime; ``app``: only the
-    application side). ``host_shm``: a line showing the container uses the host's IPC
-    namespace; then no size snippet is printed (Docker ignores ``--shm-size`` with
-    ``--ipc=host``, Podman rejects it: docs.docker.com/reference/cli/docker/container/run,
-    podman #14609), and the fix says what to do on the host instead.
+    """The fix for ``sig`` on ``runtime``: a runtime of :data:`~shmguard.model.fix.RUNTIMES`
+    (its snippet), a platform of :data:`~shmguard.model.fix.PLATFORMS` (the size, no snippet:
+    the signature's sentence for that platform, else the platform's
+    :data:`~shmguard.model.fix.PLATFORM_NOTES` entry), None (unknown: every runtime, each
+    sentence prefixed with its runtime) or ``app`` (only the application side).
+
+    ``lead``: with ``runtime`` None, a runtime the log hints at; its snippet and sentence come
+    first. ``host_shm``: a line showing the container uses the host's IPC namespace; then no
+    size snippet is printed (Docker ignores ``--shm-size`` with ``--ipc=host``, Podman rejects
+    it: docs.docker.com/reference/cli/docker/container/run, podman #14609), and the fix says
+    what to do on the host instead.
 
     Raises:
         ValueError: ``sig`` has no ``fix`` (only cause signatures have one).
@@ -133,18 +143,27 @@ def plan_fix(
             memory = memory_limit_for(
                 size.bytes, policy or Policy(), current_limit=facts["mem_limit"][0]
             )
-        chosen: tuple[str, ...] = RUNTIMES if runtime is None else (runtime,)
+        chosen: tuple[str, ...]
+        if runtime is None:
+            chosen = _lead_first(RUNTIMES, lead)
+        else:
+            chosen = (runtime,) if runtime in RUNTIMES else ()
         if sig.size.runtimes:
             chosen = tuple(r for r in chosen if r in sig.size.runtimes)
         changes = shm_changes(size.bytes, memory, chosen) if chosen else ()
         if sig.remedy == "shm-size":
             nxt.append(MEASURE_HINT)
-    notes = []
-    for name, text in spec.runtimes:
-        if sig.remedy == "shm-size" and host_shm is not None:
-            break  # the sentences size /dev/shm per container: not with host IPC
-        if runtime is None or name == runtime or (runtime == "app" and name == "app"):
-            notes.append(f"{name}: {text}" if runtime is None else text)
+    notes: list[str] = []
+    if not (sig.remedy == "shm-size" and host_shm is not None):
+        # (with host IPC the sentences, which size /dev/shm per container, do not apply)
+        table = dict(spec.runtimes)
+        for name in PLATFORMS:
+            if size is not None and name not in table and name in (runtime, lead):
+                table[name] = PLATFORM_NOTES[name]
+        if runtime is None:
+            notes = [f"{name}: {table[name]}" for name in _lead_first(tuple(table), lead)]
+        elif runtime in table:
+            notes = [table[runtime]]
     return FixPlan(
         summary=spec.summary,
         runtime=runtime,
@@ -155,3 +174,10 @@ def plan_fix(
         app=spec.app,
         next=tuple(nxt),
     )
+
+
+def _lead_first(names: tuple[str, ...], lead: str | None) -> tuple[str, ...]:
+    """``names`` with ``lead`` moved to the front when it is among them."""
+    if lead is None or lead not in names:
+        return names
+    return (lead, *(n for n in names if n != lead))
