@@ -148,7 +148,7 @@ def test_multiple_files_and_order_text() -> None:
         (
             ("--runtime", "swarm", str(S01)),
             "shmguard: error: --runtime: 'swarm' is not one of docker, compose, kubernetes, "
-            "podman, ecs, app\n",
+            "podman, ecs, slurm, apptainer, sagemaker, azureml, databricks, colab, app\n",
         ),
         (("--shm-size", "2Q", str(S01)), "shmguard: error: --shm-size: invalid size '2Q'"),
         (("-", "-"), "shmguard: error: '-' (standard input) can be given only once\n"),

@@ -163,7 +163,8 @@ def test_per_file_text_has_a_section_per_file_merged_has_one() -> None:
     assert r.returncode == 1 and r.stderr == b""
     first, second = out.split(f"==> {TORCH_SHM} <==\n")
     assert first.startswith(f"==> {K8S_OOM} <==\nshmguard explain: {K8S_OOM} (38 lines")
-    assert "Runtime: kubernetes (from the log)" in first and "Runtime:" not in second
+    assert "Runtime: kubernetes (from line 6: `Controlled By:  Job/train`" in first
+    assert "Runtime:" not in second
     assert "1. [HIGH] Killed by the OOM killer (memory limit)" in first
     assert "torch-shm-alloc-failed" not in first
     assert "1. [HIGH] PyTorch could not allocate a shared-memory block" in second
@@ -183,7 +184,8 @@ def test_per_file_text_has_a_section_per_file_merged_has_one() -> None:
     merged = run(str(K8S_OOM), str(TORCH_SHM)).stdout.decode()
     assert "==>" not in merged and merged.count("shmguard explain: ") == 1
     assert merged.count("\n1. ") == 1 and "\n1. [HIGH] PyTorch could not allocate" in merged
-    assert "Runtime: kubernetes (from the log)" in merged
+    # Merged, the evidence names the file it came from.
+    assert f"Runtime: kubernetes (from {K8S_OOM} line 6: `Controlled By:  Job/train`" in merged
 
 
 @pytest.mark.timeout(60)

@@ -77,7 +77,7 @@ def _result(
 
 
 def _diagnosis(*results: Result, next_steps: tuple[str, ...] = ()) -> Diagnosis:
-    return Diagnosis((), None, None, (), results, (), next_steps, 0)
+    return Diagnosis((), None, None, None, (), (), results, (), next_steps, 0)
 
 
 def _undecidable(kind: str, next_step: str, lookalike: bool = False) -> dict[str, object]:

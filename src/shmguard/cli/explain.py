@@ -21,9 +21,27 @@ from shmguard.cli._app import app
 from shmguard.cli._common import EXIT_USAGE, console, fail, size_option
 from shmguard.cli._config import settings
 
-_RUNTIME_CHOICES = ("docker", "compose", "kubernetes", "podman", "ecs", "app")
+_RUNTIME_CHOICES = (
+    "docker",
+    "compose",
+    "kubernetes",
+    "podman",
+    "ecs",
+    "slurm",
+    "apptainer",
+    "sagemaker",
+    "azureml",
+    "databricks",
+    "colab",
+    "app",
+)
 #: Common spellings users type for a runtime.
-_RUNTIME_ALIASES = {"k8s": "kubernetes", "kube": "kubernetes", "docker-compose": "compose"}
+_RUNTIME_ALIASES = {
+    "k8s": "kubernetes",
+    "kube": "kubernetes",
+    "docker-compose": "compose",
+    "singularity": "apptainer",
+}
 
 
 def _input_problem(name: str) -> str | None:
@@ -77,8 +95,10 @@ def explain(
     runtime: str = typer.Option(
         None,
         "--runtime",
-        help="Runtime to print fixes for: docker, compose, kubernetes, podman, ecs, or app "
-        "(application-side only). Default: inferred from the log.",
+        help="Runtime to print fixes for: docker, compose, kubernetes, podman, ecs; a "
+        "platform whose fix is a sentence: slurm, apptainer, sagemaker, azureml, databricks, "
+        "colab; or app (application-side only). Default: inferred from the log's own markers, "
+        "shown with the lines that show it.",
         show_default=False,
         metavar="RUNTIME",
     ),

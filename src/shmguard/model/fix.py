@@ -28,6 +28,35 @@ FIX_RUNTIMES: dict[str, tuple[str, ...]] = {
 }
 
 
+#: Where a job can run that has no /dev/shm setting of its own for a snippet: a scheduler
+#: (Slurm), a container runtime without --shm-size (Apptainer) and managed platforms. A fix
+#: for one of them is a sentence (:data:`PLATFORM_NOTES`), not a :class:`Change`.
+PLATFORMS = ("slurm", "apptainer", "sagemaker", "azureml", "databricks", "colab")
+
+#: What to do about /dev/shm on each platform, one sentence each. Sources: Slurm
+#: slurm.schedmd.com/job_container_tmpfs.html (a per-job /dev/shm only with that plugin);
+#: Apptainer binds the host's /dev unless --contain (apptainer/singularity #5921, ``mount dev``
+#: in apptainer.conf); SageMaker training jobs take no shm size (aws/sagemaker-python-sdk
+#: #5592); AzureML jobs default to 2 GiB and take ``shm_size`` in the job's resources
+#: (Azure/MachineLearningNotebooks #560, MicrosoftDocs/azure-docs #107465); Colab's /dev/shm
+#: cannot be resized from a notebook (googlecolab/colabtools #329, #1495). For Databricks no
+#: setting is documented, so the sentence says what to check.
+PLATFORM_NOTES: dict[str, str] = {
+    "slurm": "Slurm has no /dev/shm setting: it is the node's (or job_container/tmpfs's "
+    "BasePath); ask the admin, or run the job in a container with this size.",
+    "apptainer": "Apptainer shares the host's /dev/shm (mount dev = yes): ask the admin to "
+    "size it, or use --contain for a private tmpfs bounded by the cgroup memory limit.",
+    "sagemaker": "SageMaker training jobs have no /dev/shm setting: keep fewer batches in "
+    "flight (the application-side steps).",
+    "azureml": "Set shm_size in the job's resources (YAML `resources: {shm_size: ...}`, SDK v2 "
+    "`JobResourceConfiguration(shm_size=...)`) to this size; AzureML gives 2g when unset.",
+    "databricks": "Databricks sets the cluster nodes' /dev/shm itself: check it with "
+    "`%sh df -h /dev/shm` and keep fewer batches in flight (the application-side steps).",
+    "colab": "Colab's /dev/shm cannot be resized from the notebook: keep fewer batches in "
+    "flight (the application-side steps; num_workers=0 uses none).",
+}
+
+
 class Setting(str, enum.Enum):
     """A configuration setting a fix changes. Values are int bytes.
 

@@ -65,7 +65,7 @@ def render(d: Diagnosis, console: Console, *, evidence: int = 3, show_exit: bool
     if d.runtime_source == "flag":
         line(f"Runtime: {d.runtime} (from --runtime)")
     elif d.runtime is not None:
-        line(f"Runtime: {d.runtime} (from the log)")
+        line(runtime_line(d))
     for note in d.notes:
         line(("Note: ", "bold"), note)
     if d.facts:
@@ -86,12 +86,14 @@ def render(d: Diagnosis, console: Console, *, evidence: int = 3, show_exit: bool
             f" ({d.signatures_loaded} signatures checked).",
         )
     full = any(r.confidence != "low" for r in causes)
+    # A runtime the log only hints at: its snippet and sentence lead the others.
+    hint = d.runtime if d.runtime_source == "log" and d.runtime_confidence == "low" else None
     printed: dict[tuple[object, ...], int] = {}
     for n, r in enumerate(causes, 1):
         line("")
         # Low-confidence possibilities get no snippets when a likelier cause was found.
         compact = full and r.confidence == "low"
-        _result(r, n, line, evidence, printed, compact)
+        _result(r, n, line, evidence, printed, compact, hint)
 
     for r in info:
         line("")
@@ -186,6 +188,23 @@ def render_per_file_summary(
     console.print(Text(f"Result: {', '.join(parts)} (exit {exit_code})."), soft_wrap=True)
 
 
+def runtime_line(d: Diagnosis, shown: int = 2, width: int = 80) -> str:
+    """The ``Runtime:`` line for a runtime read from the log, with the lines that show it:
+    ``Runtime: kubernetes (from line 12: `Warning  Evicted  12m  kubelet  ...`)``. Up to
+    ``shown`` evidence lines, each cut to ``width`` characters; several inputs name the file.
+    A runtime the log only hints at says so, and that fixes for the others follow."""
+    many = len(d.inputs) > 1
+    parts = []
+    for ev in d.runtime_evidence[:shown]:
+        text = ev.text if len(ev.text) <= width else ev.text[: width - 1].rstrip() + "…"
+        where = f"{ev.file} line {ev.line}" if many else f"line {ev.line}"
+        parts.append(f"{where}: `{text}`")
+    src = f"from {'; '.join(parts)}" if parts else "from the log"
+    if d.runtime_confidence == "low":
+        return f"Runtime: {d.runtime}, a hint only ({src}); its fix comes first, the others follow"
+    return f"Runtime: {d.runtime} ({src})"
+
+
 def _paragraphs(text: str) -> list[str]:
     return [" ".join(p.split()) for p in text.split("\n\n") if p.strip()]
 
@@ -206,6 +225,7 @@ def _result(
     limit: int,
     printed: dict[tuple[object, ...], int],
     compact: bool,
+    hint: str | None = None,
 ) -> None:
     line(
         f"{n}. ",
@@ -225,14 +245,22 @@ def _result(
         if compact:
             line(("If so: ", "bold"), r.fix.summary, indent=3)
         else:
-            _fix(r.fix, n, line, printed)
+            _fix(r.fix, n, line, printed, hint)
     if r.references:
         line(("References: ", "bold"), "; ".join(r.references), indent=3)
 
 
-def _fix(f: FixPlan, n: int, line: Any, printed: dict[tuple[object, ...], int]) -> None:
+def _fix(
+    f: FixPlan,
+    n: int,
+    line: Any,
+    printed: dict[tuple[object, ...], int],
+    hint: str | None = None,
+) -> None:
     """Print a fix; sizes, snippets and steps already printed for an earlier cause are
-    referred to instead of repeated."""
+    referred to instead of repeated. ``hint``: a runtime the log only hints at, shown first
+    among those of an unknown runtime."""
+    shown_runtimes = (*((hint,) if hint else ()), *_DEFAULT_TEXT_RUNTIMES)
     line(("Fix: ", "bold green"), f.summary, indent=3)
     all_snippets = render_snippets(f.changes) if f.changes else ()
     key: tuple[object, ...] = ("snippets", f.shm_size.bytes if f.shm_size else None, f.changes)
@@ -249,8 +277,10 @@ def _fix(f: FixPlan, n: int, line: Any, printed: dict[tuple[object, ...], int]) 
             )
         snippets = all_snippets
         if f.runtime is None:
-            snippets = tuple(s for s in snippets if s.runtime in _DEFAULT_TEXT_RUNTIMES)
-            if snippets:
+            snippets = tuple(s for s in snippets if s.runtime in shown_runtimes)
+            if snippets and hint:
+                line(f"The log only hints at {hint}; pick yours (or pass --runtime):", indent=5)
+            elif snippets:
                 line(
                     "The log does not say which runtime; pick yours (or pass --runtime):", indent=5
                 )
@@ -261,7 +291,7 @@ def _fix(f: FixPlan, n: int, line: Any, printed: dict[tuple[object, ...], int]) 
     notes = [
         note
         for note in f.runtime_notes
-        if not (f.runtime is None and note.split(":", 1)[0] not in _DEFAULT_TEXT_RUNTIMES)
+        if not (f.runtime is None and note.split(":", 1)[0] not in shown_runtimes)
     ]
     steps = [t for t in (*notes, *f.app, *f.next) if ("step", t) not in printed]
     for t in steps:

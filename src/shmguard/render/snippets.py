@@ -45,7 +45,8 @@ def render_snippets(
             ``memory-limit`` change is optional. Each change's ``runtimes`` limit where it
             applies (empty: everywhere).
         runtimes: a subset of :data:`RUNTIMES`, in the order wanted; default: every runtime when
-            a change applies everywhere, else the runtimes the changes name.
+            a change applies everywhere, else the runtimes the changes name, in the order they
+            name them (a fix led by the runtime a log points to keeps it first).
 
     Returns:
         one :class:`Snippet` per runtime that has a shm change; empty when there is none.
@@ -59,8 +60,7 @@ def render_snippets(
     elif any(not c.runtimes for c in changes):
         chosen = RUNTIMES
     else:
-        named = {r for c in changes for r in c.runtimes}
-        chosen = tuple(r for r in RUNTIMES if r in named)
+        chosen = tuple(dict.fromkeys(r for c in changes for r in c.runtimes))
     out = []
     for runtime in chosen:
         if runtime not in _RENDERERS:

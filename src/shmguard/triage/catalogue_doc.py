@@ -33,15 +33,15 @@ for example `mine.toml: patterns[0].regex: invalid regular expression: ...`.
 | `role` | `cause` (default), `info` (not a cause by itself), `context` (facts only) |
 | `confidence` | `low`, `medium` (default) or `high`, for patterns that do not set their own |
 | `remedy` | `shm-size`, `config`, `memory`, `fd-limit`, `app`, `investigate`, `none` |
-| `runtime` | the runtime a match implies (`docker`, `compose`, `kubernetes`, `podman`, `ecs`) |
+| `runtime` | the runtime or platform a match implies: a marker ([explain.md](explain.md#runtime)) |
 | `cause` | the cause in plain words (paragraphs separated by a blank line) |
 | `decide` | for ambiguous signatures: what evidence decides |
 | `explained_by` | ids of more specific signatures; when one matches, this one is a consequence |
 | `[[boost]]` | `when = [ids]`, `confidence`: raise the confidence when one of them matched |
 | `references` | where the wording and the fix come from |
 | `priority` | 0-100, breaks ties between equally confident causes (default 50) |
-| `[size]` | `default`, `floor` (`1g`), `need_factor`, `basis`, `runtimes` (get snippets), `when` |
-| `[fix]` | `summary`, `app`, `next`, `[fix.runtimes]` (a sentence per runtime) |
+| `[size]` | `default`, `floor` (`1g`), `need_factor`, `basis`, `runtimes` (get a snippet), `when` |
+| `[fix]` | `summary`, `app`, `next`, `[fix.runtimes]` (a sentence per runtime or platform) |
 | `[[patterns]]` | the wording variants, below |
 
 `[size] when = [ids]`: a size is given only when one of those signatures matched too (the
@@ -88,6 +88,12 @@ def render_markdown(sigs: Sequence[Signature]) -> str:
             + (f" (also {', '.join(s.also)})" if s.also else "")
             + "."
         )
+        if s.runtime:
+            out.append("")
+            out.append(
+                f"Every match points to the runtime `{s.runtime}` (a marker for explain's runtime "
+                "inference, weighted by the pattern's confidence)."
+            )
         if s.cause:
             out.append("")
             out.append(s.cause)

@@ -8,8 +8,9 @@ Rules (all data-driven by the signature files):
   causes with confidence ``low`` and gets no fix of its own;
 * ranking: causes before information, then confidence, then ``priority``, then the line
   where it first matched;
-* the runtime is ``--runtime``, else the one most log lines point to (a signature or pattern
-  ``runtime``), more specific tools first on a tie (compose before docker);
+* the runtime is ``--runtime``, else the one the log's own markers point to, with the lines
+  that show it (:mod:`shmguard.triage.runtime`); the fixes are for that runtime, or, when the
+  log only hints at it (``low``), for every runtime with that one first;
 * when a shared-memory failure and an OOM kill both appear in one input, the order is
   reported with what it means;
 * exit status 1 when a cause of medium confidence or more matched, else 0.
@@ -35,9 +36,7 @@ from shmguard.triage.model import (
 from shmguard.triage.model import (
     Sequence as Order,
 )
-
-#: Preference on a tie of runtime votes: the more specific tool first.
-_RUNTIME_ORDER = ("compose", "podman", "kubernetes", "ecs", "docker")
+from shmguard.triage.runtime import infer_runtime
 
 #: Said when nothing of medium confidence or more matched.
 NEXT_STEPS = (
@@ -79,22 +78,6 @@ def _facts(tallies: Sequence[Tally]) -> dict[str, tuple[int, Evidence]]:
                 out[name] = (value, ev)
                 order[name] = pos
     return out
-
-
-def _runtime(tallies: Sequence[Tally], flag: str | None) -> tuple[str | None, str | None]:
-    if flag is not None:
-        return flag, "flag"
-    votes: dict[str, int] = {}
-    for t in tallies:
-        for rt, n in t.runtimes.items():
-            votes[rt] = votes.get(rt, 0) + n
-    if not votes:
-        return None, None
-    best = max(votes.values())
-    for rt in _RUNTIME_ORDER:
-        if votes.get(rt) == best:
-            return rt, "log"
-    return None, None  # pragma: no cover - every runtime is in _RUNTIME_ORDER
 
 
 def _sequence(results: Sequence[Result], tallies: dict[str, Tally]) -> tuple[Order, ...]:
@@ -140,7 +123,7 @@ def diagnose(
 
     Args:
         matcher: a :class:`~shmguard.triage.matchers.Matcher` that has been fed every input.
-        runtime: ``--runtime`` (``docker``, ``compose``, ``kubernetes``, ``podman``, ``ecs``,
+        runtime: ``--runtime`` (a name of :data:`~shmguard.triage.model.LOG_RUNTIMES` or
             ``app``) or None to infer it from the log.
         shm_override: ``--shm-size`` in bytes, or None to choose one.
         policy: the sizing policy for the fixes (default :class:`~shmguard.estimate.Policy`).
@@ -150,7 +133,11 @@ def diagnose(
     matched_causes = {t.signature.id for t in tallies if t.signature.role == "cause"}
     matched_all = set(by_id)
     facts = _facts(tallies)
-    rt, rt_source = _runtime(tallies, runtime)
+    guess = infer_runtime(tallies, runtime)
+    # A runtime the log only hints at leads the fixes instead of replacing the others.
+    weak = guess.source == "log" and guess.confidence == "low"
+    fix_rt = None if weak else guess.name
+    lead = guess.name if weak else None
     host = [t for t in tallies if t.signature.host_shm and t.first]
     host_ev = min(host, key=lambda t: t.first_pos or (0, 0)).first[0] if host else None
 
@@ -168,7 +155,9 @@ def diagnose(
         fix = None
         if sig.role == "cause" and explained is None and sig.fix is not None:
             captured: Captured = t.captures
-            fix = plan_fix(sig, captured, facts, rt, shm_override, host_ev, policy, matched_all)
+            fix = plan_fix(
+                sig, captured, facts, fix_rt, shm_override, host_ev, policy, matched_all, lead=lead
+            )
         results.append(
             Result(
                 id=sig.id,
@@ -220,8 +209,10 @@ def diagnose(
         )
     return Diagnosis(
         inputs=inputs,
-        runtime=rt,
-        runtime_source=rt_source,
+        runtime=guess.name,
+        runtime_source=guess.source,
+        runtime_confidence=guess.confidence,
+        runtime_evidence=guess.evidence,
         facts=fact_list,
         results=tuple(results),
         sequence=_sequence(results, by_id),

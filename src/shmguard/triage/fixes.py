@@ -1,6 +1,8 @@
 """Turn a matched signature into a fix for one runtime: choose a /dev/shm size, say how it
 was chosen, and give it as fix values (:class:`~shmguard.model.fix.Change`) that the snippet
-renderer writes in each runtime's syntax.
+renderer writes in each runtime's syntax. A platform without a /dev/shm setting of its own
+(Slurm, Apptainer, SageMaker, AzureML, Databricks, Colab: :data:`~shmguard.model.fix.PLATFORMS`)
+gets the size and a sentence (:data:`~shmguard.model.fix.PLATFORM_NOTES`) instead of a snippet.
 
 Size choice, first rule that applies:
 
@@ -9,8 +11,19 @@ Size choice, first rule that applies:
 3. a size the log says was requested (``shm_need``) times the signature's ``need_factor``
    (Ray's object store: 1.1, as Ray's own hint);
 4. twice the /dev/shm size (or free space) the log shows (``df``, a mount line, an emptyDir
-   ``sizeLimit``), when that is more than the signature's ``default``;
+   ``sizeLimit``, ``--shm-size`` on a ``docker run`` line), when that is more than the
+   signature's ``default``;
 5. the signature's ``default``, for the reason its ``basis`` gives.
+
+A size from the log (rules 2 and 3) must make sense against what the failing job already
+had: when the log also shows the job's /dev/shm size or free space, a suggestion less than
+that plus the policy's headroom (25%) is a tool's own hint capped by what it found (Ray
+suggests ``--shm-size=0.07gb`` when a 64 MiB /dev/shm capped its object store) and rule 4
+applies instead. Whatever the rule, the size is never at or below the /dev/shm the log shows
+(:func:`~shmguard.estimate.policy.default_shm_size` with ``too_small``: twice it) nor at or
+below a size the log says was requested and failed
+(:func:`~shmguard.estimate.policy.shm_size_for`: the request plus headroom). Only the user's
+``--shm-size`` is taken as given.
 
 The result is raised to the signature's ``floor`` and rounded up by the one sizing policy
 (:func:`shmguard.estimate.policy.clean_size`). tmpfs pages count against the memory limit
@@ -23,8 +36,14 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import replace
 
-from shmguard.estimate.policy import Policy, clean_size, default_shm_size, memory_limit_for
-from shmguard.model.fix import RUNTIMES, Change, shm_changes
+from shmguard.estimate.policy import (
+    Policy,
+    clean_size,
+    default_shm_size,
+    memory_limit_for,
+    shm_size_for,
+)
+from shmguard.model.fix import PLATFORM_NOTES, PLATFORMS, RUNTIMES, Change, shm_changes
 from shmguard.triage.model import Evidence, FixPlan, Signature, SizeChoice, SizeRule
 from shmguard.units import format_iec
 
@@ -37,6 +56,19 @@ MEASURE_HINT = (
 Captured = Mapping[str, tuple[int, Evidence]]
 
 
+def _had(captured: Captured, facts: Captured) -> tuple[int, Evidence, str] | None:
+    """The largest /dev/shm size or free space the log shows the failing job had: bytes, the
+    line, and ``size`` or ``free space``."""
+    seen = [
+        (value, ev, "size" if name == "shm_total" else "free space")
+        for name in ("shm_total", "shm_avail")
+        for found in (captured.get(name), facts.get(name))
+        if found is not None
+        for value, ev in (found,)
+    ]
+    return max(seen, key=lambda s: s[0]) if seen else None
+
+
 def choose_size(
     rule: SizeRule,
     captured: Captured,
@@ -44,29 +76,39 @@ def choose_size(
     override: int | None,
     policy: Policy | None = None,
 ) -> SizeChoice:
-    """A /dev/shm size in bytes and how it was chosen (module docstring, rules 1-5)."""
+    """A /dev/shm size in bytes and how it was chosen (module docstring: rules 1-5, checked
+    against the size the job already had)."""
     if override is not None:
         return SizeChoice(override, "the size given with --shm-size")
+    base = policy or Policy()
+    ruled = replace(base, default_shm_size=rule.default)
+    had = _had(captured, facts)
+    # A size from the log, how it was read, and the least it must be to be taken: a
+    # suggestion more than the job had plus headroom (else it is a capped hint), a request
+    # times its factor more than the job had.
+    from_log: tuple[int, str, float] | None = None
     if "shm_suggested" in captured:
         value, ev = captured["shm_suggested"]
-        n = clean_size(value)
-        return SizeChoice(
-            n, f"the size the log itself suggests ({format_iec(value)}, line {ev.line})"
+        from_log = (
+            value,
+            f"the size the log itself suggests ({format_iec(value)}, line {ev.line})",
+            1 + base.headroom,
         )
-    method: str
-    if "shm_need" in captured and rule.need_factor is not None:
+    elif "shm_need" in captured and rule.need_factor is not None:
         value, ev = captured["shm_need"]
-        n = int(value * rule.need_factor)
-        method = (
+        from_log = (
+            int(value * rule.need_factor),
             f"{rule.need_factor:g} × the {format_iec(value)} requested at line {ev.line}, "
-            "rounded up"
+            "rounded up",
+            1.0,
         )
-    elif "shm_total" in captured or "shm_total" in facts or "shm_avail" in captured:
-        name = "shm_total" if "shm_total" in captured or "shm_total" in facts else "shm_avail"
-        value, ev = captured.get(name) or facts[name]
-        what = "size" if name == "shm_total" else "free space"
-        base = policy or Policy()
-        n = default_shm_size(replace(base, default_shm_size=rule.default), too_small=value).bytes
+    n: int
+    method: str
+    if from_log is not None and (had is None or from_log[0] > had[0] * from_log[2]):
+        n, method, _least = from_log
+    elif had is not None:
+        value, ev, what = had
+        n = default_shm_size(ruled, too_small=value).bytes
         if 2 * value >= rule.default:
             method = (
                 f"twice the /dev/shm {what} the log shows ({format_iec(value)}, line {ev.line})"
@@ -77,13 +119,37 @@ def choose_size(
                 f"the usual starting point, more than twice the /dev/shm {what} the log shows "
                 f"({format_iec(value)}, line {ev.line}): {rule.basis}"
             )
+        if from_log is not None and from_log[2] > 1:
+            method += (
+                f"; not {from_log[1]}: that is within {base.headroom:.0%} of the "
+                f"{format_iec(value)} the job already had, a tool's hint capped by what it found"
+            )
+        elif from_log is not None:
+            method += (
+                f"; not {from_log[1].replace(', rounded up', '')}: that is no more than the "
+                f"{format_iec(value)} the job already had"
+            )
     else:
         n = rule.default
         method = f"a starting point: {rule.basis}"
     if n < rule.floor:
         n = rule.floor
         method += f"; raised to {format_iec(rule.floor)}, the least that usually helps here"
-    return SizeChoice(clean_size(n), method)
+    n = clean_size(n)
+    if had is not None and n <= had[0]:
+        n = default_shm_size(ruled, too_small=had[0]).bytes
+        method += (
+            f"; raised to {format_iec(n)}: more than the {format_iec(had[0])} /dev/shm {had[2]} "
+            f"the job already had (line {had[1].line})"
+        )
+    if "shm_need" in captured and n <= captured["shm_need"][0]:
+        need, ev = captured["shm_need"]
+        n = shm_size_for(need, base, floor=rule.floor).bytes
+        method += (
+            f"; raised to {format_iec(n)}: the {format_iec(need)} requested at line {ev.line} "
+            f"plus {base.headroom:.0%}"
+        )
+    return SizeChoice(n, method)
 
 
 def host_ipc_note(ev: Evidence) -> str:
@@ -105,14 +171,21 @@ def plan_fix(
     host_shm: Evidence | None = None,
     policy: Policy | None = None,
     matched: Collection[str] = (),
+    *,
+    lead: str | None = None,
 ) -> FixPlan:
-    """The fix for ``sig`` on ``runtime`` (None: unknown, every runtime; ``app``: only the
-    application side). ``host_shm``: a line showing the container uses the host's IPC
-    namespace; then no size snippet is printed (Docker ignores ``--shm-size`` with
-    ``--ipc=host``, Podman rejects it: docs.docker.com/reference/cli/docker/container/run,
-    podman #14609), and the fix says what to do on the host instead. ``matched``: the ids
-    of every signature that matched the same inputs; a size rule with ``when`` gives a size
-    only when one of its ids is among them.
+    """The fix for ``sig`` on ``runtime``: a runtime of :data:`~shmguard.model.fix.RUNTIMES`
+    (its snippet), a platform of :data:`~shmguard.model.fix.PLATFORMS` (the size, no snippet:
+    the signature's sentence for that platform, else the platform's
+    :data:`~shmguard.model.fix.PLATFORM_NOTES` entry), None (unknown: every runtime, each
+    sentence prefixed with its runtime) or ``app`` (only the application side).
+
+    ``lead``: with ``runtime`` None, a runtime the log hints at; its snippet and sentence come
+    first. ``host_shm``: a line showing the container uses the host's IPC namespace; then no
+    size snippet is printed (Docker ignores ``--shm-size`` with ``--ipc=host``, Podman rejects
+    it: docs.docker.com/reference/cli/docker/container/run, podman #14609), and the fix says
+    what to do on the host instead. ``matched``: the ids of every signature that matched the
+    same inputs; a size rule with ``when`` gives a size only when one of its ids is among them.
 
     Raises:
         ValueError: ``sig`` has no ``fix`` (only cause signatures have one).
@@ -138,18 +211,27 @@ def plan_fix(
             memory = memory_limit_for(
                 size.bytes, policy or Policy(), current_limit=facts["mem_limit"][0]
             )
-        chosen: tuple[str, ...] = RUNTIMES if runtime is None else (runtime,)
+        chosen: tuple[str, ...]
+        if runtime is None:
+            chosen = _lead_first(RUNTIMES, lead)
+        else:
+            chosen = (runtime,) if runtime in RUNTIMES else ()
         if sig.size.runtimes:
             chosen = tuple(r for r in chosen if r in sig.size.runtimes)
         changes = shm_changes(size.bytes, memory, chosen) if chosen else ()
         if sig.remedy == "shm-size":
             nxt.append(MEASURE_HINT)
-    notes = []
-    for name, text in spec.runtimes:
-        if sig.remedy == "shm-size" and host_shm is not None:
-            break  # the sentences size /dev/shm per container: not with host IPC
-        if runtime is None or name == runtime or (runtime == "app" and name == "app"):
-            notes.append(f"{name}: {text}" if runtime is None else text)
+    notes: list[str] = []
+    if not (sig.remedy == "shm-size" and host_shm is not None):
+        # (with host IPC the sentences, which size /dev/shm per container, do not apply)
+        table = dict(spec.runtimes)
+        for name in PLATFORMS:
+            if size is not None and name not in table and name in (runtime, lead):
+                table[name] = PLATFORM_NOTES[name]
+        if runtime is None:
+            notes = [f"{name}: {table[name]}" for name in _lead_first(tuple(table), lead)]
+        elif runtime in table:
+            notes = [table[runtime]]
     return FixPlan(
         summary=spec.summary,
         runtime=runtime,
@@ -160,3 +242,10 @@ def plan_fix(
         app=spec.app,
         next=tuple(nxt),
     )
+
+
+def _lead_first(names: tuple[str, ...], lead: str | None) -> tuple[str, ...]:
+    """``names`` with ``lead`` moved to the front when it is among them."""
+    if lead is None or lead not in names:
+        return names
+    return (lead, *(n for n in names if n != lead))

@@ -18,6 +18,7 @@ from typing import Any
 
 from shmguard.triage.model import (
     CONFIDENCES,
+    LOG_RUNTIMES,
     REMEDIES,
     ROLES,
     RUNTIMES,
@@ -138,7 +139,7 @@ def parse_signature(data: Mapping[str, Any], source: str) -> Signature:
     remedy = v.choice(data, "remedy", REMEDIES, default="none" if role != "cause" else None)
     cause = v.string(data, "cause", required=role != "context", default="")
     decide = v.string(data, "decide", required=False, default="")
-    runtime = v.optional_choice(data, "runtime", RUNTIMES)
+    runtime = v.optional_choice(data, "runtime", LOG_RUNTIMES)
     explained_by = tuple(v.strings(data, "explained_by", pattern=_ID))
     references = tuple(v.strings(data, "references"))
     priority = v.integer(data, "priority", default=50, low=0, high=100)
@@ -272,7 +273,7 @@ def _pattern(v: _Validator, p: Mapping[str, Any], where: str) -> Pattern:
         variant=v.string(p, "variant", where=where, required=False, default=""),
         confidence=v.optional_choice(p, "confidence", CONFIDENCES, where=where),
         note=_flat(v.string(p, "note", where=where, required=False, default="")),
-        runtime=v.optional_choice(p, "runtime", RUNTIMES, where=where),
+        runtime=v.optional_choice(p, "runtime", LOG_RUNTIMES, where=where),
         after=after,
         within=within,
         marker=v.boolean(p, "marker", where=where),
@@ -358,9 +359,10 @@ def _fix(v: _Validator, t: Mapping[str, Any]) -> FixSpec:
     rt = v.table(t, "runtimes", where="fix") if "runtimes" in t else {}
     pairs = []
     for name, text in rt.items():
-        if name not in (*RUNTIMES, "app"):
+        if name not in (*LOG_RUNTIMES, "app"):
             v.fail(
-                f"fix.runtimes.{name}", f"unknown runtime; expected one of {', '.join(RUNTIMES)}"
+                f"fix.runtimes.{name}",
+                f"unknown runtime; expected one of {', '.join((*LOG_RUNTIMES, 'app'))}",
             )
         if not isinstance(text, str) or not text.strip():
             v.fail(f"fix.runtimes.{name}", "must be a non-empty string")

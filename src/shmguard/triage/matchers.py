@@ -77,11 +77,25 @@ def read_unit(text: str, unit: str) -> int | None:
     return None
 
 
+@dataclass(frozen=True)
+class RuntimeMark:
+    """The first line of one kind of runtime marker (a pattern whose match, or whose
+    signature, names a runtime): the runtime, the line, the pattern's confidence and where it
+    was seen (input index, line)."""
+
+    runtime: str
+    evidence: Evidence
+    confidence: str
+    where: tuple[int, int]
+
+
 @dataclass
 class Tally:
     """What one signature matched so far (bounded: :data:`KEEP_EVIDENCE` lines + the last).
 
-    ``matches`` counts distinct lines; ``patterns`` counts matches per pattern name.
+    ``matches`` counts distinct lines; ``patterns`` counts matches per pattern name;
+    ``runtime_marks`` keeps the first line of each pattern that points to a runtime (at most
+    one per pattern, so a marker repeated on every line counts as one kind).
     """
 
     signature: Signature
@@ -90,7 +104,7 @@ class Tally:
     last: Evidence | None = None
     patterns: dict[str, int] = field(default_factory=dict)
     captures: dict[str, tuple[int, Evidence]] = field(default_factory=dict)
-    runtimes: dict[str, int] = field(default_factory=dict)
+    runtime_marks: dict[str, RuntimeMark] = field(default_factory=dict)
     first_pos: tuple[int, int] | None = None  # (input index, line)
     _last_where: tuple[int, int] | None = None
 
@@ -99,8 +113,9 @@ class Tally:
         for name, value in sizes.items():
             self.captures.setdefault(name, (value, ev))
         rt = pat.runtime or self.signature.runtime
-        if rt is not None:
-            self.runtimes[rt] = self.runtimes.get(rt, 0) + 1
+        if rt is not None and pat.name not in self.runtime_marks:
+            conf = pat.confidence or self.signature.confidence
+            self.runtime_marks[pat.name] = RuntimeMark(rt, ev, conf, (input_index, ev.line))
         where = (input_index, ev.line)
         if where == self._last_where:
             return  # another wording variant on the same line: one evidence line

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from shmguard.model.finding import Applicability, Finding, Fix, Location, Severity
-from shmguard.model.fix import Change
+from shmguard.model.fix import PLATFORMS, Change
 
 #: Confidence levels, weakest first. ``high``: the log names the cause; ``medium``: the usual
 #: cause of what the log shows; ``low``: possible, other evidence must decide.
@@ -26,8 +26,13 @@ ROLES = ("cause", "info", "context")
 #: ``fd-limit`` (open files), ``app`` (application-side change), ``investigate`` (capture
 #: more before changing anything), ``none``.
 REMEDIES = ("shm-size", "config", "memory", "fd-limit", "app", "investigate", "none")
-#: Runtimes a log can point to; ``app`` means "only application-side changes".
+#: Runtimes with a /dev/shm setting a snippet can write (:data:`shmguard.model.fix.RUNTIMES`);
+#: ``app`` (a ``--runtime`` value, never inferred) means "only application-side changes".
 RUNTIMES = ("docker", "compose", "kubernetes", "podman", "ecs")
+#: Every runtime a log can point to: :data:`RUNTIMES` and the platforms whose fix is a sentence
+#: (:data:`shmguard.model.fix.PLATFORMS`: Slurm, Apptainer, SageMaker, AzureML, Databricks,
+#: Colab).
+LOG_RUNTIMES = RUNTIMES + PLATFORMS
 #: Units a capture group can be read in (see :mod:`shmguard.triage.matchers`).
 UNITS = ("bytes", "df", "k8s", "docker", "size", "tmpfs", "gb", "kib", "text")
 #: Capture names with a meaning to the diagnosis; other names are kept as plain text.
@@ -152,9 +157,11 @@ class SizeChoice:
 
 @dataclass(frozen=True)
 class FixPlan:
-    """The fix printed for one result: for ``runtime`` (None when unknown, ``app`` for
-    application-side only), a size, the fix values (``changes``: shm size and memory limit for
-    the runtimes they apply to), sentences and steps."""
+    """The fix printed for one result: for ``runtime`` (None when unknown or only hinted at,
+    ``app`` for application-side only, a platform of :data:`~shmguard.model.fix.PLATFORMS`
+    for a size and a sentence without a snippet), a size, the fix values (``changes``: shm
+    size and memory limit for the runtimes they apply to, in the order the snippets are
+    shown), sentences and steps."""
 
     summary: str
     runtime: str | None
@@ -249,11 +256,20 @@ class Sequence:
 @dataclass(frozen=True)
 class Diagnosis:
     """Everything ``explain`` found. ``results`` are ranked, causes first; ``exit_code`` is 1
-    when a cause of medium confidence or more matched, else 0."""
+    when a cause of medium confidence or more matched, else 0.
+
+    ``runtime`` is one of :data:`LOG_RUNTIMES` (or ``app`` from ``--runtime``), None when
+    unknown; ``runtime_source`` is ``flag`` or ``log``; for ``log``, ``runtime_evidence``
+    holds the lines that show it (the strongest kinds of marker first, at most 3) and
+    ``runtime_confidence`` how sure that is (``low``: only a hint, such as a container-ID
+    hostname; the fixes then cover the other runtimes too, this one first).
+    """
 
     inputs: tuple[InputSummary, ...]
     runtime: str | None
     runtime_source: str | None
+    runtime_confidence: str | None
+    runtime_evidence: tuple[Evidence, ...]
     facts: tuple[Fact, ...]
     results: tuple[Result, ...]
     sequence: tuple[Sequence, ...]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from shmguard.estimate.policy import Policy, default_shm_size, memory_limit_for, shm_size_for
 from shmguard.model import Fix, Location, shm_changes
-from shmguard.model.fix import FIX_RUNTIMES
+from shmguard.model.fix import FIX_RUNTIMES, PLATFORM_NOTES
 from shmguard.model.host import HostFacts
 from shmguard.units import MiB, format_iec
 
@@ -94,13 +94,12 @@ def shm_fix(facts: HostFacts, shm_size: int, lead: str, options: DoctorOptions) 
     if memory is not None and memory != facts.cgroup.memory_limit.value:
         text += f", and raise the memory limit to {format_iec(memory)} (shm pages count against it)"
     text += "."
-    extra = {
-        "apptainer": " Apptainer shares the host's /dev/shm (mount dev = yes): ask the admin "
-        "to size it, or use --contain for a private tmpfs bounded by the cgroup memory limit.",
-        "slurm": " Slurm has no /dev/shm setting: it is the node's (or job_container/tmpfs's "
-        "BasePath); ask the admin, or run the job in a container with the size below.",
-        "none": f" On a host: mount -o remount,size={shm_size // MiB}m /dev/shm (as root).",
-    }.get(runtime, "")
+    if runtime in PLATFORM_NOTES:
+        extra = " " + PLATFORM_NOTES[runtime]
+    elif runtime == "none":
+        extra = f" On a host: mount -o remount,size={shm_size // MiB}m /dev/shm (as root)."
+    else:
+        extra = ""
     if facts.shm.sizing.value in UNSIZED and runtime in ("docker", "podman"):
         extra += IPC_HOST_NOTE
     return Fix(

@@ -1,0 +1,114 @@
+"""The runtime explain reads from the corpus logs (tests/fixtures/corpus) matches the report's
+``runtime`` for every report whose log shows one; each report labelled with a runtime its
+log does not show is listed below with the reason. Held-out reports (heldout.txt) are never
+read here."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _triage_helpers import diagnose_text
+
+from shmguard.triage.model import Signature
+
+CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
+HELDOUT = {
+    x.strip()
+    for x in (CORPUS / "heldout.txt").read_text().splitlines()
+    if x.strip() and not x.startswith("#")
+}
+REPORTS: dict[str, dict[str, Any]] = {
+    r["id"]: r
+    for path in sorted(CORPUS.glob("reports_*.jsonl"))
+    for r in (json.loads(line) for line in path.read_text().splitlines() if line.strip())
+    if r["id"] not in HELDOUT
+}
+
+_NO_MARKER = "no line of the log names a runtime: the label comes from the thread"
+_HINT = (
+    "only a tool's advice for Docker users ('If you are inside a Docker container...'), "
+    "which the tool prints wherever it runs"
+)
+
+#: Labelled with a runtime the log itself does not show: report id -> why (explain says
+#: None for these, never another runtime).
+UNSHOWN = {
+    "videodiff-speedrun-2-nccl-shm-1g": _NO_MARKER + " (one NCCL line, no hostname)",
+    "cudf-spark-7632-ucx-ibv-create-cq-memlock": _NO_MARKER + " (one UCX line)",
+    "hugectr-backend-42-sigbus-ncclgroupend": _NO_MARKER + " (hostname replaced by host1)",
+    "model-analyzer-749-inner-container-shm": _HINT + " (Triton)",
+    "xinference-2945-sglang-multinode-shm": _NO_MARKER + " (one NCCL error line)",
+    "vllm-8903-mllama-cuda-oom-ipc-host": _NO_MARKER + " (a vLLM worker's CUDA OOM)",
+    "llm-d-352-nccl-shm-leak-crashloop": _NO_MARKER + " (vLLM's traceback only)",
+    "moby-4981-intel-mpi-linpack-enospc": _NO_MARKER + " (strace lines)",
+    "ray-3223-docker-memory-tmp-fallback": _HINT + " (Ray)",
+    "pytorch-ci-infra-490-runner-pod-shm": _NO_MARKER + " (NCCL lines, hostname runner-workflow)",
+    "ai-cloud-validation-643-ucx-fifo-segv": _NO_MARKER + " (UCX lines)",
+    "triton-4644-client-server-ipc-namespace": _NO_MARKER + " (a tritonclient traceback)",
+    "reppoints-18-ipc-host-modified-container": _NO_MARKER + " (torch's bus error line)",
+    "pytorchocr-137-docker-bs-shm": _NO_MARKER + " (torch's bus error line)",
+    "paddlespeech-790-docker-ipc-host": _NO_MARKER + " (Paddle's bus error line)",
+    "textymcspeechy-66-compose-shm-1g": _NO_MARKER + " (torch's errors, no service prefix)",
+    "pt-1355-docker-shm-deadlock": _NO_MARKER + " (a df line, hostname replaced by host1)",
+    "kuberay-201-object-store-gt-shm-requests": _HINT + " (Ray, in a KubeRay pod)",
+    "kfp-6880-containerop-no-dshm": _NO_MARKER + " (torch's bus error line)",
+    "k8s-71233-postgres-bus-error-hugepages": _NO_MARKER + " (PostgreSQL initdb output)",
+    "kubegres-132-initdb-bus-error-135-hugepages": _NO_MARKER + " (PostgreSQL initdb output)",
+    "xpk-492-jobset-a3mega-nccl-shm": _NO_MARKER + " (an XLA error line)",
+    "dlrover-1046-nanogpt-ckpt-sigbus-shm": _NO_MARKER + " (torch elastic's failure summary)",
+    "sglang-38638-ipc-host-leaked-shm-sigbus": _NO_MARKER + " ('Bus error (core dumped)')",
+    "prime-rl-2331-slurm-stale-state-dp-hang": _NO_MARKER + " (one vLLM waiting line)",
+}
+
+#: Labelled without a runtime, but the log shows one (explain names it from these lines).
+SHOWN_UNLABELLED = {
+    # [fd7fd1d78666:03983] Signal: Bus error (7): Open MPI in a container (BOUT++'s CI
+    # container); a container-ID hostname, a hint only.
+    "bout-2742-openmpi-vader-segment-bus": ("docker", "low"),
+}
+
+LABELLED = sorted(i for i, r in REPORTS.items() if r["runtime"] is not None)
+
+
+def test_lists_name_reports_that_exist() -> None:
+    assert set(UNSHOWN) <= set(LABELLED)
+    assert set(SHOWN_UNLABELLED) <= {i for i, r in REPORTS.items() if r["runtime"] is None}
+    assert not set(UNSHOWN) & HELDOUT and not set(SHOWN_UNLABELLED) & HELDOUT
+
+
+@pytest.mark.parametrize("rid", LABELLED)
+def test_runtime_matches_the_label(catalogue: Sequence[Signature], rid: str) -> None:
+    r = REPORTS[rid]
+    d = diagnose_text(r["log"], catalogue)
+    if rid in UNSHOWN:
+        assert d.runtime is None, f"{rid}: now shows {d.runtime}; drop it from UNSHOWN"
+        return
+    assert d.runtime == r["runtime"], rid
+    assert d.runtime_source == "log" and d.runtime_evidence, rid
+
+
+@pytest.mark.parametrize("rid", sorted(i for i, r in REPORTS.items() if r["runtime"] is None))
+def test_unlabelled_reports_get_no_runtime_unless_their_log_shows_one(
+    catalogue: Sequence[Signature], rid: str
+) -> None:
+    d = diagnose_text(REPORTS[rid]["log"], catalogue)
+    assert (d.runtime, d.runtime_confidence) == SHOWN_UNLABELLED.get(rid, (None, None)), rid
+
+
+def test_fix_of_a_labelled_report_is_for_its_runtime_first(
+    catalogue: Sequence[Signature],
+) -> None:
+    checked = 0
+    for rid in LABELLED:
+        if rid in UNSHOWN:
+            continue
+        d = diagnose_text(REPORTS[rid]["log"], catalogue)
+        fixes = [r.fix for r in d.results if r.fix is not None and r.fix.changes]
+        for fix in fixes:
+            assert fix.changes[0].runtimes[0] == d.runtime, rid
+            checked += 1
+    assert checked >= 5
