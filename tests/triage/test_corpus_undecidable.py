@@ -48,6 +48,10 @@ LEFT_OPEN = {
     "pt-1355-docker-shm-deadlock": ("shm-full-df", "shm-size"),
     # A vLLM engine waiting for its DP coordinator: leftovers of an earlier job.
     "prime-rl-2331-slurm-stale-state-dp-hang": ("vllm-dp-coordinator-wait", "shm-files"),
+    # A bare SIGBUS from a memory-mapped file on a full disk (shell and zsh wordings): no
+    # size, and the decide text names `df -h` on the mapped file's file system.
+    "netdissect-10-bus-error-mmap-disk": ("sigbus-generic", "disk-space"),
+    "osmium-184-export-bus-error-mmap-index-small-fs": ("sigbus-generic", "disk-space"),
 }
 
 #: Report id -> the top signature, whose kinds include the label's.

@@ -165,3 +165,10 @@ def test_a_next_step_that_names_no_known_check_is_never_open() -> None:
     report = _undecidable("other", "Ask the reporter what they changed.")
     s = score(report, _diagnosis(_result("worker_exit", decide=DF_SHM), next_steps=GENERAL))
     assert (s.open, s.check) == (False, None)
+
+
+def test_disk_check_allows_a_few_words_before_the_file_system() -> None:
+    # explain's sigbus-generic decide text and the reports' next steps word it differently.
+    assert "disk-space" in checks_in("`df -h` on that file's file system")
+    assert "disk-space" in checks_in("Check free space (df -h) on the filesystem that holds it")
+    assert "disk-space" not in checks_in("df -h on a hunch, then /dev/shm")

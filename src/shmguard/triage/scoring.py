@@ -80,7 +80,7 @@ CHECKS: Mapping[str, re.Pattern[str]] = {
         "shm-permissions": r"\btest\s+-w\s+/dev/shm\b|\bls\s+-ld\s+/dev/shm\b",
         # The file system a writer wrote to, when it is not /dev/shm.
         "disk-space": (
-            r"\bdf(?:\s+-\w+)*`?\)?\s+(?:on|for)\s+(?:the\s+)?"
+            r"\bdf(?:\s+-\w+)*`?\)?\s+(?:on|for)\s+(?:[\w'’]+\s+){0,3}?"
             r"(?:file ?system|disk|volume|directory|path|mount)"
             r"|\bdf(?:\s+-\w+)*\s+(?!/dev/shm\b)[~./$]"
         ),
