@@ -182,8 +182,19 @@ def pod_specs(obj: K8sObject) -> Iterator[PodSpec]:
             yield from _fallback(obj)
         return
     for pattern in patterns:
-        for node, role in _match(root, pattern.split("."), []):
-            yield _pod(obj, node, role, _template_meta(root, node))
+        for node, _ in _match(root, pattern.split("."), []):
+            yield _pod(obj, node, _role(node.path), _template_meta(root, node))
+
+
+def _role(path: str) -> str:
+    """``spec.pytorchReplicaSpecs.Worker.template.spec`` -> ``pytorchReplicaSpecs.Worker``;
+    "" for the only pod of a Pod or Deployment."""
+    for suffix in (".template.spec", ".spec"):
+        if path.endswith(suffix):
+            path = path[: -len(suffix)]
+            break
+    path = path.removeprefix("spec.")
+    return "" if path in ("spec", "spec.template", "template") else path
 
 
 def _template_meta(root: YMap, spec: YMap) -> YNode | None:
@@ -227,7 +238,7 @@ def _pod(
     containers += [Container.of(c) for k in CONTAINER_KEYS if isinstance(c := node.get(k), YMap)]
     if obj.group.startswith("ray.io"):
         notes += ("kuberay",)
-    if obj.kind == "MPIJob" and role.lower().startswith("launcher"):
+    if obj.kind == "MPIJob" and role.lower().endswith("launcher"):
         notes += ("mpi-launcher",)
     return PodSpec(
         obj=obj,

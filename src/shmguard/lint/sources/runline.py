@@ -71,7 +71,10 @@ SHORT = {
     "w": "--workdir",
 }
 _GLOBAL_VALUE = frozenset({"-H", "--host", "-c", "--context", "--config", "-l", "--log-level"})
-_PREFIX = frozenset({"sudo", "exec", "time", "env", "nohup", "command", "-E", "$", "%", "!"})
+_PREFIX = frozenset(
+    {"sudo", "exec", "time", "env", "nohup", "command", "-E", "$", "%", "!"}
+    | {"if", "then", "else", "elif", "do", "while", "until", "{"}
+)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Why not a library: bashlex 0.18 failed on 33 of the 334 command lines of
 ../shared/corpus/docker_run_lines.tsv (Makefile ``$(...)`` with ``else``, lines that run into a
-comment, ``<PLACEHOLDER>`` read as a redirection) and gives no byte offsets after decoding;
+comment, ``<PLACEHOLDER>`` read as a redirection, which this splitter keeps as text) and gives no byte offsets after decoding;
 ``shlex.split`` parses 329 of them but gives no positions at all. This splitter follows
 ``shlex`` in POSIX mode for quoting (its words equal ``shlex.split``'s on the corpus lines,
 tests/lint/sources/test_shell.py) and adds what a linter needs: the span of every word in the
@@ -16,11 +16,14 @@ escapes only ``$ ` " \\`` and newline; ``$'...'`` (bash) takes C escapes, kept v
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 _OPERATORS = ("&&", "||", ";;", ";", "&", "|", "(", ")")
 _SPACE = " \t"
 _BREAK = " \t\n;&|()<>"
+#: ``<YOUR_TOKEN>``-style documentation placeholders: kept as literal text, not redirections.
+_PLACEHOLDER = re.compile(r"<[A-Za-z_][\w./:-]*>")
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,9 @@ def _scan(text: str, i: int, end: int, out: list[list[Word]]) -> None:
             cmd = []
             i += 2 if text.startswith(("&&", "||", ";;"), i) else 1
             continue
-        if ch in "<>" or (ch.isdigit() and i + 1 < end and text[i + 1] in "<>"):
+        if (ch in "<>" and not _PLACEHOLDER.match(text, i)) or (
+            ch.isdigit() and i + 1 < end and text[i + 1] in "<>"
+        ):
             while i < end and (text[i].isdigit() or text[i] in "<>&"):
                 i += 1
             skip_next = True  # the redirection's target (or a here-doc's delimiter)
@@ -86,6 +91,10 @@ def _word(text: str, i: int, end: int, out: list[list[Word]]) -> tuple[Word, int
     buf: list[str] = []
     while i < end:
         ch = text[i]
+        if ch == "<" and (m := _PLACEHOLDER.match(text, i)):
+            buf.append(m.group(0))
+            i = m.end()
+            continue
         if ch in _BREAK or (ch == "\r" and text.startswith("\r\n", i)):
             break
         if ch == "\\":

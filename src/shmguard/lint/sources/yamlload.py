@@ -140,7 +140,8 @@ def load_yaml(data: bytes | SourceText, file: str = "<data>") -> YamlFile:
                         kind = DiagnosticKind.ALIAS_BOMB
                     diags.append(SourceDiagnostic(file, line, col, msg, kind))
                     continue
-            docs.append(YamlDoc(i, wrap(node, "", src) if node is not None else None))
+            empty = node is None or (isinstance(node, yaml.ScalarNode) and node.value == "")
+            docs.append(YamlDoc(i, None if empty else wrap(node, "", src)))
     except yaml.MarkedYAMLError as e:
         if _TEMPLATE.search(text):
             diags.append(_template(file, text))
