@@ -31,7 +31,7 @@ def test_positions_non_ascii_and_crlf() -> None:
 
 def test_bom_is_skipped_but_offsets_count_it() -> None:
     data = b"\xef\xbb\xbfa: b\n"
-    (key, val) = _scalars(data)
+    (_key, val) = _scalars(data)
     assert data[val.start : val.end] == b"b" and val.start == 6
 
 
@@ -54,7 +54,10 @@ def test_duplicate_keys_last_wins() -> None:
 
 
 def test_merge_keys_and_aliases_are_shared() -> None:
-    data = b"x-gpu: &gpu\n  shm_size: 1g\n  ipc: host\nservices:\n  a:\n    <<: *gpu\n    ipc: private\n"
+    data = (
+        b"x-gpu: &gpu\n  shm_size: 1g\n  ipc: host\n"
+        b"services:\n  a:\n    <<: *gpu\n    ipc: private\n"
+    )
     root = load_yaml(data).documents[0].root
     a = root.get("services").get("a")  # type: ignore[union-attr]
     assert isinstance(a, YMap)
@@ -97,10 +100,8 @@ def test_every_scalar_slice_is_its_raw_text(doc: dict, flow: bool, crlf: bool) -
     for d in yf.documents:
         for n in walk(d.root):
             assert n.src.data[n.start : n.end].decode() == n.raw
-            if (
-                (isinstance(n, YScalar)
-                and n.style in ("single", "double"))
-                or (isinstance(n, YScalar) and n.plain and "\n" not in n.raw)
+            if (isinstance(n, YScalar) and n.style in ("single", "double")) or (
+                isinstance(n, YScalar) and n.plain and "\n" not in n.raw
             ):
                 # the slice alone parses back to the same value
                 assert yaml.safe_load(n.raw) == n.yaml11() or n.raw.strip() != n.raw

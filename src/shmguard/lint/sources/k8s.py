@@ -189,10 +189,8 @@ def pod_specs(obj: K8sObject) -> Iterator[PodSpec]:
 def _role(path: str) -> str:
     """``spec.pytorchReplicaSpecs.Worker.template.spec`` -> ``pytorchReplicaSpecs.Worker``;
     "" for the only pod of a Pod or Deployment."""
-    for suffix in (".template.spec", ".spec"):
-        if path.endswith(suffix):
-            path = path[: -len(suffix)]
-            break
+    while path.endswith((".template.spec", ".spec")):
+        path = path[: -len(".template.spec" if path.endswith(".template.spec") else ".spec")]
     path = path.removeprefix("spec.")
     return "" if path in ("spec", "spec.template", "template") else path
 

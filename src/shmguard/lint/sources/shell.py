@@ -2,7 +2,8 @@
 
 Why not a library: bashlex 0.18 failed on 33 of the 334 command lines of
 ../shared/corpus/docker_run_lines.tsv (Makefile ``$(...)`` with ``else``, lines that run into a
-comment, ``<PLACEHOLDER>`` read as a redirection, which this splitter keeps as text) and gives no byte offsets after decoding;
+comment, ``<PLACEHOLDER>`` read as a redirection, kept as text here) and gives no byte
+offsets after decoding;
 ``shlex.split`` parses 329 of them but gives no positions at all. This splitter follows
 ``shlex`` in POSIX mode for quoting (its words equal ``shlex.split``'s on the corpus lines,
 tests/lint/sources/test_shell.py) and adds what a linter needs: the span of every word in the

@@ -71,7 +71,10 @@ def _too_deep(text: str) -> bool:
             best = max(best, depth)
         if best >= MAX_DEPTH // 2:
             return True
-    return bool(_DEEP_INDENT.search(text) or _DASHES.search(text))
+    deep_indent = " " * (MAX_DEPTH // 2) in text or "\t" in text
+    return bool(
+        (deep_indent and _DEEP_INDENT.search(text)) or ("- -" in text and _DASHES.search(text))
+    )
 
 
 def _expanded_size(root: yaml.Node) -> int | None:
@@ -115,7 +118,7 @@ def load_yaml(data: bytes | SourceText, file: str = "<data>") -> YamlFile:
         return YamlFile(None, (), (src,))
     file = src.file
     text = src.text
-    if _HELM.search(text):
+    if "{{" in text and _HELM.search(text):
         return YamlFile(src, (), (_template(file, text),))
     if _too_deep(text):
         msg = f"nesting deeper than {MAX_DEPTH // 2} levels (or close to it); not parsed"

@@ -201,12 +201,13 @@ class YMap(_Collection):
     keys are left out. :attr:`duplicates` lists ``(key, overridden key views)``.
     """
 
-    __slots__ = ("_dups", "_entries")
+    __slots__ = ("_dups", "_entries", "_raw")
 
     def __init__(self, node: yaml.Node, path: str, src: SourceText, shared: bool = False):
         super().__init__(node, path, src, shared)
         self._entries: dict[str, tuple[YScalar, YNode]] | None = None
         self._dups: list[tuple[str, list[YScalar]]] = []
+        self._raw: dict[str, yaml.Node] | None = None
 
     @property
     def entries(self) -> dict[str, tuple[YScalar, YNode]]:
@@ -250,6 +251,25 @@ class YMap(_Collection):
 
     def get(self, key: str) -> YNode | None:
         """The value view of ``key``, or None."""
+        if self._entries is None:
+            # fast path: a plain mapping (no merge key) looked up without building every view
+            raw = self._raw
+            if raw is None:
+                raw = {}
+                for k, v in self.node.value:
+                    if not isinstance(k, yaml.ScalarNode):
+                        continue
+                    if k.tag == _MERGE_TAG:
+                        raw = {}
+                        break
+                    raw[str(k.value)] = v
+                else:
+                    self._raw = raw
+            if self._raw is not None:
+                v = self._raw.get(key)
+                if v is None:
+                    return None
+                return wrap(v, child_path(self.path, key), self.src, self._shared_child(v))
         pair = self.entries.get(key)
         return pair[1] if pair else None
 
