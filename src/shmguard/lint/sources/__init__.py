@@ -1,0 +1,12 @@
+"""Config sources of ``shmguard check``: files read with exact positions (internal for now).
+
+Data flows sources -> rules -> edits (STYLE.md). Modules:
+
+* :mod:`.text`, :mod:`.diagnostics`: bytes, decoding, char/byte offsets, per-file problems.
+* :mod:`.yamlnode`, :mod:`.yamlload`: the YAML node layer (positions, paths, tags, merges).
+* :mod:`.compose`, :mod:`.k8s` (+ :mod:`.k8s_kinds`, :mod:`.k8s_model`), :mod:`.jsonfiles`:
+  Compose services, Kubernetes pod specs, ECS task definitions and daemon.json.
+* :mod:`.shell`, :mod:`.runline`, :mod:`.textsources`: ``docker|podman run`` lines.
+* :mod:`.workload`, :mod:`.detect`: PyTorch/NCCL/inference workload detection with evidence.
+* :mod:`.discover`, :mod:`.load`: which files, and each loaded by content.
+"""

@@ -1,0 +1,115 @@
+"""Workload detection (:mod:`~shmguard.lint.sources.workload`) for each source's containers."""
+
+from __future__ import annotations
+
+from shmguard.lint.sources.compose import ComposeService
+from shmguard.lint.sources.jsonfiles import EcsContainer
+from shmguard.lint.sources.k8s import PodSpec
+from shmguard.lint.sources.k8s_model import Container, scalars, text
+from shmguard.lint.sources.runline import RunLine
+from shmguard.lint.sources.workload import Workload, classify
+from shmguard.lint.sources.yamlnode import YMap, YNode, YScalar, YSeq
+from shmguard.model.finding import Location
+
+
+def _words(node: YNode | None) -> str:
+    if isinstance(node, YScalar):
+        return node.value
+    return " ".join(s.value for s in scalars(node)) if isinstance(node, YSeq) else ""
+
+
+def _loc(node: YNode | None) -> Location | None:
+    return node.location() if node is not None else None
+
+
+def _ann(meta: dict[str, YNode]) -> dict[str, tuple[str, Location | None]]:
+    return {k: (v.value, v.location()) for k, v in meta.items() if isinstance(v, YScalar)}
+
+
+def pod_container_workload(pod: PodSpec, c: Container) -> Workload:
+    """The class of container ``c`` of ``pod``: its own image, command, args, env and GPU
+    request, and the pod's ``shmguard.io/`` annotations and labels."""
+    cmd = " ".join(x for x in (_words(c.command), _words(c.args)) if x)
+    return classify(
+        images=[(c.image.value, c.image.location())] if isinstance(c.image, YScalar) else [],
+        commands=[(cmd, _loc(c.command or c.args))] if cmd else [],
+        env=[(e.name, e.node.location()) for e in c.env],
+        gpus=[(f"GPU request {c.gpu.raw}", c.gpu.location())] if c.gpu is not None else [],
+        annotations={**_ann(pod.labels), **_ann(pod.annotations)},
+    )
+
+
+def service_workload(svc: ComposeService) -> Workload:
+    """The class of a Compose service (image, command/entrypoint, environment, GPU devices,
+    ``gpus:``, ``runtime: nvidia`` and ``shmguard.io/`` labels)."""
+    cmd = " ".join(x for x in (_words(svc.entrypoint), _words(svc.command)) if x)
+    gpus = [("deploy.resources.reservations.devices: gpu", d.location()) for d in svc.gpu_devices]
+    for key in ("gpus", "runtime"):
+        n = svc.get(key)
+        if n is not None and (key == "gpus" or text(n) == "nvidia"):
+            gpus.append((f"{key}: {n.raw}", n.location()))
+    labels = svc.get("labels")
+    ann: dict[str, tuple[str, Location | None]] = {}
+    if isinstance(labels, YMap):
+        ann = _ann({k: v for k, (_, v) in labels.entries.items()})
+    else:
+        for s in scalars(labels):
+            k, _, v = s.value.partition("=")
+            ann[k] = (v, s.location())
+    image = svc.image
+    return classify(
+        images=[(image.value, image.location())] if isinstance(image, YScalar) else [],
+        commands=[(cmd, _loc(svc.command or svc.entrypoint))] if cmd else [],
+        env=[(e.name, e.node.location()) for e in svc.environment],
+        gpus=gpus,
+        annotations=ann,
+    )
+
+
+def run_workload(rl: RunLine) -> Workload:
+    """The class of a run line (image, command, ``-e``, ``--gpus``, ``--runtime=nvidia``,
+    ``--device nvidia``, ``--label shmguard.io/...``)."""
+
+    def loc(start: int, end: int) -> Location:
+        return Location(rl.file, start=start, end=end)
+
+    env, gpus, ann = [], [], {}
+    for f in rl.flags:
+        where = loc(f.flag_start, f.value_end or f.flag_end)
+        if f.name == "--env" and f.value:
+            env.append((f.value.partition("=")[0], where))
+        elif f.name == "--gpus" or (f.name == "--runtime" and f.value == "nvidia"):
+            gpus.append((f"{f.name} {f.value}", where))
+        elif f.name == "--device" and f.value and "nvidia" in f.value:
+            gpus.append((f"--device {f.value}", where))
+        elif f.name == "--label" and f.value:
+            k, _, v = f.value.partition("=")
+            ann[k] = (v, where)
+    if rl.tool == "nvidia-docker":
+        gpus.append(("nvidia-docker", loc(rl.start, rl.start + len("nvidia-docker"))))
+    cmd = " ".join(w for w, _, _ in rl.command)
+    return classify(
+        images=[(rl.image[0], loc(rl.image[1], rl.image[2]))] if rl.image else [],
+        commands=[(cmd, loc(rl.command[0][1], rl.command[-1][2]))] if rl.command else [],
+        env=env,
+        gpus=gpus,
+        annotations=ann,
+    )
+
+
+def ecs_workload(c: EcsContainer) -> Workload:
+    """The class of an ECS container definition."""
+    return classify(
+        images=[(c.image.value, c.image.location())] if isinstance(c.image, YScalar) else [],
+        commands=[(_words(c.command), _loc(c.command))] if c.command is not None else [],
+        env=[(e.name, e.node.location()) for e in c.env],
+        gpus=[(f"GPU {c.gpu.raw}", c.gpu.location())] if c.gpu is not None else [],
+        annotations=_ann(
+            {k: v for k, (_, v) in lab.entries.items()}
+            if isinstance(lab := c.node.get("dockerLabels"), YMap)
+            else {}
+        ),
+    )
+
+
+__all__ = ["ecs_workload", "pod_container_workload", "run_workload", "service_workload"]

@@ -1,0 +1,312 @@
+"""Kubernetes manifests: the objects of every document and the pod specs inside them.
+
+Reads multi-document files, ``kind: List`` (and ``*List``, as ``kubectl get -o yaml`` prints)
+and finds the pod spec(s) of every workload kind listed in
+:mod:`~shmguard.lint.sources.k8s_kinds`, plus three shapes handled in code:
+
+* KServe InferenceService: ``spec.predictor`` (and ``transformer``/``explainer``) *is* an
+  inline PodSpec whose main container may be ``model`` or a framework key
+  (kserve ``pkg/apis/serving/v1beta1/predictor.go``), and ``workerSpec`` another PodSpec.
+* Argo Workflow/WorkflowTemplate/ClusterWorkflowTemplate/CronWorkflow: each template with a
+  ``container``/``script``/``containerSet`` is one pod, with workflow- and template-level
+  ``volumes`` (argo-workflows ``pkg/apis/workflow/v1alpha1/workflow_types.go``).
+* Kubeflow Trainer v2 TrainJob: the containers come from the referenced (Cluster)
+  TrainingRuntime (``spec.runtimeRef``); the TrainJob's own ``spec.trainer`` (image, command,
+  env, ``resourcesPerNode``) becomes one container and ``spec.podTemplateOverrides[].spec``
+  (older: ``podSpecOverrides``) the volumes, and the pod spec carries the note
+  ``trainjob-runtime:<name>`` (lint_traps.md: the default ``torch-distributed`` runtime mounts
+  no /dev/shm).
+
+Objects of other kinds are searched for mappings with a ``containers`` list of mappings (a
+fallback for CRDs not in the table; :attr:`PodSpec.known` is then False).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from shmguard.lint.sources.k8s_kinds import (
+    CONTAINER_KEYS,
+    EMBEDDED_OBJECTS,
+    NOT_WORKLOADS,
+    POD_SPEC_PATHS,
+)
+from shmguard.lint.sources.k8s_model import Container, Volume, dig, seq_maps, text
+from shmguard.lint.sources.yamlload import YamlFile
+from shmguard.lint.sources.yamlnode import YMap, YNode, YScalar, YSeq, walk
+
+_ARGO_KINDS = ("Workflow", "WorkflowTemplate", "ClusterWorkflowTemplate", "CronWorkflow")
+_KSERVE_COMPONENTS = ("predictor", "transformer", "explainer")
+
+
+@dataclass(frozen=True)
+class K8sObject:
+    """One Kubernetes object (a document, or an item of a List).
+
+    Attributes:
+        doc: 0-based document index in the file; node: the object's mapping.
+        api_version, kind, name, namespace: from the object (name/namespace None when absent).
+        annotations, labels: ``metadata.annotations`` / ``metadata.labels`` key -> value node.
+    """
+
+    doc: int
+    node: YMap
+    api_version: str
+    kind: str
+    name: str | None
+    namespace: str | None
+    annotations: dict[str, YNode]
+    labels: dict[str, YNode]
+
+    @property
+    def group(self) -> str:
+        """The API group: ``apps`` for ``apps/v1``, "" for the core ``v1``."""
+        return self.api_version.rpartition("/")[0]
+
+
+@dataclass(frozen=True)
+class PodSpec:
+    """A pod spec found in an object.
+
+    Attributes:
+        obj: the object it belongs to; node: the pod spec mapping.
+        role: which pod of the workload: "" for the only one, else e.g. ``Worker``,
+            ``workerGroupSpecs[0]``, ``templates[2]`` (the wildcard parts of its path).
+        containers, init_containers, volumes: views (Argo and TrainJob gather them).
+        host_ipc: ``hostIPC``; sysctls: ``securityContext.sysctls`` entries.
+        annotations, labels: the object's, updated by the pod template's (template wins).
+        notes: facts later rules need: ``kuberay`` (the operator injects /dev/shm into the Ray
+            container), ``mpi-launcher``, ``trainjob-runtime:<name>``.
+        known: False when found by the fallback search.
+    """
+
+    obj: K8sObject
+    node: YMap
+    role: str
+    containers: tuple[Container, ...]
+    init_containers: tuple[Container, ...]
+    volumes: tuple[Volume, ...]
+    host_ipc: YNode | None
+    sysctls: tuple[YMap, ...]
+    annotations: dict[str, YNode] = field(default_factory=dict)
+    labels: dict[str, YNode] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    known: bool = True
+
+    @property
+    def path(self) -> str:
+        """The YAML path of the pod spec."""
+        return self.node.path
+
+
+def _meta(node: YNode | None, key: str) -> dict[str, YNode]:
+    m = dig(node, key)
+    return {k: v for k, (_, v) in m.entries.items()} if isinstance(m, YMap) else {}
+
+
+def objects(yf: YamlFile) -> Iterator[K8sObject]:
+    """Every object with ``apiVersion`` and ``kind`` in the file, List items expanded."""
+    for d in yf.documents:
+        if isinstance(d.root, YMap):
+            yield from _objects(d.index, d.root)
+
+
+def _objects(doc: int, node: YMap) -> Iterator[K8sObject]:
+    kind, api = text(node.get("kind")), text(node.get("apiVersion"))
+    if kind is None or api is None:
+        return
+    if kind.endswith("List") and isinstance(node.get("items"), YSeq):
+        for item in seq_maps(node.get("items")):
+            yield from _objects(doc, item)
+        return
+    md = node.get("metadata")
+    yield K8sObject(
+        doc,
+        node,
+        api,
+        kind,
+        text(dig(md, "name")) or text(dig(md, "generateName")),
+        text(dig(md, "namespace")),
+        _meta(md, "annotations"),
+        _meta(md, "labels"),
+    )
+
+
+def _match(node: YNode | None, segs: list[str], role: list[str]) -> Iterator[tuple[YMap, str]]:
+    if node is None:
+        return
+    if not segs:
+        if isinstance(node, YMap):
+            yield node, ".".join(role)
+        return
+    seg, rest = segs[0], segs[1:]
+    if seg == "*" and isinstance(node, YMap):
+        for k, (_, v) in node.entries.items():
+            yield from _match(v, rest, [*role, k])
+    elif seg.endswith("[]"):
+        seq = dig(node, seg[:-2]) if seg[:-2] else node
+        if isinstance(seq, YSeq):
+            for i, item in enumerate(seq.items):
+                yield from _match(item, rest, [*role, f"{seg[:-2]}[{i}]"])
+    elif isinstance(node, YMap):
+        yield from _match(node.get(seg), rest, role)
+
+
+def pod_specs(obj: K8sObject) -> Iterator[PodSpec]:
+    """Every pod spec of ``obj`` (none for a kind that has none, such as a Service)."""
+    key = (obj.group.split("/")[0], obj.kind)
+    root = obj.node
+    if key in EMBEDDED_OBJECTS:
+        inner = dig(root, *EMBEDDED_OBJECTS[key].split("."))
+        if isinstance(inner, YMap):
+            for sub in _objects(obj.doc, inner):
+                yield from pod_specs(sub)
+        return
+    if obj.group.startswith("argoproj.io") and obj.kind in _ARGO_KINDS:
+        yield from _argo(obj)
+        return
+    if obj.group.startswith("serving.kserve.io") and obj.kind == "InferenceService":
+        for comp in _KSERVE_COMPONENTS:
+            for path in (f"spec.{comp}", f"spec.{comp}.workerSpec"):
+                node = dig(root, *path.split("."))
+                if isinstance(node, YMap):
+                    yield _pod(obj, node, path.removeprefix("spec."))
+        return
+    if obj.group.startswith("trainer.kubeflow.org") and obj.kind == "TrainJob":
+        yield _trainjob(obj)
+        return
+    patterns = POD_SPEC_PATHS.get(key)
+    if patterns is None:
+        if obj.kind not in NOT_WORKLOADS:
+            yield from _fallback(obj)
+        return
+    for pattern in patterns:
+        for node, _ in _match(root, pattern.split("."), []):
+            yield _pod(obj, node, _role(node.path), _template_meta(root, node))
+
+
+def _role(path: str) -> str:
+    """``spec.pytorchReplicaSpecs.Worker.template.spec`` -> ``pytorchReplicaSpecs.Worker``;
+    "" for the only pod of a Pod or Deployment."""
+    while path.endswith((".template.spec", ".spec")):
+        path = path[: -len(".template.spec" if path.endswith(".template.spec") else ".spec")]
+    path = path.removeprefix("spec.")
+    return "" if path in ("spec", "spec.template", "template") else path
+
+
+def _template_meta(root: YMap, spec: YMap) -> YNode | None:
+    """The ``metadata`` beside a pod template's ``spec`` (found through the path)."""
+    parent = spec.path.rpartition(".")[0]
+    if not spec.path.endswith(".spec") or not parent:
+        return None
+    node: YNode | None = root
+    for part in _split(parent):
+        node = dig(node, part) if isinstance(part, str) else _index(node, part)
+    return dig(node, "metadata")
+
+
+def _split(path: str) -> list[str | int]:
+    out: list[str | int] = []
+    for part in path.split("."):
+        name, _, idx = part.partition("[")
+        if name:
+            out.append(name)
+        if idx:
+            out.append(int(idx.rstrip("]")))
+    return out
+
+
+def _index(node: YNode | None, i: int) -> YNode | None:
+    return node.items[i] if isinstance(node, YSeq) and i < len(node) else None
+
+
+def _pod(
+    obj: K8sObject,
+    node: YMap,
+    role: str,
+    tmeta: YNode | None = None,
+    *,
+    extra: tuple[Container, ...] = (),
+    volumes: tuple[Volume, ...] = (),
+    notes: tuple[str, ...] = (),
+    known: bool = True,
+) -> PodSpec:
+    containers = [Container.of(c) for c in seq_maps(node.get("containers"))]
+    containers += [Container.of(c) for k in CONTAINER_KEYS if isinstance(c := node.get(k), YMap)]
+    if obj.group.startswith("ray.io"):
+        notes += ("kuberay",)
+    if obj.kind == "MPIJob" and role.lower().endswith("launcher"):
+        notes += ("mpi-launcher",)
+    return PodSpec(
+        obj=obj,
+        node=node,
+        role=role,
+        containers=(*extra, *containers),
+        init_containers=tuple(
+            Container.of(c, init=True) for c in seq_maps(node.get("initContainers"))
+        ),
+        volumes=(*volumes, *(Volume.of(v) for v in seq_maps(node.get("volumes")))),
+        host_ipc=node.get("hostIPC"),
+        sysctls=tuple(seq_maps(dig(node, "securityContext", "sysctls"))),
+        annotations={**obj.annotations, **_meta(tmeta, "annotations")},
+        labels={**obj.labels, **_meta(tmeta, "labels")},
+        notes=notes,
+        known=known,
+    )
+
+
+def _argo(obj: K8sObject) -> Iterator[PodSpec]:
+    spec = obj.node.get("spec")
+    if obj.kind == "CronWorkflow":
+        spec = dig(spec, "workflowSpec")
+    if not isinstance(spec, YMap):
+        return
+    wf_volumes = tuple(Volume.of(v) for v in seq_maps(spec.get("volumes")))
+    for i, tpl in enumerate(seq_maps(spec.get("templates"))):
+        main = [c for k in ("container", "script") if isinstance(c := tpl.get(k), YMap)]
+        main += seq_maps(dig(tpl, "containerSet", "containers"))
+        if not main:
+            continue
+        extra = tuple(Container.of(c) for c in (*main, *seq_maps(tpl.get("sidecars"))))
+        yield _pod(obj, tpl, f"templates[{i}]", tpl, extra=extra, volumes=wf_volumes)
+
+
+def _trainjob(obj: K8sObject) -> PodSpec:
+    spec = obj.node.get("spec")
+    trainer = dig(spec, "trainer")
+    runtime = text(dig(spec, "runtimeRef", "name")) or "?"
+    extra: tuple[Container, ...] = ()
+    if isinstance(trainer, YMap):
+        extra = (Container.of(trainer, resources_key="resourcesPerNode"),)
+    volumes: list[Volume] = []
+    for key in ("podTemplateOverrides", "podSpecOverrides"):
+        for ov in seq_maps(dig(spec, key)):
+            pod = ov.get("spec") if key == "podTemplateOverrides" else ov
+            volumes += [Volume.of(v) for v in seq_maps(dig(pod, "volumes"))]
+    node = spec if isinstance(spec, YMap) else obj.node
+    return PodSpec(
+        obj=obj,
+        node=node,
+        role="trainer",
+        containers=extra,
+        init_containers=(),
+        volumes=tuple(volumes),
+        host_ipc=None,
+        sysctls=(),
+        annotations=dict(obj.annotations),
+        labels=dict(obj.labels),
+        notes=(f"trainjob-runtime:{runtime}",),
+    )
+
+
+def _fallback(obj: K8sObject) -> Iterator[PodSpec]:
+    """Mappings with a ``containers`` list of mappings that have an ``image`` (outermost only)."""
+    found: list[str] = []
+    for n in walk(obj.node, limit=200_000):
+        if not isinstance(n, YMap) or any(n.path.startswith(p + ".") for p in found):
+            continue
+        cs = seq_maps(n.get("containers"))
+        if cs and all(isinstance(c.get("image"), YScalar) for c in cs):
+            found.append(n.path)
+            yield _pod(obj, n, n.path, known=False)

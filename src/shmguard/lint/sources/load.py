@@ -1,0 +1,144 @@
+"""Load one file (or stdin) as whatever source it is, classified by content, never raising.
+
+Order: JSON or YAML-looking text is parsed with the node layer and classified as Compose
+(top-level ``services`` of mappings), Kubernetes (``apiVersion`` + ``kind``), an ECS task
+definition or daemon.json; other text that mentions ``docker|podman run`` is searched for run
+lines as Markdown (fences), reST (``::`` blocks), a Dockerfile (``FROM``/``RUN``) or shell
+(also Makefiles). The file name is only a hint where content cannot tell (``.md`` vs ``.sh``).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from shmguard.lint.sources.compose import ComposeFile, compose_files
+from shmguard.lint.sources.diagnostics import DiagnosticKind, SourceDiagnostic
+from shmguard.lint.sources.jsonfiles import DaemonConfig, EcsTaskDefinition, json_sources
+from shmguard.lint.sources.k8s import K8sObject, PodSpec, objects, pod_specs
+from shmguard.lint.sources.runline import RunLine
+from shmguard.lint.sources.text import MAX_BYTES, SourceText
+from shmguard.lint.sources.textsources import (
+    MENTION,
+    dockerfile_run_lines,
+    markdown_run_lines,
+    rst_run_lines,
+    shell_run_lines,
+)
+from shmguard.lint.sources.yamlload import YamlFile, load_yaml
+
+_YAML_START = re.compile(r"\A(?:\s*#[^\n]*\n)*\s*(?:---|%YAML|[\w\"'.$/-]+\s*:(?:\s|$)|- )")
+_YAML_NAMES = (".yaml", ".yml", ".json")
+
+
+@dataclass(frozen=True)
+class LoadedFile:
+    """A file read through the sources layer.
+
+    Attributes:
+        path: as given (``-`` for stdin).
+        kind: ``compose``, ``kubernetes``, ``ecs``, ``daemon-json``, ``run-lines``, ``yaml``
+            (YAML of no known kind), ``text`` (nothing found) or ``error``.
+        src: the text (None when it could not be decoded); yaml: the parsed YAML, if any.
+        compose, objects, pod_specs, run_lines, ecs, daemon: what was found.
+        diagnostics: per-file problems (see :class:`SourceDiagnostic`).
+    """
+
+    path: str
+    kind: str
+    src: SourceText | None = None
+    yaml: YamlFile | None = None
+    compose: tuple[ComposeFile, ...] = ()
+    objects: tuple[K8sObject, ...] = ()
+    pod_specs: tuple[PodSpec, ...] = ()
+    run_lines: tuple[RunLine, ...] = ()
+    ecs: tuple[EcsTaskDefinition, ...] = ()
+    daemon: tuple[DaemonConfig, ...] = ()
+    diagnostics: tuple[SourceDiagnostic, ...] = ()
+
+
+def load_path(path: str) -> LoadedFile:
+    """Read ``path`` (``-``: standard input) and load it; an unreadable or too large file
+    gives a diagnostic (the size is checked before reading)."""
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read(MAX_BYTES + 1)
+        else:
+            p = Path(path)
+            if p.stat().st_size > MAX_BYTES:
+                size = p.stat().st_size
+                msg = f"file is {size:,} bytes, over the {MAX_BYTES:,}-byte limit; not read"
+                diag = SourceDiagnostic(path, None, None, msg, DiagnosticKind.TOO_LARGE)
+                return LoadedFile(path, "error", diagnostics=(diag,))
+            data = p.read_bytes()
+    except OSError as e:
+        diag = SourceDiagnostic(
+            path, None, None, f"cannot read: {e.strerror or e}", DiagnosticKind.UNREADABLE
+        )
+        return LoadedFile(path, "error", diagnostics=(diag,))
+    return load_bytes(data, path)
+
+
+def load_bytes(data: bytes, path: str) -> LoadedFile:
+    """Load ``data`` (the content of ``path``) as whatever source it is."""
+    src = SourceText.decode(data, path)
+    if isinstance(src, SourceDiagnostic):
+        return LoadedFile(path, "error", diagnostics=(src,))
+    text = src.text
+    named_yaml = path.lower().endswith(_YAML_NAMES)
+    stripped = text.lstrip()
+    if named_yaml or stripped[:1] in ("{", "[") or _YAML_START.match(text):
+        yf = load_yaml(src)
+        loaded = _from_yaml(path, src, yf)
+        # YAML of no known kind that mentions docker run (a script or prose that merely
+        # looked like YAML) is searched for run lines instead
+        if loaded.kind != "yaml" or named_yaml or not MENTION.search(text):
+            return loaded
+    if not MENTION.search(text):
+        return LoadedFile(path, "text", src)
+    lines = tuple(_run_lines(path, src))
+    return LoadedFile(path, "run-lines" if lines else "text", src, run_lines=lines)
+
+
+def _from_yaml(path: str, src: SourceText, yf: YamlFile) -> LoadedFile:
+    compose = tuple(compose_files(yf))
+    if compose:
+        return LoadedFile(path, "compose", src, yf, compose=compose, diagnostics=yf.diagnostics)
+    objs = tuple(objects(yf))
+    if objs:
+        pods = tuple(p for o in objs for p in pod_specs(o))
+        return LoadedFile(
+            path, "kubernetes", src, yf, objects=objs, pod_specs=pods, diagnostics=yf.diagnostics
+        )
+    ecs, daemon = json_sources(yf)
+    if ecs:
+        return LoadedFile(path, "ecs", src, yf, ecs=tuple(ecs), diagnostics=yf.diagnostics)
+    if daemon:
+        return LoadedFile(
+            path, "daemon-json", src, yf, daemon=tuple(daemon), diagnostics=yf.diagnostics
+        )
+    diags = yf.diagnostics
+    if path.lower().endswith(".json") and diags:
+        diags = tuple(
+            SourceDiagnostic(d.file, d.line, d.column, d.message, DiagnosticKind.INVALID_JSON)
+            if d.kind is DiagnosticKind.INVALID_YAML
+            else d
+            for d in diags
+        )
+    return LoadedFile(path, "yaml", src, yf, diagnostics=diags)
+
+
+def _run_lines(path: str, src: SourceText) -> list[RunLine]:
+    text = src.text
+    name = Path(path).name.lower()
+    if name.endswith((".md", ".markdown")) or re.search(r"^ {0,3}(```|~~~)", text, re.M):
+        return list(markdown_run_lines(src))
+    if name.endswith(".rst") or re.search(r"^\.\. [\w-]+::", text, re.M):
+        return list(rst_run_lines(src))
+    if "dockerfile" in name or (
+        re.search(r"^FROM\s", text, re.M | re.I) and re.search(r"^RUN\s", text, re.M | re.I)
+    ):
+        return list(dockerfile_run_lines(src))
+    return list(shell_run_lines(src))

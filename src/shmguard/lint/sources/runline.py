@@ -1,0 +1,239 @@
+"""``docker run`` / ``podman run`` command lines: each flag with its value and byte spans.
+
+From the words of a simple command (:mod:`~shmguard.lint.sources.shell`), a run line is
+``[sudo|env|exec|time ...] (docker|podman|nvidia-docker) [global options] [container] run
+[flags] IMAGE [COMMAND...]``. Flags are read as the Docker CLI (cobra/pflag) reads them:
+``--flag=value``, ``--flag value``, ``-m2g``, ``-m 2g`` and clusters ``-itd``; every long flag
+not in :data:`BOOL_FLAGS` takes a value (docker/cli ``cli/command/container/opts.go`` and
+``run.go``; podman ``cmd/podman/common/create.go``). Short flags are mapped to their long names
+(``-m`` -> ``--memory``, ``-e`` -> ``--env``, ``-v`` -> ``--volume``).
+
+Each :class:`Flag` records the byte span of the flag token and of the value in the file, so a
+fixer can replace a value (``--shm-size=64m`` -> ``--shm-size=2g``) or insert a flag.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from shmguard.lint.sources.shell import Word
+
+TOOLS = ("docker", "podman", "nvidia-docker")
+#: Boolean long flags of ``docker run`` and ``podman run``; any other long flag takes a value.
+BOOL_FLAGS = frozenset(
+    [
+        "--detach",
+        "--interactive",
+        "--tty",
+        "--rm",
+        "--privileged",
+        "--init",
+        "--read-only",
+        "--publish-all",
+        "--no-healthcheck",
+        "--oom-kill-disable",
+        "--disable-content-trust",
+        "--help",
+        "--quiet",
+        "--replace",
+        "--env-host",
+        "--rootfs",
+        "--no-hosts",
+        "--rmi",
+        "--passwd",
+        "--read-only-tmpfs",
+        "--http-proxy",
+        "--sig-proxy",
+        "--use-api-socket",
+        "--tls",
+        "--tlsverify",
+        "--debug",
+    ]
+)
+#: Short flags -> long names (docker run; podman adds none that matter here).
+SHORT = {
+    "d": "--detach",
+    "i": "--interactive",
+    "t": "--tty",
+    "P": "--publish-all",
+    "q": "--quiet",
+    "a": "--attach",
+    "c": "--cpu-shares",
+    "e": "--env",
+    "h": "--hostname",
+    "l": "--label",
+    "m": "--memory",
+    "p": "--publish",
+    "u": "--user",
+    "v": "--volume",
+    "w": "--workdir",
+}
+_GLOBAL_VALUE = frozenset({"-H", "--host", "-c", "--context", "--config", "-l", "--log-level"})
+_PREFIX = frozenset(
+    {"sudo", "exec", "time", "env", "nohup", "command", "-E", "$", "%", "!"}
+    | {"if", "then", "else", "elif", "do", "while", "until", "{"}
+)
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One option of a run line.
+
+    Attributes:
+        name: the long name (``--shm-size``, ``--memory`` for ``-m``).
+        spelled: as written (``-m``, ``--memory``, ``-itd``).
+        value: the value after shell quote removal; None for a boolean flag.
+        flag_start, flag_end: byte span of the word holding the flag.
+        value_start, value_end: byte span of the value's source text (quotes included), the
+            part of ``--x=v`` after ``=``, or the next word; None for a boolean flag.
+    """
+
+    name: str
+    spelled: str
+    value: str | None
+    flag_start: int
+    flag_end: int
+    value_start: int | None = None
+    value_end: int | None = None
+
+
+@dataclass(frozen=True)
+class RunLine:
+    """A ``docker|podman run`` command found in a file.
+
+    Attributes:
+        file: the path; tool: ``docker``, ``podman`` or ``nvidia-docker``.
+        line, column: 1-based position of the tool word; start, end: byte span of the command.
+        flags: in order; image: the image word's value and byte span (None when missing);
+        command: the words after the image (value, start, end).
+        text: the command's source text.
+    """
+
+    file: str
+    tool: str
+    line: int
+    column: int
+    start: int
+    end: int
+    flags: tuple[Flag, ...]
+    image: tuple[str, int, int] | None
+    command: tuple[tuple[str, int, int], ...]
+    text: str
+
+    def get(self, name: str) -> list[Flag]:
+        """The flags with long name ``name`` (``--shm-size``), in order."""
+        return [f for f in self.flags if f.name == name]
+
+    def last(self, name: str) -> Flag | None:
+        """The last ``name`` flag: the one that takes effect for single-valued options."""
+        found = self.get(name)
+        return found[-1] if found else None
+
+
+def parse_run(
+    words: list[Word],
+    offset: Callable[[int], int],
+    file: str,
+    line_col: Callable[[int], tuple[int, int]],
+    text: str,
+) -> RunLine | None:
+    """The run line in ``words``, or None. ``offset`` maps a character index of ``text`` to a
+    byte offset in the file; ``line_col`` maps a byte offset to a 1-based line and column."""
+    i = 0
+    while i < len(words) and (words[i].value in _PREFIX or "=" in words[i].value.split("/")[0]):
+        i += 1
+    if i >= len(words) or os.path.basename(words[i].value.lstrip("@+-")) not in TOOLS:
+        return None
+    tool_word = words[i]
+    i += 1
+    while i < len(words) and words[i].value.startswith("-"):
+        has_value = words[i].value in _GLOBAL_VALUE
+        i += 2 if has_value else 1
+    if i < len(words) and words[i].value == "container":
+        i += 1
+    if i >= len(words) or words[i].value != "run":
+        return None
+    i += 1
+    flags: list[Flag] = []
+    image = None
+    while i < len(words):
+        w = words[i]
+        v = w.value
+        if v == "--":
+            i += 1
+            break
+        if v.startswith("--") and len(v) > 2:
+            name, eq, val = v.partition("=")
+            if eq:
+                vs = offset(w.start + w.raw.find("=") + 1)
+                flags.append(
+                    Flag(name, name, val, offset(w.start), offset(w.end), vs, offset(w.end))
+                )
+            elif name in BOOL_FLAGS or i + 1 >= len(words):
+                flags.append(Flag(name, name, None, offset(w.start), offset(w.end)))
+            else:
+                nxt = words[i + 1]
+                flags.append(
+                    Flag(
+                        name,
+                        name,
+                        nxt.value,
+                        offset(w.start),
+                        offset(w.end),
+                        offset(nxt.start),
+                        offset(nxt.end),
+                    )
+                )
+                i += 1
+        elif v.startswith("-") and len(v) > 1:
+            for k, ch in enumerate(v[1:], start=1):
+                long = SHORT.get(ch, f"-{ch}")
+                if long in BOOL_FLAGS:
+                    flags.append(Flag(long, v, None, offset(w.start), offset(w.end)))
+                    continue
+                rest = v[k + 1 :]
+                if rest:
+                    val = rest[1:] if rest.startswith("=") else rest
+                    vs = offset(w.end - len(val)) if w.raw.endswith(val) else offset(w.start)
+                    flags.append(
+                        Flag(long, v, val, offset(w.start), offset(w.end), vs, offset(w.end))
+                    )
+                elif i + 1 < len(words):
+                    nxt = words[i + 1]
+                    flags.append(
+                        Flag(
+                            long,
+                            v,
+                            nxt.value,
+                            offset(w.start),
+                            offset(w.end),
+                            offset(nxt.start),
+                            offset(nxt.end),
+                        )
+                    )
+                    i += 1
+                break
+        else:
+            break
+        i += 1
+    if i < len(words):
+        image = (words[i].value, offset(words[i].start), offset(words[i].end))
+        i += 1
+    command = tuple((w.value, offset(w.start), offset(w.end)) for w in words[i:])
+    start = offset(tool_word.start)
+    end = offset(words[-1].end)
+    line, col = line_col(start)
+    return RunLine(
+        file,
+        os.path.basename(tool_word.value.lstrip("@+-")),
+        line,
+        col,
+        start,
+        end,
+        tuple(flags),
+        image,
+        command,
+        text[tool_word.start : words[-1].end],
+    )

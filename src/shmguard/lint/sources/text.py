@@ -1,0 +1,107 @@
+"""A file's bytes and text, with character <-> byte offset conversion.
+
+PyYAML (both its C composer over libyaml and the pure-Python one) reports marks as *character*
+indexes into the decoded text (measured: ``'a: héllo'`` gives the same indexes for ``str`` and
+``bytes`` input, and a leading BOM is not counted). A :class:`~shmguard.model.finding.Edit`
+needs *byte* offsets into the file as read, so every source converts through
+:meth:`SourceText.byte_offset`. Pure-ASCII files (most of them) convert for free.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+from shmguard.lint.sources.diagnostics import DiagnosticKind, SourceDiagnostic
+
+#: Largest file read (bytes). The biggest file of ../shared/corpus is a 1.2 MB CRD bundle;
+#: configs past this are generated dumps, and reading them would hold the run up.
+MAX_BYTES = 16 * 1024 * 1024
+#: Bytes inspected for a NUL to call a file binary (git's heuristic uses the first 8000).
+BINARY_PROBE = 8000
+
+_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True)
+class SourceText:
+    """The original bytes of a file, its decoded text and the offsets needed to map between them.
+
+    Attributes:
+        file: the path as given.
+        data: the bytes as read (edits apply to these).
+        text: ``data`` decoded as UTF-8, without a leading BOM.
+        bias: bytes before ``text`` starts (3 with a BOM, else 0).
+    """
+
+    file: str
+    data: bytes
+    text: str
+    bias: int = 0
+    _wide: list[int] = field(default_factory=list, repr=False)
+    _extra: list[int] = field(default_factory=list, repr=False)
+
+    @classmethod
+    def decode(cls, data: bytes, file: str) -> SourceText | SourceDiagnostic:
+        """Decode ``data``; a diagnostic for a file over :data:`MAX_BYTES`, a binary file (NUL
+        in the first :data:`BINARY_PROBE` bytes) or invalid UTF-8 (with the bad byte's line and
+        column)."""
+        if len(data) > MAX_BYTES:
+            return SourceDiagnostic(
+                file,
+                None,
+                None,
+                f"file is {len(data):,} bytes, over the {MAX_BYTES:,}-byte limit; not read",
+                DiagnosticKind.TOO_LARGE,
+            )
+        if b"\x00" in data[:BINARY_PROBE]:
+            return SourceDiagnostic(
+                file,
+                None,
+                None,
+                "binary file (contains NUL bytes); not read",
+                DiagnosticKind.BINARY,
+            )
+        bias = 3 if data.startswith(_BOM) else 0
+        try:
+            text = data[bias:].decode("utf-8")
+        except UnicodeDecodeError as e:
+            pos = bias + e.start
+            line = data.count(b"\n", 0, pos) + 1
+            col = pos - (data.rfind(b"\n", 0, pos) + 1) + 1
+            return SourceDiagnostic(
+                file,
+                line,
+                col,
+                f"not UTF-8: byte 0x{data[pos]:02x} at offset {pos} ({e.reason})",
+                DiagnosticKind.NOT_UTF8,
+            )
+        src = cls(file, data, text, bias)
+        if not text.isascii():
+            extra = 0
+            for i, ch in enumerate(text):
+                o = ord(ch)
+                if o >= 0x80:
+                    extra += 1 if o < 0x800 else 2 if o < 0x10000 else 3
+                    src._wide.append(i)
+                    src._extra.append(extra)
+        return src
+
+    def byte_offset(self, index: int) -> int:
+        """Byte offset in :attr:`data` of character ``index`` of :attr:`text`."""
+        if not self._wide:
+            return index + self.bias
+        k = bisect.bisect_left(self._wide, index)
+        return index + self.bias + (self._extra[k - 1] if k else 0)
+
+    def char_index(self, offset: int) -> int:
+        """Character index in :attr:`text` of byte ``offset`` of :attr:`data` (the inverse of
+        :meth:`byte_offset` at character boundaries)."""
+        return len(self.data[self.bias : offset].decode("utf-8", "replace"))
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        """1-based line and 1-based character column of byte ``offset``."""
+        line = self.data.count(b"\n", 0, offset) + 1
+        start = self.data.rfind(b"\n", 0, offset) + 1
+        col = len(self.data[max(start, self.bias) : offset].decode("utf-8", "replace")) + 1
+        return line, col

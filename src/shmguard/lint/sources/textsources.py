@@ -1,0 +1,153 @@
+"""Find ``docker run`` / ``podman run`` lines in shell scripts, Makefiles, Dockerfiles,
+Markdown and reStructuredText.
+
+* Shell scripts and Makefiles: the whole text is split into commands
+  (:func:`~shmguard.lint.sources.shell.split_commands`); Make's recipe prefixes ``@ - +`` are
+  ignored on the tool word.
+* Dockerfiles: only ``RUN`` instructions in shell form (``CMD``/``ENTRYPOINT`` run the image,
+  not Docker; a ``docker run`` inside a build is rare but real with a mounted socket).
+* Markdown: fenced and indented code blocks and inline code spans, located with markdown-it-py
+  (CommonMark); blocks tagged as a data or programming language other than a shell are
+  skipped. Shell prompts (``$ ``) are ignored.
+* reStructuredText: literal blocks after ``::`` (``.. code-block:: bash`` included) and inline
+  literals.
+
+A run line inside a code block keeps exact byte offsets into the file: blocks are split where
+they lie in the original text, never from a copy.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from markdown_it import MarkdownIt
+
+from shmguard.lint.sources.runline import RunLine, parse_run
+from shmguard.lint.sources.shell import split_commands
+from shmguard.lint.sources.text import SourceText
+
+#: Cheap pre-filter: a file without this cannot hold a run line.
+MENTION = re.compile(r"(?:docker|podman)(?:\s+(?:-\S+\s+)*container)?\s+(?:\S+\s+)*?run\b")
+_SKIP_LANGS = frozenset(
+    [
+        "yaml",
+        "yml",
+        "json",
+        "toml",
+        "python",
+        "py",
+        "python3",
+        "go",
+        "golang",
+        "rust",
+        "js",
+        "javascript",
+        "ts",
+        "java",
+        "c",
+        "cpp",
+        "dockerfile",
+        "ini",
+        "hcl",
+        "text-yaml",
+    ]
+)
+_RST_DIRECTIVE = re.compile(r"[ \t]*\.\.[ \t]+(?:code-block|code|sourcecode|prompt)::")
+_RST_INLINE = re.compile(r"``([^`]+)``")
+_DOCKERFILE_RUN = re.compile(r"^[ \t]*RUN[ \t]+(?!\[)", re.I | re.M)
+
+
+def _lines_start(text: str) -> list[int]:
+    starts = [0]
+    starts += [m.end() for m in re.finditer("\n", text)]
+    return starts
+
+
+def shell_run_lines(src: SourceText, start: int = 0, end: int | None = None) -> Iterator[RunLine]:
+    """Run lines in ``src.text[start:end]`` read as shell (character offsets)."""
+    text = src.text
+    for words in split_commands(text, start, end):
+        rl = parse_run(words, src.byte_offset, src.file, src.line_col, text)
+        if rl is not None:
+            yield rl
+
+
+def dockerfile_run_lines(src: SourceText) -> Iterator[RunLine]:
+    """Run lines inside ``RUN`` instructions (shell form) of a Dockerfile."""
+    text = src.text
+    for m in _DOCKERFILE_RUN.finditer(text):
+        end = m.end()
+        while True:
+            nl = text.find("\n", end)
+            if nl < 0:
+                end = len(text)
+                break
+            if text[end:nl].rstrip("\r").endswith("\\"):
+                end = nl + 1
+                continue
+            end = nl
+            break
+        yield from shell_run_lines(src, m.end(), end)
+
+
+def markdown_run_lines(src: SourceText) -> Iterator[RunLine]:
+    """Run lines in Markdown code blocks and inline code spans."""
+    text = src.text
+    starts = _lines_start(text)
+
+    def pos(line: int) -> int:
+        return starts[line] if line < len(starts) else len(text)
+
+    for tok in MarkdownIt("commonmark").parse(text):
+        if tok.map is None:
+            continue
+        a, b = tok.map
+        if tok.type in ("fence", "code_block"):
+            lang = (tok.info or "").strip().split()[0].lower() if tok.info.strip() else ""
+            if lang in _SKIP_LANGS or not MENTION.search(tok.content):
+                continue
+            first = a + 1 if tok.type == "fence" else a
+            last = b - 1 if tok.type == "fence" and tok.markup and b - 1 > first else b
+            if tok.type == "fence" and not text[pos(last) : pos(last + 1)].strip().startswith(
+                tok.markup
+            ):
+                last = b
+            yield from shell_run_lines(src, pos(first), pos(last))
+        elif tok.type == "inline" and tok.children:
+            region = pos(a), pos(b)
+            cursor = region[0]
+            for child in tok.children:
+                if child.type != "code_inline" or not MENTION.search(child.content):
+                    continue
+                at = text.find(child.content, cursor, region[1])
+                if at >= 0:
+                    cursor = at + len(child.content)
+                    yield from shell_run_lines(src, at, cursor)
+
+
+def rst_run_lines(src: SourceText) -> Iterator[RunLine]:
+    """Run lines in reST literal blocks (after ``::``) and inline literals."""
+    text = src.text
+    lines = text.splitlines(keepends=True)
+    starts = _lines_start(text)
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.rstrip().endswith("::") or _RST_DIRECTIVE.match(line):
+            base = len(line) - len(line.lstrip())
+            j = i + 1
+            while j < len(lines) and (
+                not lines[j].strip() or len(lines[j]) - len(lines[j].lstrip()) > base
+            ):
+                j += 1
+            if j > i + 1:
+                a, b = starts[i + 1], starts[j] if j < len(starts) else len(text)
+                if MENTION.search(text, a, b):
+                    yield from shell_run_lines(src, a, b)
+            i = j
+            continue
+        for m in _RST_INLINE.finditer(line):
+            if MENTION.search(m.group(1)):
+                yield from shell_run_lines(src, starts[i] + m.start(1), starts[i] + m.end(1))
+        i += 1

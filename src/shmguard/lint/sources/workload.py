@@ -1,0 +1,110 @@
+"""Is a container a PyTorch / NCCL / inference workload? The class and the evidence for it.
+
+A rule has one severity for ordinary containers and one for ML workloads (config.py
+:data:`~shmguard.config.WORKLOADS`: ``container`` and ``ml``). A container is ``ml`` when any
+evidence is found: an image of an ML framework or server, a launcher command (``torchrun``,
+``accelerate launch``, ``deepspeed``, ``python -m torch.distributed.run``, ``vllm serve``,
+``sglang.launch_server``, ``text-generation-launcher``, ``tritonserver``, ...), ``NCCL_*`` or
+PyTorch environment variables, or an accelerator request (``nvidia.com/gpu``, ``--gpus``,
+``--runtime=nvidia``, Compose ``deploy.resources.reservations.devices``, ECS ``GPU``). An
+explicit ``shmguard.io/workload`` annotation or label overrides detection; DataLoader
+parameters come only from ``shmguard.io/dataloader`` (``num_workers=4,prefetch_factor=2``),
+never from guessing (config.py :data:`~shmguard.config.ANNOTATIONS`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from shmguard.config import ANNOTATIONS
+from shmguard.model.finding import Location
+
+_IMAGE = re.compile(
+    r"pytorch|torch|vllm|sglang|tritonserver|triton|deepspeed|huggingface|"
+    r"text-generation-inference|text-embeddings-inference|lmdeploy|nemo|megatron|"
+    r"rayproject/ray|axolotl|llama-?factory|openrlhf|verl|djl-serving|tensorrt|"
+    r"nvcr\.io/nvidia/(?:pytorch|nemo|tritonserver|tensorrt|dgl|modulus)|kserve/huggingfaceserver",
+    re.I,
+)
+_COMMAND = re.compile(
+    r"\btorchrun\b|torch\.distributed\.(?:run|launch)|\baccelerate\s+launch\b|\bdeepspeed\b|"
+    r"\bvllm\s+serve\b|vllm\.entrypoints|sglang\.launch_server|text-generation-launcher|"
+    r"\btritonserver\b|\blmdeploy\s+serve\b|\btorchserve\b|\bray\s+start\b|"
+    r"\bpython[0-9.]*\s+(?:-u\s+)?-m\s+torch\b",
+    re.I,
+)
+_ENV = re.compile(r"^(?:NCCL_|TORCH_NCCL_|TORCH_DISTRIBUTED|PYTORCH_|TORCHELASTIC_)")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One reason for the class: ``kind`` (``image``, ``command``, ``env``, ``gpu``,
+    ``annotation``), what was seen (``image nvcr.io/nvidia/pytorch:24.01``) and where."""
+
+    kind: str
+    what: str
+    location: Location | None = None
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The workload class (``ml`` or ``container``), the evidence, and the loader parameters
+    and shm size stated in ``shmguard.io/`` annotations (empty/None when not stated)."""
+
+    cls: str
+    evidence: tuple[Evidence, ...] = ()
+    loader: Mapping[str, str] = field(default_factory=dict)
+    shm_size: str | None = None
+
+
+def parse_loader(value: str) -> dict[str, str]:
+    """``num_workers=4,prefetch_factor=2`` -> ``{"num_workers": "4", ...}`` (entries without
+    ``=`` are dropped)."""
+    out: dict[str, str] = {}
+    for part in value.split(","):
+        k, eq, v = part.partition("=")
+        if eq and k.strip():
+            out[k.strip()] = v.strip()
+    return out
+
+
+def classify(
+    *,
+    images: Iterable[tuple[str, Location | None]] = (),
+    commands: Iterable[tuple[str, Location | None]] = (),
+    env: Iterable[tuple[str, Location | None]] = (),
+    gpus: Iterable[tuple[str, Location | None]] = (),
+    annotations: Mapping[str, tuple[str, Location | None]] | None = None,
+) -> Workload:
+    """The class of one container from what a source exposes about it.
+
+    Args:
+        images: image references; commands: command lines (each a string, words joined);
+        env: variable names; gpus: descriptions of accelerator requests; annotations:
+        annotation/label name -> (value, location), where ``shmguard.io/`` ones are read.
+    """
+    ann = annotations or {}
+    ev: list[Evidence] = []
+    for image, loc in images:
+        if m := _IMAGE.search(image):
+            ev.append(Evidence("image", f"image {image} ({m.group(0)})", loc))
+    for cmd, loc in commands:
+        if m := _COMMAND.search(cmd):
+            ev.append(Evidence("command", f"command runs {m.group(0)}", loc))
+    for name, loc in env:
+        if _ENV.match(name):
+            ev.append(Evidence("env", f"environment variable {name}", loc))
+    for desc, loc in gpus:
+        ev.append(Evidence("gpu", desc, loc))
+    cls = "ml" if ev else "container"
+    stated = ann.get(ANNOTATIONS["workload"])
+    if stated is not None and stated[0] in ("ml", "container"):
+        cls = stated[0]
+        ev.insert(0, Evidence("annotation", f"{ANNOTATIONS['workload']}={stated[0]}", stated[1]))
+    loader = ann.get(ANNOTATIONS["dataloader"])
+    shm = ann.get(ANNOTATIONS["shm-size"])
+    return Workload(
+        cls, tuple(ev), parse_loader(loader[0]) if loader else {}, shm[0] if shm else None
+    )

@@ -1,0 +1,177 @@
+"""Load a YAML file into :mod:`~shmguard.lint.sources.yamlnode` views, never raising.
+
+Parsing uses PyYAML's C composer (``yaml.compose_all`` with ``CSafeLoader``, libyaml) and falls
+back to the pure-Python ``SafeLoader`` when libyaml is missing. Guards, each a per-file
+:class:`~shmguard.lint.sources.diagnostics.SourceDiagnostic`:
+
+* size cap, NUL bytes, invalid UTF-8 (:class:`~shmguard.lint.sources.text.SourceText`);
+* nesting deeper than :data:`MAX_DEPTH`: libyaml's composer recurses in C and was measured here
+  to crash the interpreter (SIGSEGV) at 30,000 nested ``[`` while 10,000 still loads, so a cheap
+  upper bound on the depth is checked *before* composing;
+* alias bombs ("billion laughs"): composing shares aliased nodes, so it is cheap, but walking
+  expands them; the expanded node count is computed on the shared graph (memoised, linear in
+  its size) and a file past :data:`MAX_EXPANDED` is refused; a recursive anchor (``&a [*a]``,
+  which PyYAML composes into a cycle) is refused too;
+* invalid YAML: the parser's message with its line and column; documents before the error are
+  kept;
+* unrendered Helm/Jinja templates (``{{ ... }}`` that break YAML, or Helm's ``.Values`` /
+  ``{{-`` markers): an *info* diagnostic and the file is skipped.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import yaml
+
+from shmguard.lint.sources.diagnostics import DiagnosticKind, SourceDiagnostic
+from shmguard.lint.sources.text import SourceText
+from shmguard.lint.sources.yamlnode import YNode, wrap
+
+try:
+    _Loader: type = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - libyaml missing
+    _Loader = yaml.SafeLoader
+
+#: Deepest nesting accepted (a safe margin under the measured libyaml crash).
+MAX_DEPTH = 1000
+#: Most nodes a file may expand to through aliases.
+MAX_EXPANDED = 500_000
+
+_TEMPLATE = re.compile(r"\{\{|\{%")
+_HELM = re.compile(r"\{\{-|\{\{[^}]*\.(?:Values|Release|Chart)\b|\{\{-?\s*(?:include|if|range)\b")
+_DEEP_INDENT = re.compile(rf"^[ \t]{{{MAX_DEPTH // 2},}}", re.M)
+_DASHES = re.compile(rf"(?:-[ \t]+){{{MAX_DEPTH // 2},}}")
+
+
+@dataclass(frozen=True)
+class YamlDoc:
+    """One document of a YAML stream: its 0-based index and root view (None when empty)."""
+
+    index: int
+    root: YNode | None
+
+
+@dataclass(frozen=True)
+class YamlFile:
+    """A loaded YAML file: its text, documents and diagnostics (documents may be partial)."""
+
+    src: SourceText | None
+    documents: tuple[YamlDoc, ...]
+    diagnostics: tuple[SourceDiagnostic, ...]
+
+
+def _too_deep(text: str) -> bool:
+    """A cheap upper bound on nesting: flow brackets plus indentation plus compact dashes."""
+    if text.count("[") + text.count("{") >= MAX_DEPTH // 2:
+        depth = best = 0
+        for ch in re.findall(r"[\[\]{}]", text):
+            depth = depth + 1 if ch in "[{" else max(depth - 1, 0)
+            best = max(best, depth)
+        if best >= MAX_DEPTH // 2:
+            return True
+    deep_indent = " " * (MAX_DEPTH // 2) in text or "\t" in text
+    return bool(
+        (deep_indent and _DEEP_INDENT.search(text)) or ("- -" in text and _DASHES.search(text))
+    )
+
+
+def _expanded_size(root: yaml.Node) -> int | None:
+    """Nodes in the tree that ``root`` expands to (aliases counted at every use); None for a
+    cycle. Iterative and memoised, so linear in the composed graph."""
+    memo: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.MappingNode):
+            children = [x for pair in node.value for x in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        if done:
+            on_path.discard(key)
+            memo[key] = 1 + sum(memo[id(c)] for c in children)
+            if memo[key] > MAX_EXPANDED:
+                return memo[key]
+            continue
+        if key in memo:
+            continue
+        if key in on_path:
+            return None
+        on_path.add(key)
+        stack.append((node, True))
+        for c in children:
+            if id(c) in on_path:
+                return None
+            if id(c) not in memo:
+                stack.append((c, False))
+    return memo[id(root)]
+
+
+def load_yaml(data: bytes | SourceText, file: str = "<data>") -> YamlFile:
+    """Parse every document of ``data`` into views; diagnostics instead of exceptions."""
+    src = data if isinstance(data, SourceText) else SourceText.decode(data, file)
+    if isinstance(src, SourceDiagnostic):
+        return YamlFile(None, (), (src,))
+    file = src.file
+    text = src.text
+    if "{{" in text and _HELM.search(text):
+        return YamlFile(src, (), (_template(file, text),))
+    if _too_deep(text):
+        msg = f"nesting deeper than {MAX_DEPTH // 2} levels (or close to it); not parsed"
+        return YamlFile(src, (), (SourceDiagnostic(file, 1, 1, msg, DiagnosticKind.TOO_DEEP),))
+    docs: list[YamlDoc] = []
+    diags: list[SourceDiagnostic] = []
+    check_aliases = "&" in text and "*" in text
+    try:
+        for i, node in enumerate(yaml.compose_all(text, Loader=_Loader)):
+            if node is not None and check_aliases:
+                size = _expanded_size(node)
+                if size is None or size > MAX_EXPANDED:
+                    line, col = node.start_mark.line + 1, node.start_mark.column + 1
+                    if size is None:
+                        msg = f"document {i + 1}: an anchor refers to itself (recursive alias)"
+                        kind = DiagnosticKind.RECURSIVE_ALIAS
+                    else:
+                        msg = (
+                            f"document {i + 1}: aliases expand to more than "
+                            f"{MAX_EXPANDED:,} nodes (alias bomb); not read"
+                        )
+                        kind = DiagnosticKind.ALIAS_BOMB
+                    diags.append(SourceDiagnostic(file, line, col, msg, kind))
+                    continue
+            empty = node is None or (isinstance(node, yaml.ScalarNode) and node.value == "")
+            docs.append(YamlDoc(i, None if empty else wrap(node, "", src)))
+    except yaml.MarkedYAMLError as e:
+        if _TEMPLATE.search(text):
+            diags.append(_template(file, text))
+            docs.clear()
+        else:
+            mark = e.problem_mark or e.context_mark
+            line = mark.line + 1 if mark else None
+            col = mark.column + 1 if mark else None
+            msg = " ".join(str(x) for x in (e.context, e.problem) if x) or str(e)
+            diags.append(SourceDiagnostic(file, line, col, msg, DiagnosticKind.INVALID_YAML))
+    except (yaml.YAMLError, RecursionError, MemoryError) as e:
+        msg = f"cannot parse: {type(e).__name__}: {e}"
+        diags.append(SourceDiagnostic(file, None, None, msg, DiagnosticKind.INVALID_YAML))
+    return YamlFile(src, tuple(docs), tuple(diags))
+
+
+def _template(file: str, text: str) -> SourceDiagnostic:
+    m = _TEMPLATE.search(text)
+    pos = m.start() if m else 0
+    line = text.count("\n", 0, pos) + 1
+    col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    return SourceDiagnostic(
+        file,
+        line,
+        col,
+        "unrendered template ({{ ... }}); skipped: check the rendered output "
+        "(helm template ... | shmguard check -)",
+        DiagnosticKind.TEMPLATE,
+        info=True,
+    )

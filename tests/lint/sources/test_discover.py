@@ -1,0 +1,41 @@
+"""File discovery: .gitignore respected with git and without it; ``-`` passed through."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from shmguard.lint.sources.discover import discover
+
+
+def _tree(root: Path) -> None:
+    (root / "sub").mkdir(parents=True)
+    (root / "build").mkdir()
+    (root / ".gitignore").write_text("*.log\nbuild/\n/top.yaml\n!keep.log\n")
+    for name in ("a.yaml", "top.yaml", "x.log", "keep.log", "sub/top.yaml", "build/b.yaml"):
+        (root / name).write_text("a: 1\n")
+
+
+def _rel(root: Path, found: list[str]) -> list[str]:
+    return sorted(Path(f).relative_to(root).as_posix() for f in found)
+
+
+EXPECTED = [".gitignore", "a.yaml", "keep.log", "sub/top.yaml"]
+
+
+def test_plain_gitignore_reader(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    assert _rel(tmp_path, list(discover([str(tmp_path)]))) == EXPECTED
+    assert list(discover(["-"])) == ["-"]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_git_check_ignore(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "sub" / ".gitignore").write_text("top.yaml\n")
+    found = _rel(tmp_path, list(discover([str(tmp_path)])))
+    assert found == [".gitignore", "a.yaml", "keep.log", "sub/.gitignore"]
