@@ -52,3 +52,10 @@ def test_model_knows_no_rule_host_or_renderer() -> None:
             m.startswith(("shmguard.model", "__future__")) or not m.startswith("shmguard")
             for m in _imports(path)
         ), path
+
+
+def test_test_module_names_are_unique() -> None:
+    # The test folders have no __init__.py, so pytest imports each test module by its base
+    # name: two test_corpus.py files in different folders fail collection.
+    names = [p.name for p in Path(__file__).resolve().parent.rglob("test_*.py")]
+    assert sorted(n for n in set(names) if names.count(n) > 1) == []
