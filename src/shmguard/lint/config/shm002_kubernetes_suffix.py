@@ -119,7 +119,7 @@ def _run(unit: Unit) -> Iterator[Violation]:
                 f"{f.spelled} {f.value}: Podman 4.x reads the Kubernetes suffix as binary, but "
                 f"docker CLI 23+ rejects it (invalid suffix); {new} works in both"
             )
-            variant: str | None = "podman"
+            variant: str | None = "podman-line"
         else:
             msg = (
                 f"{f.spelled} {f.value}: docker CLI 23+ rejects the Kubernetes suffix (invalid "
@@ -187,5 +187,5 @@ RULE = Rule(
     WHY,
     DOC,
     check,
-    variants={"podman": Severity.INFO},
+    variants={"podman-line": Severity.INFO},
 )

@@ -80,7 +80,7 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
                 f"podman refuses --shm-size with --ipc={ipc_flag.value}: 'cannot set shmsize when "
                 f"running in the {{{mode} }} IPC Namespace'"
             )
-            variant: str | None = "podman-rejects"
+            variant: str | None = "podman-line-with-ipc-host-or-none"
         else:
             msg = f"--shm-size is ignored with --ipc={ipc_flag.value}: {_WHAT[mode]}"
             variant = None
@@ -127,5 +127,5 @@ RULE = Rule(
     WHY,
     DOC,
     check,
-    variants={"podman-rejects": Severity.ERROR},
+    variants={"podman-line-with-ipc-host-or-none": Severity.ERROR},
 )
