@@ -28,11 +28,11 @@ def found(name: str, **kw: object) -> list[tuple[str, str, int, int, str | None]
 def test_compose_fixture() -> None:
     assert found("compose_bad.yaml") == [
         ("SHM001", "warning", 3, 3, "safe"),
-        ("SHM019", "warning", 7, 17, "unsafe"),
-        ("SHM002", "error", 10, 15, "safe"),
-        ("SHM012", "warning", 10, 15, None),
-        ("SHM023", "warning", 18, 9, None),
-        ("SHM011", "warning", 22, 15, None),
+        ("SHM019", "warning", 8, 17, "unsafe"),
+        ("SHM002", "error", 11, 15, "safe"),
+        ("SHM012", "warning", 11, 15, None),
+        ("SHM023", "warning", 19, 9, None),
+        ("SHM011", "warning", 23, 15, None),
     ]
 
 
@@ -70,6 +70,14 @@ def test_good_fixture_is_clean() -> None:
 def test_lint_traps_compose_detected_only_by_services() -> None:
     # shm_size: 2Gi is right in a Helm values file: no Compose, no finding
     lf = load_bytes(b"shm_size: 2Gi\nimage: pytorch/pytorch\n", "values.yaml")
+    assert check_loaded(lf).findings == ()
+
+
+def test_build_only_service_and_gpu_alone_are_not_ml_enough_for_shm001() -> None:
+    # corpus review: an image to build (docker compose build) and nvidia-smi in nvidia/cuda
+    src = b"services:\n  vllm:\n    image: vllm/vllm-openai\n    build: {context: .}\n"
+    assert check_loaded(load_bytes(src, "build.yaml")).findings == ()
+    lf = load_bytes(b"docker run --rm --gpus all nvidia/cuda:12.0.0-base nvidia-smi\n", "a.md")
     assert check_loaded(lf).findings == ()
 
 

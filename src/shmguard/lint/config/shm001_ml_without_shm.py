@@ -13,6 +13,7 @@ common/pod.go`` ``addEmptyDir``), and MPIJob launchers (mpirun only; the workers
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from shmguard.lint.config._base import (
@@ -32,6 +33,7 @@ from shmguard.lint.config._base import (
 )
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.lint.sources.k8s_model import text
+from shmguard.lint.sources.workload import Workload
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
 from shmguard.model.fix import Change, Setting
@@ -45,6 +47,35 @@ WHY = (
     "Without a /dev/shm setting the container gets the runtime's 64 MiB; DataLoader workers "
     "and NCCL fill it and the job dies with a Bus error or 'No space left on device'."
 )
+
+
+#: Compose keys that make a service something that runs (not only an image to build).
+_RUN_KEYS = (
+    "command",
+    "entrypoint",
+    "ports",
+    "volumes",
+    "environment",
+    "env_file",
+    "deploy",
+    "runtime",
+    "gpus",
+    "devices",
+    "depends_on",
+    "network_mode",
+    "ipc",
+    "healthcheck",
+)
+
+
+_SIZED_TEXT = re.compile(r"--shm-size|--ipc[= ]+(?:host|container:)|/dev/shm")
+
+
+def strong(workload: Workload) -> bool:
+    """True when the ML class rests on more than an accelerator request: an image, command,
+    environment variable or annotation. A GPU alone (``nvidia-smi`` in ``nvidia/cuda``, a GPU
+    burn-in, a device plugin check) is no sign of a DataLoader or NCCL: corpus review."""
+    return workload.cls == "ml" and any(e.kind != "gpu" for e in workload.evidence)
 
 
 def _evidence(unit: Unit) -> str:
@@ -85,6 +116,8 @@ def _fix(unit: Unit, options: CheckOptions, runtime: str, memory: int | None) ->
 def _compose(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
     svc = unit.service
     assert svc is not None
+    if svc.get("build") is not None and not any(svc.get(k) is not None for k in _RUN_KEYS):
+        return  # a build definition (docker compose build), not a service that runs
     if svc.shm_size is not None or ipc_mode(text(svc.ipc)) in ("host", "container"):
         return
     if svc.ipc is not None and ipc_mode(text(svc.ipc)) is None:
@@ -107,6 +140,8 @@ def _run(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
     ipc = rl.last("--ipc")
     if rl.get("--shm-size") or run_shm_mounts(rl):
         return
+    if _SIZED_TEXT.search(rl.text):
+        return  # a doc placeholder (<path to data>) cut the words; the flag is still there
     if ipc is not None and ipc_mode(ipc.value) in ("host", "container", None):
         return
     default = "65,536,000 bytes" if rl.tool == "podman" else "64 MiB"
@@ -130,7 +165,7 @@ def _pod(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
     }
     runtime = next((n.partition(":")[2] for n in pod.notes if n.startswith("trainjob")), None)
     for c, wl in unit.containers:
-        if wl.cls != "ml":
+        if not strong(wl):
             continue
         mounted = any(is_dev_shm(text(m.mount_path)) for m in c.volume_mounts)
         if mounted or (runtime is not None and memory_volumes):
@@ -157,9 +192,9 @@ def _pod(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
 
 def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
     """Flag an ML unit with no /dev/shm sizing."""
-    if unit.kind == "compose" and unit.workload.cls == "ml":
+    if unit.kind == "compose" and strong(unit.workload):
         yield from _compose(unit, options)
-    elif unit.kind == "run" and unit.workload.cls == "ml":
+    elif unit.kind == "run" and strong(unit.workload):
         yield from _run(unit, options)
     elif unit.kind == "kubernetes":
         yield from _pod(unit, options)
@@ -167,13 +202,15 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
 
 DOC = RuleDoc(
     what=f"""\
-A container that runs PyTorch, NCCL or an inference server (detected from its image, command,
-`NCCL_*`/`TORCH_*` environment, or a GPU request; `shmguard.io/workload` overrides) with no
+A container that runs PyTorch, NCCL or an inference server (detected from its image, command or
+`NCCL_*`/`TORCH_*` environment, or `shmguard.io/workload: ml`; a GPU request alone is not
+enough: `nvidia-smi` in `nvidia/cuda` needs no /dev/shm) with no
 /dev/shm sizing: a Compose service without `shm_size`, a `docker|podman run` line without
 `--shm-size`, a Kubernetes container without a memory-backed emptyDir mounted at /dev/shm.
 Not flagged: `ipc: host` / `--ipc=host` (the host's /dev/shm), `ipc: service:x` /
 `--ipc=container:x` (the donor's), a tmpfs or bind mount at /dev/shm, `hostIPC: true`, KubeRay
-pods (the operator mounts /dev/shm into the Ray container itself) and MPIJob launchers.
+pods (the operator mounts /dev/shm into the Ray container itself), MPIJob launchers, and
+Compose services that only define an image to build (`build:` and nothing that runs).
 Sources: {SOURCES}; ../shared/research/lint_traps.md.
 """,
     why="""\

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, flag_loc, is_dev_shm
+from shmguard.lint.config.shm001_ml_without_shm import strong
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.lint.sources.yamlnode import YScalar
 from shmguard.model import Severity
@@ -41,7 +42,9 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
     """Flag host /dev/shm sharing."""
     pod = unit.pod
     if pod is not None:
-        if isinstance(pod.host_ipc, YScalar) and pod.host_ipc.yaml11() is True:
+        ml = any(strong(w) for _, w in unit.containers)
+        # an agent or device plugin (monitoring, GPU sharing) needs the host's IPC by design
+        if isinstance(pod.host_ipc, YScalar) and pod.host_ipc.yaml11() is True and ml:
             yield Violation(
                 "hostIPC: true shares the host's IPC namespace and /dev/shm with this pod",
                 pod.host_ipc.location(),
@@ -75,7 +78,8 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
 
 DOC = RuleDoc(
     what=f"""\
-`hostIPC: true` on a pod, a `hostPath` volume whose path is /dev/shm, or a Compose /
+`hostIPC: true` on a pod that runs an ML workload (agents and device plugins need the host's
+IPC by design and are left alone), a `hostPath` volume whose path is /dev/shm, or a Compose /
 `docker run` bind of the host's /dev/shm (`/dev/shm:/dev/shm`). `--ipc=host` is not flagged
 here (it is the documented way for some multi-process servers); SHM011 flags it when it hides
 a size. Sources: {SOURCES}.
