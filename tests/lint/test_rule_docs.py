@@ -6,10 +6,12 @@ import os
 import re
 from pathlib import Path
 
-from shmguard.lint.docs import render_rules_markdown
+from shmguard.lint.config import RULES as SHM_RULES
+from shmguard.lint.docs import SHM_INTRO, render_rules_markdown
 from shmguard.lint.env import RULES
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "rules-env.md"
+SHM_DOCS = DOCS.with_name("rules-shm.md")
 
 
 def test_rules_env_md_is_generated_from_the_rules() -> None:
@@ -17,6 +19,13 @@ def test_rules_env_md_is_generated_from_the_rules() -> None:
     if os.environ.get("SHMGUARD_REGEN_DOCS"):
         DOCS.write_text(text)
     assert DOCS.read_text() == text, "regenerate: SHMGUARD_REGEN_DOCS=1 pytest " + __file__
+
+
+def test_rules_shm_md_is_generated_from_the_rules() -> None:
+    text = render_rules_markdown(SHM_RULES, SHM_INTRO)
+    if os.environ.get("SHMGUARD_REGEN_DOCS"):
+        SHM_DOCS.write_text(text)
+    assert SHM_DOCS.read_text() == text, "regenerate: SHMGUARD_REGEN_DOCS=1 pytest " + __file__
 
 
 def test_every_rule_documents_every_section() -> None:
@@ -31,6 +40,6 @@ def test_every_rule_documents_every_section() -> None:
 
 
 def test_docs_link_only_to_pages_that_exist() -> None:
-    text = render_rules_markdown(RULES)
+    text = render_rules_markdown(RULES) + render_rules_markdown(SHM_RULES, SHM_INTRO)
     for target in re.findall(r"\]\(([a-z-]+\.md)", text):
         assert (DOCS.parent / target).is_file(), target

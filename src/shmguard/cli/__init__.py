@@ -8,6 +8,7 @@ Command modules import heavy libraries (Rich, torch, matplotlib) inside the comm
 from __future__ import annotations
 
 # Registration side effects: each module adds its commands to ``app``.
+from shmguard.cli import check as _check  # noqa: F401
 from shmguard.cli import doctor as _doctor  # noqa: F401
 from shmguard.cli import explain as _explain  # noqa: F401
 from shmguard.cli import measure as _measure  # noqa: F401

@@ -10,7 +10,8 @@ app = typer.Typer(
     name="shmguard",
     help=(
         "Find, measure, fix and prevent /dev/shm exhaustion in containerized PyTorch jobs.\n\n"
-        "find: doctor, explain.  measure: sandbox, measure, probe, demo."
+        "find: doctor, explain.  prevent: check, rules, rule.  "
+        "measure: sandbox, measure, probe, demo."
     ),
     no_args_is_help=True,
     add_completion=False,

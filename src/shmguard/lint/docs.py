@@ -1,8 +1,8 @@
-"""Generate the rule documentation (docs/rules-env.md) from the rules' metadata, so it cannot
-drift from the code.
+"""Generate the rule documentation (docs/rules-env.md, docs/rules-shm.md) from the rules'
+metadata, so it cannot drift from the code.
 
-``tests/lint/test_rule_docs.py`` checks the file equals :func:`render_rules_markdown`;
-regenerate it with ``SHMGUARD_REGEN_DOCS=1 python -m pytest tests/lint/test_rule_docs.py``.
+``tests/lint/test_rule_docs.py`` checks the files equal :func:`render_rules_markdown`;
+regenerate them with ``SHMGUARD_REGEN_DOCS=1 python -m pytest tests/lint/test_rule_docs.py``.
 """
 
 from __future__ import annotations
@@ -32,6 +32,30 @@ Severities below are the defaults. The engine assigns the severity of each findi
 `[tool.shmguard.severity.ml]` / `.container` per workload class (a PyTorch / NCCL / inference
 workload, or an ordinary container: [configuration](configuration.md)); `select` and `ignore`
 choose rules. `--fail-on` (default `error`) decides which severities make doctor exit 1.
+"""
+
+
+SHM_INTRO = """\
+# Configuration rules (`SHM0xx`)
+
+This file is generated from the rules' metadata (`src/shmguard/lint/config/shm0*.py`) by
+`shmguard.lint.docs`; a test keeps it equal to the code.
+
+`shmguard check` ([check](check.md)) checks `docker|podman run` lines, Compose files and
+Kubernetes manifests against these rules. Codes are stable and never reused; they follow the
+rule table of the research notes (`config_formats.md`), so the codes of rules not built yet
+(SHM005, SHM007, SHM010, ...) stay reserved. Each rule is one module in
+`src/shmguard/lint/config/` with a pure `check(unit, options)` over one Compose service, pod
+spec or run line; `shmguard.lint.config.RULES` lists them and the one rule engine
+(`shmguard.lint.engine`) runs them, with the unit's workload class (an ordinary container, or a
+PyTorch / NCCL / inference workload: `ml`) choosing the severity.
+
+Severities below are the defaults: `[tool.shmguard.severity]` sets them per code and
+`[tool.shmguard.severity.ml]` / `.container` per workload class ([configuration](configuration.md));
+`select` / `ignore` (and `--select` / `--ignore`) choose rules. `--fail-on` (default `warning`)
+decides which severities make check exit 1. Facts about the runtimes come from their source and
+from real runs of Docker 20.10 (CLIs 20.10 and 28), Podman 4.3, Compose v1 and podman-compose;
+where they differ, the finding says which tool it means.
 """
 
 

@@ -1,0 +1,251 @@
+"""`shmguard check`: lint docker/podman run lines, Compose files and Kubernetes manifests for
+/dev/shm problems (the SHM rules), and repair them with ``--fix``; `shmguard rules` and
+`shmguard rule CODE` print the rule catalogue (ENV and SHM).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from shmguard.cli._app import app
+from shmguard.cli._common import error_line, fail, size_option
+from shmguard.cli._config import settings
+from shmguard.model import FailOn
+
+if TYPE_CHECKING:
+    from shmguard.lint.engine import Rule
+
+
+def _codes(values: list[str] | None) -> tuple[str, ...]:
+    return tuple(c.strip().upper() for v in values or () for c in v.split(",") if c.strip())
+
+
+@app.command()
+def check(
+    paths: Annotated[
+        list[str],
+        typer.Argument(
+            help="Files or directories (walked, .gitignore respected) to check; - reads "
+            "standard input (helm template ... | shmguard check -).",
+            show_default=False,
+        ),
+    ],
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the shmguard.check/1 JSON document.")
+    ] = False,
+    fail_on: Annotated[
+        FailOn | None,
+        typer.Option(
+            "--fail-on",
+            case_sensitive=False,
+            help="Exit 1 when a finding at or above this severity remains "
+            "[default: the configuration's fail-on, else warning].",
+            show_default=False,
+        ),
+    ] = None,
+    select: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--select",
+            metavar="CODES",
+            help="Report only these codes or prefixes (comma-separated; replaces the "
+            "configuration's select).",
+        ),
+    ] = None,
+    ignore: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--ignore",
+            metavar="CODES",
+            help="Never report these codes or prefixes (added to the configuration's ignore).",
+        ),
+    ] = None,
+    fix: Annotated[
+        bool, typer.Option("--fix", help="Apply safe fixes to the files, in place.")
+    ] = False,
+    diff: Annotated[
+        bool,
+        typer.Option("--diff", help="Print the fixes as a unified diff; write nothing."),
+    ] = False,
+    unsafe_fixes: Annotated[
+        bool,
+        typer.Option("--unsafe-fixes", help="With --fix or --diff, apply unsafe fixes too."),
+    ] = False,
+    shm_size: Annotated[
+        str | None,
+        typer.Option(
+            "--shm-size",
+            metavar="SIZE",
+            help="The /dev/shm size fixes write (64m, 1g, 2Gi) [default: the "
+            "shmguard.io/shm-size annotation, else the sizing policy's 1 GiB, capped by a "
+            "memory limit].",
+            show_default=False,
+        ),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            metavar="FILE",
+            help="Configuration file (.shmguard.toml or a pyproject.toml with "
+            "[tool.shmguard]); default: the nearest one from the current directory up.",
+        ),
+    ] = None,
+) -> None:
+    """Check config files for /dev/shm problems; exit 1 on findings at --fail-on or above,
+    2 when a file could not be read."""
+    from shmguard.lint.check import CheckOptions, check_loaded, fix_file, write_atomic
+    from shmguard.lint.config import RULES
+    from shmguard.lint.engine import unknown_codes
+    from shmguard.lint.sources.discover import discover
+    from shmguard.lint.sources.load import load_bytes, load_path
+    from shmguard.model import exit_status
+    from shmguard.render.check_text import (
+        diagnostic_line,
+        finding_lines,
+        summary_line,
+        unified_diff,
+    )
+
+    size = size_option(shm_size, "--shm-size")
+    conf = settings(config)
+    sel, ign = _codes(select), _codes(ignore)
+    conf = dataclasses.replace(conf, select=sel or conf.select, ignore=(*conf.ignore, *ign))
+    bad = unknown_codes(conf, RULES)
+    if bad:
+        fail(f"{', '.join(bad)}: no such rule (check has {', '.join(r.code for r in RULES)})")
+    if fix and "-" in paths:
+        fail("--fix cannot write to standard input; use --diff")
+    fail_on = fail_on or conf.fail_on or FailOn.WARNING
+    options = CheckOptions(policy=conf.policy, shm_size=size)
+    results = []
+    errors = 0
+    fixed = 0
+    diffs: list[str] = []
+    for path in discover(paths):
+        lf = load_path(path)
+        if (fix or diff) and lf.src is not None and lf.kind != "error":
+            fr = fix_file(lf.src.data, path, options, config=conf, unsafe=unsafe_fixes)
+            if fr.data != lf.src.data:
+                fixed += len(fr.applied)
+                if diff:
+                    diffs.append(unified_diff(path, lf.src.data, fr.data))
+                    result = check_loaded(lf, options, config=conf)
+                else:
+                    try:
+                        write_atomic(path, fr.data)
+                    except OSError as err:
+                        error_line(f"{path}: cannot write: {err.strerror or err}")
+                        errors += 1
+                        result = check_loaded(lf, options, config=conf)
+                    else:
+                        result = fr.remaining
+                        lf = load_bytes(fr.data, path)
+            else:
+                result = fr.remaining
+        else:
+            result = check_loaded(lf, options, config=conf)
+        errors += sum(not d.info for d in result.diagnostics)
+        results.append(result)
+    findings = [f for r in results for f in r.findings]
+    code = exit_status(findings, fail_on)
+    if errors:
+        code = 2
+    if json_out:
+        from shmguard.render.json import dumps
+
+        counts = {s: sum(f.severity.value == s for f in findings) for s in _LEVELS}
+        body = {
+            "files": [
+                {
+                    "file": r.path,
+                    "kind": r.kind,
+                    "findings": r.findings,
+                    "diagnostics": [dataclasses.asdict(d) for d in r.diagnostics],
+                }
+                for r in results
+            ],
+            "summary": {
+                **counts,
+                "files": len(results),
+                "fixed": fixed,
+                "fail_on": fail_on,
+                "exit_status": code,
+                "config": str(conf.path) if conf.path is not None else None,
+            },
+        }
+        sys.stdout.write(dumps("check", body) + "\n")
+    else:
+        out: list[str] = []
+        for r in results:
+            for d in r.diagnostics:
+                (error_line if not d.info else _info)(diagnostic_line(d))
+            for f in r.findings:
+                out += finding_lines(f)
+        out += diffs
+        out.append(summary_line(findings, len(results), fixed))
+        sys.stdout.write("\n".join(line.rstrip("\n") for line in out) + "\n")
+    if code:
+        raise typer.Exit(code)
+
+
+def _info(line: str) -> None:
+    sys.stderr.write(f"shmguard: {line}\n")
+
+
+_LEVELS = ("error", "warning", "info")
+
+
+def _every() -> tuple[Rule[Any, Any], ...]:
+    from shmguard.lint.config import RULES as SHM
+    from shmguard.lint.env import RULES as ENV
+
+    return (*ENV, *SHM)
+
+
+@app.command()
+def rules(
+    json_out: Annotated[bool, typer.Option("--json", help="Print the rules as JSON.")] = False,
+) -> None:
+    """List every rule: doctor's ENV rules and check's SHM rules."""
+    every = _every()
+    if json_out:
+        from shmguard.render.json import dumps
+
+        items = [
+            {
+                "code": r.code,
+                "name": r.name,
+                "summary": r.summary,
+                "severity": r.severity,
+                "by_workload": dict(r.by_workload),
+                "variants": dict(r.variants),
+                "fix": r.fix,
+                "targets": r.targets,
+            }
+            for r in every
+        ]
+        sys.stdout.write(dumps("rules", {"rules": items}) + "\n")
+        return
+    for r in every:
+        sys.stdout.write(f"{r.code}  {r.name:<36} {r.severity.value:<8} {r.summary}\n")
+
+
+@app.command()
+def rule(
+    code: Annotated[str, typer.Argument(help="A rule code (SHM001, ENV003).", show_default=False)],
+) -> None:
+    """Print one rule's documentation (what, why, example, fix, fix safety)."""
+    from shmguard.lint.docs import render_rules_markdown
+
+    found = [r for r in _every() if r.code == code.strip().upper()]
+    if not found:
+        fail(f"{code}: no such rule (shmguard rules lists them)")
+    text = render_rules_markdown(found, intro="")
+    body = text.split("\n## ", 1)[1]
+    sys.stdout.write("## " + body)

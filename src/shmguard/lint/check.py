@@ -1,0 +1,185 @@
+"""`check`: SHM rules over config sources, and ``--fix``. The library part; the CLI renders.
+
+A loaded file (:func:`shmguard.lint.sources.load.load_path`) is cut into units
+(:func:`units`: each Compose service, Kubernetes pod spec and run line, with its workload
+class); the rules of :data:`shmguard.lint.config.RULES` run over each through the one rule
+engine, whose severity follows the unit's class (``container`` or ``ml``). A finding met twice
+(a volume shared by several Argo templates) is reported once.
+
+:func:`fix_file` applies the findings' edits (safe ones; unsafe ones too on request) to the
+original bytes, loads the result again and repeats until nothing changes (at most
+:data:`MAX_ROUNDS` rounds), so every byte outside an edit is kept. Writing is the caller's
+(:func:`write_atomic`).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from shmguard.config import Config
+from shmguard.lint.config._base import CheckOptions, Unit
+from shmguard.lint.engine import Rule, run_rules
+from shmguard.lint.sources.detect import (
+    pod_container_workload,
+    run_workload,
+    service_workload,
+)
+from shmguard.lint.sources.diagnostics import SourceDiagnostic
+from shmguard.lint.sources.load import LoadedFile, load_bytes
+from shmguard.lint.sources.workload import Workload
+from shmguard.model.finding import Applicability, Edit, Finding, apply_edits
+
+__all__ = [
+    "MAX_ROUNDS",
+    "CheckOptions",
+    "FileResult",
+    "FixResult",
+    "check_loaded",
+    "fix_file",
+    "units",
+    "write_atomic",
+]
+
+#: Most fix rounds (fix, re-load, re-check) before giving up on reaching a fixed point.
+MAX_ROUNDS = 5
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """What ``check`` found in one file: its kind (:class:`LoadedFile`), findings (most severe
+    first) and per-file diagnostics (a file or part of it that could not be read)."""
+
+    path: str
+    kind: str
+    findings: tuple[Finding, ...]
+    diagnostics: tuple[SourceDiagnostic, ...]
+
+
+def units(lf: LoadedFile) -> Iterator[Unit]:
+    """The units of a loaded file: Compose services, pod specs and run lines, in file order."""
+    src = lf.src
+    if src is None:
+        return
+    for cf in lf.compose:
+        for svc in cf.services:
+            yield Unit(src, "compose", service_workload(svc), service=svc)
+    for pod in lf.pod_specs:
+        cs = tuple((c, pod_container_workload(pod, c)) for c in pod.containers)
+        ml = [w for _, w in cs if w.cls == "ml"]
+        wl = ml[0] if ml else (cs[0][1] if cs else Workload("container"))
+        yield Unit(src, "kubernetes", wl, pod=pod, containers=cs)
+    for rl in lf.run_lines:
+        yield Unit(src, "run", run_workload(rl), run=rl)
+
+
+def _rules() -> tuple[Rule[Unit, CheckOptions], ...]:
+    from shmguard.lint.config import RULES
+
+    return RULES
+
+
+def check_loaded(
+    lf: LoadedFile,
+    options: CheckOptions | None = None,
+    *,
+    config: Config | None = None,
+    rules: Iterable[Rule[Unit, CheckOptions]] | None = None,
+) -> FileResult:
+    """Run the SHM rules (default: all) over every unit of ``lf``."""
+    options = options or CheckOptions()
+    chosen = tuple(rules) if rules is not None else _rules()
+    seen: set[tuple[str, int | None, int | None, str]] = set()
+    out: list[Finding] = []
+    for unit in units(lf):
+        for f in run_rules(chosen, unit, options, config=config, workload=unit.workload.cls):
+            loc = f.location
+            key = (f.code, loc.start if loc else None, loc.end if loc else None, f.message)
+            if key not in seen:
+                seen.add(key)
+                out.append(f)
+    out.sort(key=lambda f: (f.location.start or 0) if f.location else 0)
+    return FileResult(lf.path, lf.kind, tuple(out), lf.diagnostics)
+
+
+@dataclass(frozen=True)
+class FixResult:
+    """The outcome of :func:`fix_file`: the new bytes, the findings whose edits were applied,
+    the findings left after the last round, and the rounds it took."""
+
+    data: bytes
+    applied: tuple[Finding, ...]
+    remaining: FileResult
+    rounds: int
+
+
+def _fixable(f: Finding, unsafe: bool) -> bool:
+    fix = f.fix
+    if fix is None or not fix.edits:
+        return False
+    ok = (Applicability.SAFE, Applicability.UNSAFE) if unsafe else (Applicability.SAFE,)
+    return fix.applicability in ok
+
+
+def fix_file(
+    data: bytes,
+    path: str,
+    options: CheckOptions | None = None,
+    *,
+    config: Config | None = None,
+    unsafe: bool = False,
+) -> FixResult:
+    """Apply the edits of ``path``'s fixable findings to ``data`` until nothing changes.
+
+    Per round, findings are taken in file order and one whose edits overlap an edit already
+    taken waits for the next round (it is re-derived from the re-loaded text).
+    """
+    applied: list[Finding] = []
+    rounds = 0
+    result = check_loaded(load_bytes(data, path), options, config=config)
+    while rounds < MAX_ROUNDS:
+        taken: list[Edit] = []
+        for f in result.findings:
+            if not _fixable(f, unsafe):
+                continue
+            assert f.fix is not None
+            spans = [(e.start, e.end) for e in f.fix.edits]
+            if any(_overlap(s, (t.start, t.end)) for s in spans for t in taken):
+                continue
+            taken.extend(f.fix.edits)
+            applied.append(f)
+        if not taken:
+            break
+        rounds += 1
+        data = apply_edits(data, taken)
+        result = check_loaded(load_bytes(data, path), options, config=config)
+    return FixResult(data, tuple(applied), result, rounds)
+
+
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] == b[0] or (a[0] < b[1] and b[0] < a[1])
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """Replace ``path`` with ``data``: a temporary file in the same directory, the original's
+    permission bits, then ``os.replace`` (atomic on POSIX and Windows).
+
+    Raises:
+        OSError: the directory is not writable, or the replace failed (the original stays).
+    """
+    target = Path(path)
+    mode = target.stat().st_mode & 0o7777
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

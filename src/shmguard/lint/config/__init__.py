@@ -1,0 +1,40 @@
+"""The explicit list of SHM rules (``shmguard check``), in code order.
+
+Codes are stable and never reused. They follow the rule table of
+../shared/research/config_formats.md ("Lint rules we could implement"), so codes of rules not
+built yet (SHM005, SHM007, SHM010, ...) stay reserved for the rule that table gives them.
+"""
+
+from __future__ import annotations
+
+from shmguard.lint.config import (
+    shm001_ml_without_shm,
+    shm002_kubernetes_suffix,
+    shm003_docker_suffix_in_quantity,
+    shm004_milli_quantity,
+    shm006_emptydir_medium,
+    shm008_unbounded_memory_emptydir,
+    shm009_size_limit_above_memory,
+    shm011_shm_size_ignored_by_ipc,
+    shm012_shm_size_ignored_by_mount,
+    shm019_shm_size_only_under_build,
+    shm023_host_shm_shared,
+    shm025_shm_remount,
+)
+from shmguard.lint.config._base import CheckOptions, Unit
+from shmguard.lint.engine import Rule
+
+RULES: tuple[Rule[Unit, CheckOptions], ...] = (
+    shm001_ml_without_shm.RULE,
+    shm002_kubernetes_suffix.RULE,
+    shm003_docker_suffix_in_quantity.RULE,
+    shm004_milli_quantity.RULE,
+    shm006_emptydir_medium.RULE,
+    shm008_unbounded_memory_emptydir.RULE,
+    shm009_size_limit_above_memory.RULE,
+    shm011_shm_size_ignored_by_ipc.RULE,
+    shm012_shm_size_ignored_by_mount.RULE,
+    shm019_shm_size_only_under_build.RULE,
+    shm023_host_shm_shared.RULE,
+    shm025_shm_remount.RULE,
+)

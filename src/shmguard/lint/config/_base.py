@@ -1,0 +1,298 @@
+"""What every SHM rule shares: the subject a rule checks, its options, and edit helpers.
+
+A rule's subject is one :class:`Unit`: a Compose service, a Kubernetes pod spec or a
+``docker|podman run`` line, with the file's text (for byte offsets and line/column) and the
+unit's workload class (:mod:`shmguard.lint.sources.detect`). :func:`shmguard.lint.check.units`
+cuts a loaded file into units; :func:`shmguard.lint.engine.run_rules` runs the rules over each
+with its workload class, so severities follow ``[tool.shmguard.severity.ml]`` / ``.container``.
+
+Edits are splices at node byte offsets (:class:`~shmguard.model.finding.Edit`): a YAML scalar's
+value is replaced inside its quotes, a line is inserted at a mapping's indentation with the
+file's own line ending, a flag is spliced after ``run``. Nothing is ever re-dumped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from shmguard.estimate.policy import Policy, default_shm_size
+from shmguard.lint.sources.compose import ComposeService
+from shmguard.lint.sources.k8s import PodSpec
+from shmguard.lint.sources.k8s_model import Container
+from shmguard.lint.sources.runline import Flag, RunLine
+from shmguard.lint.sources.text import SourceText
+from shmguard.lint.sources.workload import Workload
+from shmguard.lint.sources.yamlnode import YMap, YNode, YScalar
+from shmguard.model.finding import Edit, Location
+from shmguard.units import DOCKER_DEFAULT_SHM, SizeError, parse_docker_size
+
+DEV_SHM = "/dev/shm"
+
+#: Fields of a Compose service that hold a go-units byte value (compose-spec
+#: ``schema/compose-spec.json``; config_formats.md 2.1).
+COMPOSE_SIZE_FIELDS = (
+    "shm_size",
+    "mem_limit",
+    "memswap_limit",
+    "mem_reservation",
+    "build.shm_size",
+    "deploy.resources.limits.memory",
+    "deploy.resources.reservations.memory",
+)
+#: ``docker|podman run`` flags that take a go-units byte value (docker/cli
+#: ``cli/command/container/opts.go``: ``opts.MemBytes`` / ``MemSwapBytes``).
+RUN_SIZE_FLAGS = ("--shm-size", "--memory", "--memory-swap", "--memory-reservation")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One thing a rule checks: exactly one of ``service``, ``pod`` and ``run`` is set.
+
+    Attributes:
+        src: the file's text (bytes, offsets, line/column).
+        kind: ``compose``, ``kubernetes`` or ``run``.
+        workload: the unit's class and evidence (for a pod: ``ml`` when any main container is).
+        containers: for a pod, each main (non-init) container with its own workload.
+    """
+
+    src: SourceText
+    kind: str
+    workload: Workload
+    service: ComposeService | None = None
+    pod: PodSpec | None = None
+    run: RunLine | None = None
+    containers: tuple[tuple[Container, Workload], ...] = ()
+
+    @property
+    def file(self) -> str:
+        """The path as given (``-`` for stdin)."""
+        return self.src.file
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """Options of the SHM rules.
+
+    Attributes:
+        policy: the sizing policy (default /dev/shm size, memory margin).
+        shm_size: the /dev/shm size a fix writes (``check --shm-size``), overriding the policy.
+    """
+
+    policy: Policy = field(default_factory=Policy)
+    shm_size: int | None = None
+
+
+def fix_size(options: CheckOptions, workload: Workload, memory_limit: int | None) -> int | None:
+    """Bytes of /dev/shm a fix writes, or None when no size fits.
+
+    First that applies: ``--shm-size``; the ``shmguard.io/shm-size`` annotation or label
+    (Kubernetes quantity syntax, or Docker's); the sizing policy's default
+    (:func:`~shmguard.estimate.policy.default_shm_size`, 1 GiB unless configured), capped so
+    ``memory_limit`` keeps the policy's margin. None when the memory limit leaves no more than
+    the runtime's own 64 MiB beside the margin: a larger /dev/shm would need the limit raised.
+    """
+    if options.shm_size is not None:
+        return options.shm_size
+    if workload.shm_size:
+        from shmguard.units import k8s_quantity_bytes
+
+        for parse in (k8s_quantity_bytes, parse_docker_size):
+            try:
+                n = parse(workload.shm_size)
+            except SizeError:
+                continue
+            if n > 0:
+                return n
+    sized = default_shm_size(options.policy, memory_limit=memory_limit, current=DOCKER_DEFAULT_SHM)
+    if memory_limit is not None and sized.bytes + options.policy.memory_margin > memory_limit:
+        return None
+    return sized.bytes
+
+
+def node_loc(node: YNode) -> Location:
+    """The location of a YAML node."""
+    return node.location()
+
+
+def span_loc(src: SourceText, start: int, end: int) -> Location:
+    """The location of bytes ``start:end`` of ``src`` (a run line's flag or value)."""
+    line, col = src.line_col(start)
+    end_line, end_col = src.line_col(end)
+    return Location(src.file, line, col, end_line, end_col, start, end)
+
+
+def flag_loc(unit: Unit, flag: Flag) -> Location:
+    """The location of a run line flag with its value."""
+    return span_loc(unit.src, flag.flag_start, flag.value_end or flag.flag_end)
+
+
+def replace_scalar(node: YScalar, new: str) -> Edit | None:
+    """An edit writing ``new`` as the value of ``node``, inside its quotes; None for a block
+    scalar or one whose text could not be located exactly."""
+    raw = node.raw
+    if node.style == "plain" and raw == node.value:
+        return Edit(node.start, node.end, new)
+    quoted = node.style in ("single", "double") and len(raw) >= 2 and raw[0] == raw[-1]
+    if quoted and raw[1:-1] == node.value:
+        return Edit(node.start + 1, node.end - 1, new)
+    return None
+
+
+def replace_flag_value(src: SourceText, flag: Flag, new: str) -> Edit | None:
+    """An edit writing ``new`` as the value of a run line flag (inside its quotes)."""
+    if flag.value is None or flag.value_start is None or flag.value_end is None:
+        return None
+    raw = src.data[flag.value_start : flag.value_end].decode("utf-8", "replace")
+    if raw == flag.value:
+        return Edit(flag.value_start, flag.value_end, new)
+    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"" and raw[1:-1] == flag.value:
+        return Edit(flag.value_start + 1, flag.value_end - 1, new)
+    return None
+
+
+def line_ending(src: SourceText) -> str:
+    """The file's line ending: ``\\r\\n`` when its first line ends so, else ``\\n``."""
+    nl = src.data.find(b"\n")
+    return "\r\n" if nl > 0 and src.data[nl - 1 : nl] == b"\r" else "\n"
+
+
+def insert_key(mapping: YMap, line: str) -> Edit | None:
+    """An edit inserting ``line`` (``key: value``) as the first entry of a block mapping, at
+    the indentation of its first key, with the file's line ending; None for a flow mapping, an
+    empty one, or one whose first key does not start its line."""
+    node = mapping.node
+    if getattr(node, "flow_style", False) or not node.value:
+        return None
+    first = node.value[0][0]
+    src = mapping.src
+    key_at = src.byte_offset(first.start_mark.index)
+    line_start = src.data.rfind(b"\n", 0, key_at) + 1
+    indent = src.data[line_start:key_at]
+    if indent.strip(b" ") or b"\t" in indent:
+        return None
+    return Edit(line_start, line_start, indent.decode() + line + line_ending(src))
+
+
+_RUN_WORD = re.compile(rb"(?<![\w-])run(?![\w-])")
+
+
+def insert_run_flag(unit: Unit, flag: str) -> Edit | None:
+    """An edit splicing `` <flag>`` right after the ``run`` word of the unit's run line."""
+    rl = unit.run
+    if rl is None:
+        return None
+    stop = rl.flags[0].flag_start if rl.flags else rl.image[1] if rl.image else rl.end
+    region = unit.src.data[rl.start : stop]
+    found = list(_RUN_WORD.finditer(region))
+    if not found:
+        return None
+    at = rl.start + found[-1].end()
+    return Edit(at, at, f" {flag}")
+
+
+def is_dev_shm(path: str | None) -> bool:
+    """True for ``/dev/shm`` (and ``/dev/shm/``)."""
+    return path is not None and path.rstrip("/") == DEV_SHM
+
+
+def mount_target(value: str) -> str | None:
+    """The container path of a ``--mount`` value (``dst=``, ``destination=``, ``target=``)."""
+    for part in value.split(","):
+        k, _, v = part.partition("=")
+        if k.strip() in ("dst", "destination", "target"):
+            return v.strip()
+    return None
+
+
+def run_shm_mounts(rl: RunLine) -> list[Flag]:
+    """``--tmpfs``, ``--volume`` and ``--mount`` flags of a run line that mount /dev/shm."""
+    return [f for f in rl.flags if is_dev_shm(run_mount_target(f))]
+
+
+def run_mount_target(f: Flag) -> str | None:
+    """The container path a ``--tmpfs``, ``--volume`` or ``--mount`` flag mounts, else None."""
+    v = f.value or ""
+    if f.name == "--tmpfs":
+        return v.partition(":")[0]
+    if f.name == "--volume":
+        parts = v.split(":")
+        return parts[1] if len(parts) >= 2 else None
+    if f.name == "--mount":
+        return mount_target(v)
+    return None
+
+
+def ipc_mode(value: str | None) -> str | None:
+    """The IPC mode's kind: ``host``, ``none``, ``container`` (also Compose ``service:``),
+    ``private``, ``shareable``, or None when unset or a placeholder."""
+    if not value or "$" in value or "{" in value:
+        return None
+    v = value.strip().lower()
+    if v.startswith(("container:", "service:")):
+        return "container"
+    return v
+
+
+def compose_memory_limit(unit: Unit) -> int | None:
+    """A Compose service's memory limit in bytes (``deploy.resources.limits.memory`` wins
+    over ``mem_limit``, as Compose v1 and podman-compose apply it: runtime_truth.md E, F),
+    or None when unset or unreadable."""
+    svc = unit.service
+    if svc is None:
+        return None
+    for node in (svc.deploy_memory, svc.mem_limit):
+        if isinstance(node, YScalar) and not node.placeholder:
+            try:  # go-units v0.4 reads what v0.5 does, and 2Gi too (SHM002 flags that)
+                return parse_docker_size(node.value, legacy=True) or None
+            except SizeError:
+                continue
+    return None
+
+
+def run_memory_limit(unit: Unit) -> int | None:
+    """A run line's ``--memory`` in bytes, or None."""
+    f = unit.run.last("--memory") if unit.run is not None else None
+    if f is None or f.value is None:
+        return None
+    try:
+        return parse_docker_size(f.value, legacy=True) or None
+    except SizeError:
+        return None
+
+
+def container_memory_limit(c: Container) -> int | None:
+    """A container's ``resources.limits.memory`` in bytes, or None."""
+    from shmguard.units import k8s_quantity_bytes
+
+    node = c.memory_limit
+    if not isinstance(node, YScalar) or node.placeholder:
+        return None
+    try:
+        return k8s_quantity_bytes(node.value) or None
+    except SizeError:
+        return None
+
+
+#: The sources every SHM rule's facts come from (docs).
+SOURCES = (
+    "../shared/research/config_formats.md (docker/cli, moby, compose-go, k8s.io/api and "
+    "kubelet source lines) corrected by ../shared/research/runtime_truth.md (real Docker "
+    "20.10 with CLIs 20.10 and 28, Podman 4.3, Compose v1, podman-compose)"
+)
+
+
+def pod_quantities(unit: Unit) -> Iterator[tuple[str, YScalar]]:
+    """The memory quantities of a pod spec: each emptyDir ``sizeLimit`` and each container's
+    (init containers too) ``resources.{limits,requests}.memory``, as (field, scalar)."""
+    pod = unit.pod
+    if pod is None:
+        return
+    for v in pod.volumes:
+        if isinstance(v.size_limit, YScalar):
+            yield "emptyDir.sizeLimit", v.size_limit
+    for c in (*pod.containers, *pod.init_containers):
+        for what, node in (("limits", c.memory_limit), ("requests", c.memory_request)):
+            if isinstance(node, YScalar):
+                yield f"resources.{what}.memory", node

@@ -1,0 +1,261 @@
+"""SHM001 ml-workload-without-shm-size: a PyTorch / NCCL / inference workload with no /dev/shm
+sizing, so it runs in the runtime's 64 MiB default.
+
+Docker, containerd and CRI-O give 64 MiB (moby ``config.DefaultShmSize``, containerd CRI
+``defaultShmSize``, CRI-O ``DefaultShmSize``), Podman 65,536,000 bytes (containers.conf
+``shm_size = "65536k"``); a DataLoader with workers passes every batch through it, and NCCL
+puts its intra-node buffers there. Not flagged (lint_traps.md): ``ipc: host`` /
+``--ipc=host`` (the host's /dev/shm), ``ipc: service:x`` / ``--ipc=container:x`` (the donor's),
+a tmpfs or bind mount at /dev/shm, ``hostIPC: true``, KubeRay pods (the operator mounts a
+``shared-mem`` emptyDir into the Ray container itself: kuberay ``ray-operator/controllers/ray/
+common/pod.go`` ``addEmptyDir``), and MPIJob launchers (mpirun only; the workers do the work).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from shmguard.lint.config._base import (
+    SOURCES,
+    CheckOptions,
+    Unit,
+    compose_memory_limit,
+    container_memory_limit,
+    fix_size,
+    insert_key,
+    insert_run_flag,
+    ipc_mode,
+    is_dev_shm,
+    run_memory_limit,
+    run_shm_mounts,
+    span_loc,
+)
+from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.sources.k8s_model import text
+from shmguard.lint.sources.workload import Workload
+from shmguard.model import Severity
+from shmguard.model.finding import Applicability, Fix
+from shmguard.model.fix import Change, Setting
+from shmguard.units import format_docker_size, format_iec, format_k8s_quantity
+
+CODE = "SHM001"
+NAME = "ml-workload-without-shm-size"
+SUMMARY = "A PyTorch / NCCL / inference workload with no /dev/shm sizing (64 MiB by default)"
+SEVERITY = Severity.WARNING
+WHY = (
+    "Without a /dev/shm setting the container gets the runtime's 64 MiB; DataLoader workers "
+    "and NCCL fill it and the job dies with a Bus error or 'No space left on device'."
+)
+
+
+#: Compose keys that make a service something that runs (not only an image to build).
+_RUN_KEYS = (
+    "command",
+    "entrypoint",
+    "ports",
+    "volumes",
+    "environment",
+    "env_file",
+    "deploy",
+    "runtime",
+    "gpus",
+    "devices",
+    "depends_on",
+    "network_mode",
+    "ipc",
+    "healthcheck",
+)
+
+
+_SIZED_TEXT = re.compile(r"--shm-size|--ipc[= ]+(?:host|container:)|/dev/shm")
+
+
+def strong(workload: Workload) -> bool:
+    """True when the ML class rests on more than an accelerator request: an image, command,
+    environment variable or annotation. A GPU alone (``nvidia-smi`` in ``nvidia/cuda``, a GPU
+    burn-in, a device plugin check) is no sign of a DataLoader or NCCL: corpus review."""
+    return workload.cls == "ml" and any(e.kind != "gpu" for e in workload.evidence)
+
+
+def _evidence(unit: Unit) -> str:
+    ev = unit.workload.evidence
+    return f" ({ev[0].what})" if ev else ""
+
+
+def _fix(unit: Unit, options: CheckOptions, runtime: str, memory: int | None) -> Fix | None:
+    size = fix_size(options, unit.workload, memory)
+    if size is None:
+        return None
+    change = (Change(Setting.SHM_SIZE, size, (runtime,)),)
+    if runtime == "kubernetes":
+        return Fix(
+            f"Mount a {format_iec(size)} memory-backed emptyDir at /dev/shm",
+            "Add a volume `{name: dshm, emptyDir: {medium: Memory, sizeLimit: "
+            f"{format_k8s_quantity(size)}}}}}` and mount it at /dev/shm in the container "
+            "(not applied by --fix yet).",
+            change,
+        )
+    if unit.service is not None:
+        edit = insert_key(unit.service.node, f'shm_size: "{format_docker_size(size)}"')
+        flag = f'shm_size: "{format_docker_size(size)}"'
+    else:
+        edit = insert_run_flag(unit, f"--shm-size={format_docker_size(size)}")
+        flag = f"--shm-size={format_docker_size(size)}"
+    return Fix(
+        f"Add {flag}",
+        f"Give /dev/shm {format_iec(size)} (the sizing policy's default unless --shm-size, the "
+        "shmguard.io/shm-size annotation or the configuration says otherwise; measure the real "
+        "need with `shmguard measure`).",
+        change,
+        (edit,) if edit is not None else (),
+        Applicability.SAFE if edit is not None else Applicability.DISPLAY_ONLY,
+    )
+
+
+def _compose(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
+    svc = unit.service
+    assert svc is not None
+    if svc.get("build") is not None and not any(svc.get(k) is not None for k in _RUN_KEYS):
+        return  # a build definition (docker compose build), not a service that runs
+    if svc.shm_size is not None or ipc_mode(text(svc.ipc)) in ("host", "container"):
+        return
+    if svc.ipc is not None and ipc_mode(text(svc.ipc)) is None:
+        return  # a placeholder: unknown until interpolated
+    if any(is_dev_shm(m.target) for m in svc.mounts):
+        return
+    key = svc.key
+    where = key.location() if key is not None else svc.node.location()
+    yield Violation(
+        f"service {svc.name!r} is an ML workload{_evidence(unit)} with no shm_size: it gets "
+        "Docker's 64 MiB /dev/shm (Podman: 65,536,000 bytes)",
+        where,
+        _fix(unit, options, "compose", compose_memory_limit(unit)),
+    )
+
+
+def _run(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
+    rl = unit.run
+    assert rl is not None
+    ipc = rl.last("--ipc")
+    if rl.get("--shm-size") or run_shm_mounts(rl):
+        return
+    if _SIZED_TEXT.search(rl.text):
+        return  # a doc placeholder (<path to data>) cut the words; the flag is still there
+    if ipc is not None and ipc_mode(ipc.value) in ("host", "container", None):
+        return
+    default = "65,536,000 bytes" if rl.tool == "podman" else "64 MiB"
+    yield Violation(
+        f"{rl.tool} run of an ML workload{_evidence(unit)} without --shm-size or --ipc=host: "
+        f"/dev/shm is the default {default}",
+        span_loc(unit.src, rl.start, rl.start + len(rl.tool.encode())),
+        _fix(unit, options, "podman" if rl.tool == "podman" else "docker", run_memory_limit(unit)),
+    )
+
+
+def _pod(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
+    pod = unit.pod
+    assert pod is not None
+    if "kuberay" in pod.notes or "mpi-launcher" in pod.notes:
+        return
+    if pod.host_ipc is not None and text(pod.host_ipc) in ("true", "True", "yes", "on"):
+        return
+    memory_volumes = {
+        v.name for v in pod.volumes if v.empty_dir is not None and text(v.medium) == "Memory"
+    }
+    runtime = next((n.partition(":")[2] for n in pod.notes if n.startswith("trainjob")), None)
+    for c, wl in unit.containers:
+        if not strong(wl):
+            continue
+        mounted = any(is_dev_shm(text(m.mount_path)) for m in c.volume_mounts)
+        if mounted or (runtime is not None and memory_volumes):
+            continue
+        who = f"container {c.name!r}" if c.name else "the container"
+        role = f" ({pod.role})" if pod.role else ""
+        ev = f" ({wl.evidence[0].what})" if wl.evidence else ""
+        extra = (
+            f"; the TrainingRuntime {runtime!r} it uses mounts none unless it says so"
+            if runtime is not None
+            else ""
+        )
+        node = c.node.get("name") or c.image or c.node
+        memory = container_memory_limit(c)
+        yield Violation(
+            f"{pod.obj.kind} {pod.obj.name or ''}{role}: {who} is an ML workload{ev} with no "
+            f"memory-backed emptyDir at /dev/shm: it gets the runtime's 64 MiB{extra}".replace(
+                "  ", " "
+            ),
+            node.location(),
+            _fix(unit, options, "kubernetes", memory),
+        )
+
+
+def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
+    """Flag an ML unit with no /dev/shm sizing."""
+    if unit.kind == "compose" and strong(unit.workload):
+        yield from _compose(unit, options)
+    elif unit.kind == "run" and strong(unit.workload):
+        yield from _run(unit, options)
+    elif unit.kind == "kubernetes":
+        yield from _pod(unit, options)
+
+
+DOC = RuleDoc(
+    what=f"""\
+A container that runs PyTorch, NCCL or an inference server (detected from its image, command or
+`NCCL_*`/`TORCH_*` environment, or `shmguard.io/workload: ml`; a GPU request alone is not
+enough: `nvidia-smi` in `nvidia/cuda` needs no /dev/shm) with no
+/dev/shm sizing: a Compose service without `shm_size`, a `docker|podman run` line without
+`--shm-size`, a Kubernetes container without a memory-backed emptyDir mounted at /dev/shm.
+Not flagged: `ipc: host` / `--ipc=host` (the host's /dev/shm), `ipc: service:x` /
+`--ipc=container:x` (the donor's), a tmpfs or bind mount at /dev/shm, `hostIPC: true`, KubeRay
+pods (the operator mounts /dev/shm into the Ray container itself), MPIJob launchers, and
+Compose services that only define an image to build (`build:` and nothing that runs).
+Sources: {SOURCES}; ../shared/research/lint_traps.md.
+""",
+    why="""\
+Docker, containerd and CRI-O give a container 64 MiB of /dev/shm and Podman 65,536,000 bytes.
+DataLoader workers pass every batch through it and NCCL keeps its intra-node buffers there:
+the job dies with `Bus error`, `No space left on device` or a DataLoader worker killed by
+SIGBUS.""",
+    example="""\
+```yaml
+services:
+  train:
+    image: nvcr.io/nvidia/pytorch:24.01-py3
+    command: torchrun --nproc-per-node 8 train.py
+```
+Use instead:
+```yaml
+services:
+  train:
+    shm_size: "1g"
+    image: nvcr.io/nvidia/pytorch:24.01-py3
+    command: torchrun --nproc-per-node 8 train.py
+```
+""",
+    fix="""\
+Compose: `shm_size: "1g"`; docker/podman: `--shm-size=1g`; Kubernetes: a volume
+`{name: dshm, emptyDir: {medium: Memory, sizeLimit: 1Gi}}` mounted at /dev/shm. The size is
+`check --shm-size`, else the `shmguard.io/shm-size` annotation, else the sizing policy's default
+(1 GiB, `[tool.shmguard.sizes]`), capped so a memory limit keeps its margin.
+""",
+    fix_safety="""\
+Safe for Compose and run lines: `--fix` inserts one line (`shm_size`, at the service's
+indentation) or one flag (after `run`), nothing else changes. tmpfs pages are only charged when
+written, so nothing is reserved; where a memory limit would not keep the policy's margin beside
+the size, no fix is offered. The Kubernetes fix (a volume and a mount) is shown, not applied
+yet.""",
+)
+
+RULE = Rule(
+    CODE,
+    NAME,
+    SUMMARY,
+    SEVERITY,
+    FixAvailability.SOMETIMES,
+    ("compose", "kubernetes", "docker-run", "podman-run"),
+    WHY,
+    DOC,
+    check,
+)

@@ -1,0 +1,113 @@
+"""SHM003 docker-suffix-in-quantity: a Docker-style size (``2g``, ``2GB``, ``512mb``, ``2K``) in a
+Kubernetes memory quantity.
+
+apimachinery ``resource.ParseQuantity`` accepts only binary ``Ki..Ei``, decimal
+``m "" k M G T P E`` and ``e<n>`` (``quantity.go``; kubectl v1.32.4 run in config_formats.md
+4.3): ``2g``, ``2GB``, ``2gi`` fail the regex and ``2K`` fails with ``unable to parse quantity's
+suffix``, so the API server rejects the object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, pod_quantities, replace_scalar
+from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.model import Severity
+from shmguard.model.finding import Applicability, Fix
+from shmguard.units import SizeError, format_k8s_quantity, parse_docker_size, parse_k8s_quantity
+
+CODE = "SHM003"
+NAME = "docker-suffix-in-quantity"
+SUMMARY = "A Docker-style size (2g, 2GB) in a Kubernetes memory quantity, which the API rejects"
+SEVERITY = Severity.ERROR
+WHY = (
+    "Kubernetes quantities take Ki/Mi/Gi or k/M/G: `2g` or `2GB` fails validation and the "
+    "object is rejected (quantities must match the regular expression ...)."
+)
+
+
+def docker_style(value: str) -> tuple[int, str] | None:
+    """(bytes as go-units reads it, the apimachinery error) when ``value`` is not a valid
+    quantity but is a Docker size with a unit; else None."""
+    try:
+        parse_k8s_quantity(value)
+        return None
+    except SizeError as e:
+        err = str(e)
+    if value.strip().isdigit():
+        return None
+    try:
+        n = parse_docker_size(value.strip())
+    except SizeError:
+        return None
+    return (n, err) if n > 0 else None
+
+
+def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
+    """Flag Docker-style sizes in a pod's memory quantities."""
+    for what, node in pod_quantities(unit):
+        if node.placeholder or not node.value.strip():
+            continue
+        found = docker_style(node.value)
+        if found is None:
+            continue
+        n, err = found
+        new = format_k8s_quantity(n)
+        edit = replace_scalar(node, new)
+        yield Violation(
+            f"{what}: {node.value!r} is Docker syntax, not a Kubernetes quantity ({err}); "
+            f"write {new}",
+            node.location(),
+            Fix(
+                f"Write {new}",
+                f"Write {new}: the bytes Docker would read from {node.value!r} (binary units).",
+                (),
+                (edit,) if edit is not None else (),
+                Applicability.SAFE if edit is not None else Applicability.DISPLAY_ONLY,
+            ),
+        )
+
+
+DOC = RuleDoc(
+    what=f"""\
+A Kubernetes memory quantity (`emptyDir.sizeLimit`, `resources.limits.memory`,
+`resources.requests.memory`) written in Docker's go-units syntax: `2g`, `2gb`, `2GB`, `512mb`,
+`2K`. Sources: {SOURCES}.
+""",
+    why="""\
+The API server (and a CRD's OpenAPI pattern) rejects the object: `quantities must match the
+regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`, or `unable to parse
+quantity's suffix` for `2K`. A schema validator that only checks "string" lets it through.""",
+    example="""\
+```yaml
+volumes:
+  - name: dshm
+    emptyDir: {medium: Memory, sizeLimit: 2g}
+```
+Use instead:
+```yaml
+volumes:
+  - name: dshm
+    emptyDir: {medium: Memory, sizeLimit: 2Gi}
+```
+""",
+    fix="""\
+Write the bytes Docker meant in binary quantity syntax: `2g` -> `2Gi`, `512mb` -> `512Mi`.
+""",
+    fix_safety="""\
+Safe: go-units units are binary, so `2g` meant 2 GiB and `2Gi` is exactly that; the value is
+replaced inside its quotes and nothing else changes.""",
+)
+
+RULE = Rule(
+    CODE,
+    NAME,
+    SUMMARY,
+    SEVERITY,
+    FixAvailability.SOMETIMES,
+    ("kubernetes",),
+    WHY,
+    DOC,
+    check,
+)

@@ -1,0 +1,106 @@
+"""SHM008 unbounded-memory-emptydir: a memory-backed emptyDir at /dev/shm with no ``sizeLimit``,
+in containers that have no memory limit.
+
+The kubelet sizes the tmpfs from node allocatable memory, then the pod memory limit (only when
+every container has one), then ``sizeLimit`` (``pkg/volume/emptydir/empty_dir.go``
+``calculateEmptyDirMemorySize``; config_formats.md 4.2). The pages are charged to the writing
+container's memory cgroup, so a container memory limit bounds what it can write; with neither,
+a runaway writer takes node memory ("without a memory limit it can consume node memory and
+cause node OOM": website ``manage-resources-containers.md#memory-backed-emptydir``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, is_dev_shm
+from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.sources.k8s_model import text
+from shmguard.model import Severity
+from shmguard.model.finding import Fix
+
+CODE = "SHM008"
+NAME = "unbounded-memory-emptydir"
+SUMMARY = "Memory emptyDir at /dev/shm with neither sizeLimit nor a memory limit"
+SEVERITY = Severity.WARNING
+WHY = (
+    "With neither a sizeLimit nor a memory limit the tmpfs is as large as the node's "
+    "allocatable memory: a leaking writer takes the node's memory, not just its own."
+)
+
+
+def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
+    """Flag a memory emptyDir at /dev/shm without sizeLimit, mounted by containers without a
+    memory limit."""
+    pod = unit.pod
+    if pod is None or "kuberay" in pod.notes:
+        return
+    for v in pod.volumes:
+        if v.empty_dir is None or text(v.medium) != "Memory" or v.size_limit is not None:
+            continue
+        users = [
+            c
+            for c, _ in unit.containers
+            if any(m.name == v.name and is_dev_shm(text(m.mount_path)) for m in c.volume_mounts)
+        ]
+        if not users or any(c.memory_limit is not None for c in users):
+            continue
+        names = ", ".join(repr(c.name) for c in users)
+        yield Violation(
+            f"volume {v.name!r} (medium: Memory, at /dev/shm in {names}) has no sizeLimit and "
+            "the container has no memory limit: the tmpfs is bounded only by node memory",
+            v.medium.location() if v.medium is not None else v.node.location(),
+            Fix(
+                "Set a sizeLimit",
+                "Set `sizeLimit` on the emptyDir (e.g. 1Gi, measured with `shmguard measure`), "
+                "and a memory limit on the container that leaves room beside it.",
+            ),
+        )
+
+
+DOC = RuleDoc(
+    what=f"""\
+An `emptyDir: {{medium: Memory}}` mounted at /dev/shm without `sizeLimit`, where no container
+that mounts it has `resources.limits.memory`. KubeRay pods are left to the operator.
+Sources: {SOURCES}.
+""",
+    why="""\
+The kubelet sizes such a tmpfs to the node's allocatable memory (or the pod limit when every
+container has one). Files in it are charged to the writer's memory cgroup; without a memory
+limit nothing stops a leaking DataLoader or a full cache from taking the node's memory and
+triggering node-level OOM kills of other pods.""",
+    example="""\
+```yaml
+containers:
+  - name: train
+    volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+volumes:
+  - name: dshm
+    emptyDir: {medium: Memory}
+```
+Use instead:
+```yaml
+volumes:
+  - name: dshm
+    emptyDir: {medium: Memory, sizeLimit: 1Gi}
+```
+""",
+    fix="""\
+Set `sizeLimit` (measured with `shmguard measure`), and a container memory limit that leaves
+room beside it.
+""",
+    fix_safety="""\
+Display-only: the size depends on the job, so `--fix` does not choose one.""",
+)
+
+RULE = Rule(
+    CODE,
+    NAME,
+    SUMMARY,
+    SEVERITY,
+    FixAvailability.NONE,
+    ("kubernetes",),
+    WHY,
+    DOC,
+    check,
+)

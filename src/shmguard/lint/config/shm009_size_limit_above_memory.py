@@ -1,0 +1,110 @@
+"""SHM009 size-limit-above-memory-limit: a memory emptyDir's ``sizeLimit`` above the memory
+limit of the container that mounts it at /dev/shm.
+
+tmpfs pages are charged to the writer's memory cgroup (kernel
+``Documentation/admin-guide/cgroup-v2.rst`` "Memory Ownership"; config_formats.md 1.3, 4.2), so
+the container is OOM-killed (SIGKILL, exit 137: runtime_truth.md A2, H) long before /dev/shm is
+full, and the kubelet caps the tmpfs at the pod limit anyway.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from shmguard.lint.config._base import (
+    SOURCES,
+    CheckOptions,
+    Unit,
+    container_memory_limit,
+    is_dev_shm,
+)
+from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.sources.k8s_model import text
+from shmguard.lint.sources.yamlnode import YScalar
+from shmguard.model import Severity
+from shmguard.model.finding import Fix
+from shmguard.units import SizeError, format_iec, k8s_quantity_bytes
+
+CODE = "SHM009"
+NAME = "size-limit-above-memory-limit"
+SUMMARY = "A /dev/shm emptyDir sizeLimit above the container's memory limit"
+SEVERITY = Severity.WARNING
+WHY = (
+    "Shared-memory pages count against the container's memory limit: it is OOM-killed "
+    "before /dev/shm is full, so the sizeLimit promises memory the container cannot use."
+)
+
+
+def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
+    """Flag a sizeLimit above the memory limit of a container mounting it at /dev/shm."""
+    pod = unit.pod
+    if pod is None:
+        return
+    for v in pod.volumes:
+        node = v.size_limit
+        if text(v.medium) != "Memory" or not isinstance(node, YScalar) or node.placeholder:
+            continue
+        try:
+            size = k8s_quantity_bytes(node.value)
+        except SizeError:
+            continue
+        for c, _ in unit.containers:
+            if not any(
+                m.name == v.name and is_dev_shm(text(m.mount_path)) for m in c.volume_mounts
+            ):
+                continue
+            limit = container_memory_limit(c)
+            if limit is None or size <= limit:
+                continue
+            yield Violation(
+                f"volume {v.name!r}: sizeLimit {node.value} ({format_iec(size)}) is above "
+                f"container {c.name!r}'s memory limit {format_iec(limit)}: shm pages are "
+                "charged to that limit, so the container is OOM-killed first",
+                node.location(),
+                Fix(
+                    "Raise the memory limit or lower sizeLimit",
+                    f"Raise {c.name!r}'s memory limit to at least {format_iec(size)} plus what "
+                    "the job uses besides /dev/shm and a margin, or lower sizeLimit.",
+                ),
+            )
+
+
+DOC = RuleDoc(
+    what=f"""\
+A memory-backed emptyDir mounted at /dev/shm whose `sizeLimit` is larger than the
+`resources.limits.memory` of a container that mounts it. Sources: {SOURCES}.
+""",
+    why="""\
+tmpfs pages are charged to the memory cgroup of the container that writes them: the container is
+OOM-killed (exit 137, often with no message) before /dev/shm is full, and the kubelet caps the
+tmpfs at the pod's memory limit anyway. The sizeLimit only looks generous.""",
+    example="""\
+```yaml
+containers:
+  - name: train
+    resources: {limits: {memory: 4Gi}}
+    volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+volumes:
+  - name: dshm
+    emptyDir: {medium: Memory, sizeLimit: 16Gi}
+```
+""",
+    fix="""\
+Raise the memory limit to the non-shm use plus the sizeLimit plus a margin (the sizing policy:
+25% of the non-shm part, at least 1 GiB), or lower `sizeLimit`.
+""",
+    fix_safety="""\
+Display-only: which of the two to change depends on the job.""",
+)
+
+RULE = Rule(
+    CODE,
+    NAME,
+    SUMMARY,
+    SEVERITY,
+    FixAvailability.NONE,
+    ("kubernetes",),
+    WHY,
+    DOC,
+    check,
+)

@@ -1,0 +1,161 @@
+"""`shmguard check`, `rules` and `rule` end to end (in process): text, JSON against the packaged
+schema, exit codes, selection, bad input, --fix / --diff on copies of the fixtures."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+from typer.testing import CliRunner
+
+from shmguard.cli import app
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SCHEMA = json.loads((resources.files("shmguard") / "schemas" / "check.schema.json").read_text())
+
+
+def run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
+    r = CliRunner().invoke(app, list(args), input=stdin)
+    return r.exit_code, r.stdout, r.stderr
+
+
+def test_text_output_lines_and_default_fail_on_warning() -> None:
+    code, out, _ = run("check", str(FIXTURES / "run_lines.sh"))
+    lines = out.splitlines()
+    assert lines[0] == (
+        f"{FIXTURES / 'run_lines.sh'}:2:1: SHM001 [warning] docker run of an ML workload (image "
+        "pytorch/pytorch:2.3.0 (pytorch)) without --shm-size or --ipc=host: /dev/shm is the "
+        "default 64 MiB"
+    )
+    assert lines[1] == "  fix (safe): Add --shm-size=1g"
+    assert lines[-1] == "7 findings (3 errors, 4 warnings, 0 info) in 1 file"
+    assert code == 1
+    # only warnings selected, threshold error: exit 0
+    code, _, _ = run("check", "--select", "SHM001,SHM012", "--fail-on", "error", str(FIXTURES))
+    assert code == 0
+    code, out, _ = run("check", str(FIXTURES / "pod_good.yaml"))
+    assert code == 0 and out.strip() == "0 findings (0 errors, 0 warnings, 0 info) in 1 file"
+
+
+def test_json_validates_and_counts() -> None:
+    code, out, _ = run("check", "--json", "--ignore", "SHM023", str(FIXTURES))
+    doc = json.loads(out)
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+    jsonschema.Draft202012Validator(SCHEMA).validate(doc)
+    assert doc["schema"] == "shmguard.check/1" and code == 1
+    codes = [f["code"] for file in doc["files"] for f in file["findings"]]
+    assert "SHM023" not in codes and codes.count("SHM001") == 3
+    s = doc["summary"]
+    assert (s["error"], s["warning"], s["files"], s["exit_status"]) == (7, 11, 4, 1)
+    first = doc["files"][0]["findings"][0]
+    assert first["location"]["path"] == "services.train"
+    assert first["fix"]["edits"] == [{"start": 49, "end": 49, "content": '    shm_size: "1g"\n'}]
+
+
+def test_bad_input_is_one_line_per_file_and_others_are_checked(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text("services:\n  a: [unclosed\n")
+    (tmp_path / "b.bin").write_bytes(b"\x00\x01docker run")
+    (tmp_path / "chart.yaml").write_text("spec:\n  x: {{ .Values.shm }}\n")
+    shutil.copy(FIXTURES / "run_lines.sh", tmp_path / "z.sh")
+    code, out, err = run("check", str(tmp_path))
+    errs = err.splitlines()
+    assert errs[0].startswith(f"shmguard: error: {tmp_path / 'a.yaml'}:3:1: error: invalid-yaml:")
+    assert errs[1] == (
+        f"shmguard: error: {tmp_path / 'b.bin'}: error: binary: binary file (contains NUL "
+        "bytes); not read"
+    )
+    assert errs[2].startswith(f"shmguard: {tmp_path / 'chart.yaml'}:2:6: info: unrendered-template")
+    assert len(errs) == 3
+    assert "z.sh:2:1: SHM001" in out  # the other files were still checked
+    assert code == 2
+
+
+def test_stdin_and_usage_errors() -> None:
+    text = (FIXTURES / "pod_bad.yaml").read_text()
+    code, out, _ = run("check", "--select", "SHM006", "-", stdin=text)
+    assert out.splitlines()[0].startswith("-:21:34: SHM006 [error]") and code == 1
+    code, _, err = run("check", "--select", "SHM999", "-", stdin=text)
+    assert code == 2 and "SHM999: no such rule" in err
+    code, _, err = run("check", "--fix", "-", stdin=text)
+    assert code == 2 and "--fix cannot write to standard input" in err
+
+
+def test_config_file_is_honoured(tmp_path: Path) -> None:
+    conf = tmp_path / ".shmguard.toml"
+    conf.write_text('ignore = ["SHM0"]\n[severity]\nSHM001 = "error"\n')
+    code, out, _ = run("check", "--config", str(conf), str(FIXTURES / "run_lines.sh"))
+    assert code == 0 and out.startswith("0 findings")
+    conf.write_text('[severity.ml]\nSHM001 = "info"\n')
+    code, out, _ = run(
+        "check", "--config", str(conf), "--select", "SHM001", str(FIXTURES / "run_lines.sh")
+    )
+    assert "SHM001 [info]" in out and code == 0
+
+
+def test_fix_changes_only_the_edits_and_twice_is_a_no_op(tmp_path: Path) -> None:
+    target = tmp_path / "compose.yaml"
+    original = (FIXTURES / "compose_bad.yaml").read_bytes().replace(b"\n", b"\r\n")
+    target.write_bytes(original)
+    os.chmod(target, 0o640)
+    code, out, _ = run("check", "--fix", str(target))
+    fixed = target.read_bytes()
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    # byte for byte: the original up to the service's first key, the inserted line (with the
+    # file's CRLF), the original up to the value inside the quotes of "2Gi", 2g, the rest
+    line = b'    shm_size: "1g"\r\n'
+    at, value_at = original.index(b"    image"), original.index(b"2Gi")
+    assert fixed == (
+        original[:at] + line + original[at:value_at] + b"2g" + original[value_at + 3 :]
+    )
+    assert fixed == original.replace(b'"2Gi"', b'"2g"').replace(
+        b"  train:\r\n", b'  train:\r\n    shm_size: "1g"\r\n'
+    )
+    assert "2 fixed" in out.splitlines()[-1]
+    assert "SHM001" not in out and "SHM002" not in out and code == 1  # others remain
+    code, out, _ = run("check", "--fix", str(target))
+    assert target.read_bytes() == fixed and "fixed" not in out.splitlines()[-1]
+    # --unsafe-fixes: SHM019 would insert the same line, but SHM001's fix already sized it
+    run("check", "--fix", "--unsafe-fixes", str(target))
+    assert target.read_bytes() == fixed
+
+
+def test_fix_run_lines_and_kubernetes_values(tmp_path: Path) -> None:
+    for name in ("run_lines.sh", "pod_bad.yaml"):
+        shutil.copy(FIXTURES / name, tmp_path / name)
+    _, out, _ = run("check", "--fix", str(tmp_path))
+    sh = (tmp_path / "run_lines.sh").read_text().splitlines()
+    assert sh[1] == "docker run --shm-size=1g --gpus all pytorch/pytorch:2.3.0 python train.py"
+    assert sh[4] == "docker run --shm-size=2g -m 8g nginx"
+    pod = (tmp_path / "pod_bad.yaml").read_text()
+    old = (FIXTURES / "pod_bad.yaml").read_text()
+    assert pod == old.replace("memory: 512m,", "memory: 512Mi,").replace(
+        "{medium: memory, sizeLimit: 2g}", "{medium: Memory, sizeLimit: 2Gi}"
+    )
+    assert "6 fixed" in out.splitlines()[-1]
+
+
+def test_diff_writes_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "run.sh"
+    shutil.copy(FIXTURES / "run_lines.sh", target)
+    before = target.read_bytes()
+    _, out, _ = run("check", "--diff", "--select", "SHM001", str(target))
+    assert target.read_bytes() == before
+    assert f"--- a/{target}" in out
+    assert "-docker run --gpus all pytorch/pytorch:2.3.0 python train.py" in out
+    assert "+docker run --shm-size=1g --gpus all pytorch/pytorch:2.3.0 python train.py" in out
+
+
+def test_rules_and_rule() -> None:
+    code, out, _ = run("rules")
+    codes = [line.split()[0] for line in out.splitlines()]
+    assert code == 0 and codes[0] == "ENV001" and "SHM001" in codes and "SHM025" in codes
+    code, out, _ = run("rule", "shm004")
+    assert code == 0 and out.startswith("## SHM004 `milli-memory-quantity`")
+    assert "### Fix safety" in out
+    code, _, err = run("rule", "SHM999")
+    assert code == 2 and "SHM999: no such rule" in err
