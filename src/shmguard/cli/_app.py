@@ -10,7 +10,7 @@ app = typer.Typer(
     name="shmguard",
     help=(
         "Find, measure, fix and prevent /dev/shm exhaustion in containerized PyTorch jobs.\n\n"
-        "find: doctor, explain.  prevent: check, rules, rule.  "
+        "find: doctor, explain.  fix: check, rules, rule.  "
         "measure: sandbox, measure, probe, demo."
     ),
     no_args_is_help=True,

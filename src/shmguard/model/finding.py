@@ -57,9 +57,10 @@ class Location:
 class Applicability(str, enum.Enum):
     """Whether a fix may be applied without a person looking (ruff's fix safety).
 
-    * ``safe``: ``--fix`` applies it; the result means what the author meant.
+    * ``safe``: ``--fix`` applies it; the result means what the author meant, or adds a
+      /dev/shm size from the sizing policy that fits inside the memory limit with its margin.
     * ``unsafe``: applied only on request (``--unsafe-fixes``): it changes behaviour beyond the
-      finding (more memory reserved, a size the tool had to choose).
+      finding (a memory limit raised, a setting moved to where it takes effect).
     * ``display-only``: shown, never applied (host changes, steps in words).
     """
 
