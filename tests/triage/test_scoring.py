@@ -172,3 +172,14 @@ def test_disk_check_allows_a_few_words_before_the_file_system() -> None:
     assert "disk-space" in checks_in("`df -h` on that file's file system")
     assert "disk-space" in checks_in("Check free space (df -h) on the filesystem that holds it")
     assert "disk-space" not in checks_in("df -h on a hunch, then /dev/shm")
+
+
+def test_log_kind_is_accepted_beside_the_label(catalogue: Sequence[Signature]) -> None:
+    # The label names the setting that fixed it (Compose); the log only shows the failure.
+    report = {"kind": "compose_config", "lookalike": False}
+    assert not score(report, diagnose_text(BUS, catalogue)).right
+    assert score({**report, "log_kind": "dataloader_shm"}, diagnose_text(BUS, catalogue)).right
+
+
+def test_disk_check_names_a_cache_directory() -> None:
+    assert "disk-space" in checks_in("Run df -h for cache_dir and for /.")

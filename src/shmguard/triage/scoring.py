@@ -81,7 +81,7 @@ CHECKS: Mapping[str, re.Pattern[str]] = {
         # The file system a writer wrote to, when it is not /dev/shm.
         "disk-space": (
             r"\bdf(?:\s+-\w+)*`?\)?\s+(?:on|for)\s+(?:[\w'’]+\s+){0,3}?"
-            r"(?:file ?system|disk|volume|directory|path|mount)"
+            r"(?:file ?system|disk|volume|directory|path|mount|cache)"
             r"|\bdf(?:\s+-\w+)*\s+(?!/dev/shm\b)[~./$]"
         ),
         "inodes": r"\bdf\s+-i\b|\binodes?\b",
@@ -198,7 +198,9 @@ def score(report: Mapping[str, object], diagnosis: Diagnosis) -> Score:
     """Score ``diagnosis`` (of the report's log) against the report's label.
 
     ``right``: the top result's kind, or one in its ``also``, is accepted for ``kind``
-    (:func:`accepts`).
+    (:func:`accepts`), or for the report's optional ``log_kind``: the failure the log shows
+    when the established cause is a setting the log cannot show (the report's label says
+    Compose's ``shm_size`` fixed it; the log is a torch shm failure with no Compose line).
 
     ``open`` (right as undecided) holds for a report with ``decidable: false`` that is not
     ``right`` when all of these hold:
@@ -218,7 +220,10 @@ def score(report: Mapping[str, object], diagnosis: Diagnosis) -> Score:
     kind = str(report["kind"])
     lookalike = bool(report.get("lookalike")) or kind in LOOKALIKE_KINDS
     top = diagnosis.results[0] if diagnosis.results else None
-    right = top is not None and bool({top.kind, *top.also} & accepts(kind))
+    accepted = accepts(kind)
+    if report.get("log_kind"):
+        accepted |= accepts(str(report["log_kind"]))
+    right = top is not None and bool({top.kind, *top.also} & accepted)
     advice = any(
         r.fix is not None and r.fix.shm_size is not None and r.explained_by is None
         for r in diagnosis.results
