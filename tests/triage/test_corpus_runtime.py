@@ -1,7 +1,7 @@
 """The runtime explain reads from the corpus logs (tests/fixtures/corpus) matches the report's
 ``runtime`` for every report whose log shows one; each report labelled with a runtime its
-log does not show is listed below with the reason. Held-out reports (heldout.txt) are never
-read here."""
+log does not show is listed below with the reason. The formerly held-out third is included
+(it was scored once, 2026-12-01)."""
 
 from __future__ import annotations
 
@@ -16,16 +16,10 @@ from _triage_helpers import diagnose_text
 from shmguard.triage.model import Signature
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
-HELDOUT = {
-    x.strip()
-    for x in (CORPUS / "heldout.txt").read_text().splitlines()
-    if x.strip() and not x.startswith("#")
-}
 REPORTS: dict[str, dict[str, Any]] = {
     r["id"]: r
     for path in sorted(CORPUS.glob("reports_*.jsonl"))
     for r in (json.loads(line) for line in path.read_text().splitlines() if line.strip())
-    if r["id"] not in HELDOUT
 }
 
 _NO_MARKER = "no line of the log names a runtime: the label comes from the thread"
@@ -62,6 +56,24 @@ UNSHOWN = {
     "dlrover-1046-nanogpt-ckpt-sigbus-shm": _NO_MARKER + " (torch elastic's failure summary)",
     "sglang-38638-ipc-host-leaked-shm-sigbus": _NO_MARKER + " ('Bus error (core dumped)')",
     "prime-rl-2331-slurm-stale-state-dp-hang": _NO_MARKER + " (one vLLM waiting line)",
+    # The formerly held-out third.
+    "vllm-19613-buffsize-ibv-reg-enomem": _NO_MARKER + " (vLLM's and cupy's NCCL traceback)",
+    "rocm-systems-3700-ucx-posix-oom-bus": _NO_MARKER + " (two UCX lines)",
+    "ray-14535-autoscaler-shm-under-load": _NO_MARKER + " (Ray's object store error)",
+    "llmaz-238-ray-multihost-k8s-shm": _NO_MARKER + " (Ray's /tmp fallback warning)",
+    "nccl-docs-systemd-removeipc-unlink": _NO_MARKER + " (one NCCL WARN line)",
+    "ray-3029-reducing-object-store-0gb": _NO_MARKER + " (Ray's object store warning)",
+    "codalab-1961-bundle-shm-500mb": _NO_MARKER + " (torch's bus error line)",
+    "inseefr-helm-16-truncated-dataloader-shm": _NO_MARKER + " (torch's hint, cut off)",
+    "ecs-agent-2324-fargate-shm-permission": _NO_MARKER + " (Firefox's shm warnings)",
+    "kamal-766-unknown-flag-shm-underscore": _NO_MARKER
+    + " (kamal's 'docker stderr:' prefix; the unknown-flag error is Docker's and Podman's)",
+    "engibench-180-apptainer-writable-tmpfs-64mib": _NO_MARKER + " (a Python ENOSPC traceback)",
+    "k3s-2392-daemon-default-shm-ignored-pods": _NO_MARKER + " (one df row)",
+    "lightly-487-docker-errno24-ulimit-nofile": _NO_MARKER + " (one errno 24 line)",
+    "sagemaker-toolkit-204-checkpoints-disk-100": _NO_MARKER
+    + " (a CloudWatch stream name, algo-1-..., not yet a marker)",
+    "moby-35271-swarm-tmpfs-dev-shm-size-regression": _NO_MARKER + " (df output)",
 }
 
 #: Labelled without a runtime, but the log shows one (explain names it from these lines).
@@ -77,7 +89,6 @@ LABELLED = sorted(i for i, r in REPORTS.items() if r["runtime"] is not None)
 def test_lists_name_reports_that_exist() -> None:
     assert set(UNSHOWN) <= set(LABELLED)
     assert set(SHOWN_UNLABELLED) <= {i for i, r in REPORTS.items() if r["runtime"] is None}
-    assert not set(UNSHOWN) & HELDOUT and not set(SHOWN_UNLABELLED) & HELDOUT
 
 
 @pytest.mark.parametrize("rid", LABELLED)
