@@ -31,9 +31,6 @@ KNOWN_MISSES = {
     # two values disagreeing (a kubelet that does not size the tmpfs from sizeLimit), which a
     # line matcher cannot compare.
     "k8s-108291-sizelimit-df-half-node": "needs two facts compared",
-    # The log holds no failure line at all (a "Save model" line and a progress bar); the cause
-    # came from SageMaker's DiskUtilization metric.
-    "sagemaker-toolkit-204-checkpoints-disk-100": "no failure line in the log",
 }
 
 

@@ -183,3 +183,7 @@ def test_log_kind_is_accepted_beside_the_label(catalogue: Sequence[Signature]) -
 
 def test_disk_check_names_a_cache_directory() -> None:
     assert "disk-space" in checks_in("Run df -h for cache_dir and for /.")
+
+
+def test_a_platform_disk_metric_is_a_disk_check() -> None:
+    assert "disk-space" in checks_in("Check the job's DiskUtilization metric.")

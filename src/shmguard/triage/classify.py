@@ -51,6 +51,9 @@ NEXT_STEPS = (
     "the WARN lines name the failing call.",
     "For DataLoader failures, rerun once with `num_workers=0` to see the real exception, and "
     "set `DataLoader(timeout=600)` so a stalled loader raises instead of hanging.",
+    "If the log just stops with no error, look at disk and memory where the job ran: `df -h` on "
+    "each directory it writes to (outputs, checkpoints, caches) and the platform's metrics "
+    "(SageMaker's DiskUtilization and MemoryUtilization, `kubectl top pod`).",
 )
 
 

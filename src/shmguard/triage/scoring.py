@@ -83,6 +83,7 @@ CHECKS: Mapping[str, re.Pattern[str]] = {
             r"\bdf(?:\s+-\w+)*`?\)?\s+(?:on|for)\s+(?:[\w'’]+\s+){0,3}?"
             r"(?:file ?system|disk|volume|directory|path|mount|cache)"
             r"|\bdf(?:\s+-\w+)*\s+(?!/dev/shm\b)[~./$]"
+            r"|\bDiskUtilization\b"
         ),
         "inodes": r"\bdf\s+-i\b|\binodes?\b",
         # The open-files limit.
