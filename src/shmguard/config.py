@@ -96,6 +96,7 @@ _KEYS = {
     "per-file-ignores",
     "sizes",
     "explain",
+    "target",
 }
 
 
@@ -119,6 +120,8 @@ class Config:
         fail_on: the exit threshold, or None for each command's own default.
         policy: the sizing policy's tunables.
         signatures: extra signature directories for ``explain``, absolute.
+        target: ``check``'s assumed tools (``docker-cli=28,compose=v2,podman=4.3``; read by
+            :func:`shmguard.lint.target.parse_target`), or "" for its defaults.
     """
 
     path: Path | None = None
@@ -130,6 +133,7 @@ class Config:
     fail_on: FailOn | None = None
     policy: Policy = field(default_factory=Policy)
     signatures: tuple[Path, ...] = ()
+    target: str = ""
 
     def enabled(self, code: str, file: str | None = None) -> bool:
         """Whether findings of ``code`` are reported (in ``file``, when given)."""
@@ -276,7 +280,20 @@ def parse_config(table: Mapping[str, Any], path: Path) -> Config:
         fail_on=fail_on,
         policy=_policy(table.get("sizes", {}), err),
         signatures=_signatures(table.get("explain", {}), err, path),
+        target=_target(table.get("target", ""), err),
     )
+
+
+def _target(value: object, err: Any) -> str:
+    if not isinstance(value, str):
+        raise err("target", 'must be a string such as "docker-cli=28,compose=v2,podman=4.3"')
+    from shmguard.lint.target import parse_target
+
+    try:
+        parse_target(value)
+    except ValueError as e:
+        raise err("target", str(e)) from None
+    return value
 
 
 def _codes(value: object, err: Any, key: str) -> tuple[str, ...]:

@@ -87,6 +87,17 @@ def check(
             show_default=False,
         ),
     ] = None,
+    target: Annotated[
+        str | None,
+        typer.Option(
+            "--target",
+            metavar="TOOLS",
+            help="The tools the files are for, e.g. docker-cli=28,compose=v2|v1|podman-compose,"
+            "podman=4.3 (any subset) [default: the configuration's target, else "
+            "docker-cli=28,compose=v2,podman=4.3]; findings that depend on it name it.",
+            show_default=False,
+        ),
+    ] = None,
     config: Annotated[
         Path | None,
         typer.Option(
@@ -122,7 +133,7 @@ def check(
     if fix and "-" in paths:
         fail("--fix cannot write to standard input; use --diff")
     fail_on = fail_on or conf.fail_on or FailOn.WARNING
-    options = CheckOptions(policy=conf.policy, shm_size=size)
+    options = CheckOptions(policy=conf.policy, shm_size=size, target=_target(conf.target, target))
     results = []
     errors = 0
     fixed = 0
@@ -192,6 +203,15 @@ def check(
         sys.stdout.write("\n".join(line.rstrip("\n") for line in out) + "\n")
     if code:
         raise typer.Exit(code)
+
+
+def _target(configured: str, given: str | None) -> Any:
+    from shmguard.lint.target import parse_target
+
+    try:
+        return parse_target(given or "", parse_target(configured))
+    except ValueError as e:
+        fail(f"--target: {e}")
 
 
 def _info(line: str) -> None:

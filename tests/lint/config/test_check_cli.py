@@ -133,10 +133,13 @@ def test_fix_run_lines_and_kubernetes_values(tmp_path: Path) -> None:
     assert sh[4] == "docker run --shm-size=2g -m 8g nginx"
     pod = (tmp_path / "pod_bad.yaml").read_text()
     old = (FIXTURES / "pod_bad.yaml").read_text()
+    plain = "        - name: plain\n          image: vllm/vllm-openai:v0.6.0\n"
+    # SHM001: the container 'plain' mounts the pod's existing dshm (reused, not duplicated)
+    mount = "          volumeMounts:\n            - name: dshm\n              mountPath: /dev/shm\n"
     assert pod == old.replace("memory: 512m,", "memory: 512Mi,").replace(
         "{medium: memory, sizeLimit: 2g}", "{medium: Memory, sizeLimit: 2Gi}"
-    )
-    assert "6 fixed" in out.splitlines()[-1]
+    ).replace(plain, plain + mount)
+    assert "7 fixed" in out.splitlines()[-1]
 
 
 def test_diff_writes_nothing(tmp_path: Path) -> None:

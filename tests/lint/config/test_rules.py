@@ -44,9 +44,9 @@ def test_kubernetes_fixture() -> None:
         ("SHM006", "error", 21, 34, "safe"),
         ("SHM003", "error", 21, 53, "safe"),
         ("SHM023", "warning", 23, 32, None),
-        ("SHM001", "warning", 41, 17, None),
+        ("SHM001", "warning", 41, 17, "safe"),
         ("SHM009", "warning", 47, 24, None),
-        ("SHM008", "warning", 65, 21, None),
+        ("SHM008", "warning", 65, 21, "unsafe"),
     ]
 
 

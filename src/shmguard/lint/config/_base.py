@@ -25,6 +25,7 @@ from shmguard.lint.sources.runline import Flag, RunLine
 from shmguard.lint.sources.text import SourceText
 from shmguard.lint.sources.workload import Workload
 from shmguard.lint.sources.yamlnode import YMap, YNode, YScalar
+from shmguard.lint.target import Target
 from shmguard.model.finding import Edit, Location
 from shmguard.units import DOCKER_DEFAULT_SHM, SizeError, parse_docker_size
 
@@ -78,10 +79,12 @@ class CheckOptions:
     Attributes:
         policy: the sizing policy (default /dev/shm size, memory margin).
         shm_size: the /dev/shm size a fix writes (``check --shm-size``), overriding the policy.
+        target: the tools and versions assumed (``--target``; :mod:`shmguard.lint.target`).
     """
 
     policy: Policy = field(default_factory=Policy)
     shm_size: int | None = None
+    target: Target = field(default_factory=Target)
 
 
 def fix_size(options: CheckOptions, workload: Workload, memory_limit: int | None) -> int | None:

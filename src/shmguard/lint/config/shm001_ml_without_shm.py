@@ -31,8 +31,9 @@ from shmguard.lint.config._base import (
     run_shm_mounts,
     span_loc,
 )
+from shmguard.lint.config._k8sfix import shm_mount_edits
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
-from shmguard.lint.sources.k8s_model import text
+from shmguard.lint.sources.k8s_model import Container, text
 from shmguard.lint.sources.workload import Workload
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
@@ -88,14 +89,6 @@ def _fix(unit: Unit, options: CheckOptions, runtime: str, memory: int | None) ->
     if size is None:
         return None
     change = (Change(Setting.SHM_SIZE, size, (runtime,)),)
-    if runtime == "kubernetes":
-        return Fix(
-            f"Mount a {format_iec(size)} memory-backed emptyDir at /dev/shm",
-            "Add a volume `{name: dshm, emptyDir: {medium: Memory, sizeLimit: "
-            f"{format_k8s_quantity(size)}}}}}` and mount it at /dev/shm in the container "
-            "(not applied by --fix yet).",
-            change,
-        )
     if unit.service is not None:
         edit = insert_key(unit.service.node, f'shm_size: "{format_docker_size(size)}"')
         flag = f'shm_size: "{format_docker_size(size)}"'
@@ -110,6 +103,23 @@ def _fix(unit: Unit, options: CheckOptions, runtime: str, memory: int | None) ->
         change,
         (edit,) if edit is not None else (),
         Applicability.SAFE if edit is not None else Applicability.DISPLAY_ONLY,
+    )
+
+
+def _k8s_fix(unit: Unit, options: CheckOptions, c: Container, wl: Workload) -> Fix | None:
+    size = fix_size(options, wl, container_memory_limit(c))
+    if size is None:
+        return None
+    edits = shm_mount_edits(unit, c, size)
+    return Fix(
+        f"Mount a {format_iec(size)} memory-backed emptyDir at /dev/shm",
+        "Add a volume `{name: dshm, emptyDir: {medium: Memory, sizeLimit: "
+        f"{format_k8s_quantity(size)}}}}}` to the pod and mount it at /dev/shm in the container "
+        "(the sizing policy's default unless --shm-size, the shmguard.io/shm-size annotation or "
+        "the configuration says otherwise; measure the real need with `shmguard measure`).",
+        (Change(Setting.SHM_SIZE, size, ("kubernetes",)),),
+        edits or (),
+        Applicability.SAFE if edits else Applicability.DISPLAY_ONLY,
     )
 
 
@@ -179,14 +189,13 @@ def _pod(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
             else ""
         )
         node = c.node.get("name") or c.image or c.node
-        memory = container_memory_limit(c)
         yield Violation(
             f"{pod.obj.kind} {pod.obj.name or ''}{role}: {who} is an ML workload{ev} with no "
             f"memory-backed emptyDir at /dev/shm: it gets the runtime's 64 MiB{extra}".replace(
                 "  ", " "
             ),
             node.location(),
-            _fix(unit, options, "kubernetes", memory),
+            _k8s_fix(unit, options, c, wl),
         )
 
 
@@ -241,11 +250,15 @@ Compose: `shm_size: "1g"`; docker/podman: `--shm-size=1g`; Kubernetes: a volume
 (1 GiB, `[tool.shmguard.sizes]`), capped so a memory limit keeps its margin.
 """,
     fix_safety="""\
-Safe for Compose and run lines: `--fix` inserts one line (`shm_size`, at the service's
-indentation) or one flag (after `run`), nothing else changes. tmpfs pages are only charged when
-written, so nothing is reserved; where a memory limit would not keep the policy's margin beside
-the size, no fix is offered. The Kubernetes fix (a volume and a mount) is shown, not applied
-yet.""",
+Safe: `--fix` inserts one line (Compose `shm_size`, at the service's indentation), one flag
+(after `run`), or, in Kubernetes, a volume `dshm` (last in the pod spec's `volumes`, the key
+added when absent; `dshm-1`... when the name is taken) and a `volumeMounts` entry at /dev/shm
+(last in the container's), in the file's block or flow style and line endings; nothing else
+changes. A memory emptyDir the pod already mounts at /dev/shm, or mounts nowhere, is reused.
+tmpfs pages are only charged when written, so nothing is reserved; where a memory limit would
+not keep the policy's margin beside the size, no fix is offered. Pods reached through YAML
+anchors, TrainJobs (whose pod spec is in the runtime) and `volumes: null` get the fix shown,
+not applied.""",
 )
 
 RULE = Rule(

@@ -13,11 +13,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, is_dev_shm
+from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, fix_size, is_dev_shm
+from shmguard.lint.config._k8sfix import add_size_limit
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.sources.k8s import PodSpec
 from shmguard.lint.sources.k8s_model import text
+from shmguard.lint.sources.workload import Workload
+from shmguard.lint.sources.yamlnode import YMap, YNode
 from shmguard.model import Severity
-from shmguard.model.finding import Fix
+from shmguard.model.finding import Applicability, Fix
+from shmguard.model.fix import Change, Setting
+from shmguard.units import format_iec, format_k8s_quantity
 
 CODE = "SHM008"
 NAME = "unbounded-memory-emptydir"
@@ -46,16 +52,36 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
         if not users or any(c.memory_limit is not None for c in users):
             continue
         names = ", ".join(repr(c.name) for c in users)
+        wl = next((w for c, w in unit.containers if c in users and w.cls == "ml"), unit.workload)
         yield Violation(
             f"volume {v.name!r} (medium: Memory, at /dev/shm in {names}) has no sizeLimit and "
             "the container has no memory limit: the tmpfs is bounded only by node memory",
             v.medium.location() if v.medium is not None else v.node.location(),
-            Fix(
-                "Set a sizeLimit",
-                "Set `sizeLimit` on the emptyDir (e.g. 1Gi, measured with `shmguard measure`), "
-                "and a memory limit on the container that leaves room beside it.",
-            ),
+            _fix(pod, v.empty_dir, options, wl),
         )
+
+
+def _fix(pod: PodSpec, empty_dir: YNode | None, options: CheckOptions, wl: Workload) -> Fix:
+    size = fix_size(options, wl, None)
+    edit = add_size_limit(pod, empty_dir, size) if isinstance(empty_dir, YMap) and size else None
+    if size is None or edit is None:
+        return Fix(
+            "Set a sizeLimit",
+            "Set `sizeLimit` on the emptyDir (e.g. 1Gi, measured with `shmguard measure`), "
+            "and a memory limit on the container that leaves room beside it.",
+        )
+    # A size the user chose is applied with --fix; the policy's default is a guess that may be
+    # below what the job now uses (the tmpfs was bounded only by node memory): --unsafe-fixes.
+    explicit = options.shm_size is not None or bool(wl.shm_size)
+    return Fix(
+        f"Set sizeLimit: {format_k8s_quantity(size)}",
+        f"Bound the tmpfs at {format_iec(size)} (--shm-size, the shmguard.io/shm-size "
+        "annotation, else the sizing policy's default; measure the real need with `shmguard "
+        "measure`), and give the container a memory limit that leaves room beside it.",
+        (Change(Setting.SHM_SIZE, size, ("kubernetes",)),),
+        (edit,),
+        Applicability.SAFE if explicit else Applicability.UNSAFE,
+    )
 
 
 DOC = RuleDoc(
@@ -87,10 +113,14 @@ volumes:
 """,
     fix="""\
 Set `sizeLimit` (measured with `shmguard measure`), and a container memory limit that leaves
-room beside it.
+room beside it. The fix adds `sizeLimit` as the emptyDir's last key: `check --shm-size`, else
+the `shmguard.io/shm-size` annotation, else the sizing policy's default (1 GiB).
 """,
     fix_safety="""\
-Display-only: the size depends on the job, so `--fix` does not choose one.""",
+Safe when the size is yours (`--shm-size` or the `shmguard.io/shm-size` annotation): `--fix`
+adds one `sizeLimit` entry, in the mapping's block or flow style, nothing else. Unsafe
+(`--unsafe-fixes`) with the sizing policy's default: the tmpfs was bounded only by node memory,
+and a job that uses more than the default would now fail with ENOSPC or SIGBUS.""",
 )
 
 RULE = Rule(
@@ -98,7 +128,7 @@ RULE = Rule(
     NAME,
     SUMMARY,
     SEVERITY,
-    FixAvailability.NONE,
+    FixAvailability.SOMETIMES,
     ("kubernetes",),
     WHY,
     DOC,

@@ -1,0 +1,176 @@
+"""The Kubernetes /dev/shm fix: a memory-backed emptyDir volume and its mount at /dev/shm.
+
+What is written (config_formats.md 4.2, 12: the conventional ``dshm``)::
+
+    volumes:
+      - name: dshm
+        emptyDir:
+          medium: Memory
+          sizeLimit: 1Gi
+    ...
+    volumeMounts:
+      - name: dshm
+        mountPath: /dev/shm
+
+The volume goes last into the pod spec's ``volumes`` (the key is added when absent), the mount
+last into the container's ``volumeMounts``; both in the style of the file (block or flow, its
+sequence indentation; :mod:`~shmguard.lint.config._yamledit`). A volume already named ``dshm``
+that is not this one makes the fix pick ``dshm-1``, ``dshm-2``... A memory-backed emptyDir the
+pod already mounts at /dev/shm in another container, or a memory emptyDir mounted nowhere, is
+reused: only the mount is added (an emptyDir is shared by the pod's containers).
+"""
+
+from __future__ import annotations
+
+import yaml
+
+from shmguard.lint.config._base import Unit, is_dev_shm
+from shmguard.lint.config._yamledit import Style, Value, add_entry, add_item, seq_style
+from shmguard.lint.sources.k8s import PodSpec
+from shmguard.lint.sources.k8s_model import Container, Volume, text
+from shmguard.lint.sources.yamlnode import YMap, YNode, YSeq
+from shmguard.model.finding import Edit
+from shmguard.units import format_k8s_quantity
+
+#: The volume name the fix uses when it is free.
+VOLUME_NAME = "dshm"
+
+
+def _memory_volume(v: Volume) -> bool:
+    return v.empty_dir is not None and text(v.medium) == "Memory"
+
+
+def reusable_volume(pod: PodSpec) -> Volume | None:
+    """A memory-backed emptyDir of ``pod`` the fix can mount instead of adding one: one that a
+    container mounts at /dev/shm, else one no container mounts at all."""
+    mounted: dict[str, list[str | None]] = {}
+    for c in (*pod.containers, *pod.init_containers):
+        for m in c.volume_mounts:
+            if m.name is not None:
+                mounted.setdefault(m.name, []).append(text(m.mount_path))
+    memory = [v for v in pod.volumes if _memory_volume(v) and v.name]
+    for v in memory:
+        if any(is_dev_shm(p) for p in mounted.get(str(v.name), ())):
+            return v
+    for v in memory:
+        if str(v.name) not in mounted:
+            return v
+    return None
+
+
+def free_name(pod: PodSpec) -> str:
+    """``dshm``, or ``dshm-<n>`` with the smallest n that no volume of ``pod`` uses."""
+    taken = {v.name for v in pod.volumes}
+    name, n = VOLUME_NAME, 0
+    while name in taken:
+        n += 1
+        name = f"{VOLUME_NAME}-{n}"
+    return name
+
+
+def _shared_ranges(root: yaml.Node, limit: int = 200_000) -> list[tuple[int, int]]:
+    """Character ranges of the nodes that occur more than once under ``root`` (an anchor and
+    its aliases): text inside them is used in several places."""
+    seen: dict[int, yaml.Node] = {}
+    shared: dict[int, yaml.Node] = {}
+    stack = [root]
+    while stack and len(seen) < limit:
+        n = stack.pop()
+        if id(n) in seen:
+            shared[id(n)] = n
+            continue
+        seen[id(n)] = n
+        if isinstance(n, yaml.MappingNode):
+            stack += [x for kv in n.value for x in kv]
+        elif isinstance(n, yaml.SequenceNode):
+            stack += n.value
+    return [(int(n.start_mark.index), int(n.end_mark.index)) for n in shared.values()]
+
+
+def _placeable(pod: PodSpec, *nodes: YNode | None) -> bool:
+    """True when every node lies inside its object and in no anchored text used twice."""
+    obj = pod.obj.node.node
+    lo, hi = obj.start_mark.index, obj.end_mark.index
+    shared = _shared_ranges(obj)
+    for node in nodes:
+        if node is None:
+            continue
+        a, b = node.node.start_mark.index, node.node.end_mark.index
+        if node.shared or not (lo <= a and b <= hi):
+            return False
+        if any(s <= a and b <= e for s, e in shared):
+            return False
+    return True
+
+
+def _style(pod: PodSpec) -> Style:
+    node = pod.node
+    return seq_style(node.key_node("containers"), node.get("containers"))
+
+
+def volume_value(name: str, size: int) -> dict[str, Value]:
+    """The volume entry: ``{name, emptyDir: {medium: Memory, sizeLimit}}``."""
+    return {
+        "name": name,
+        "emptyDir": {"medium": "Memory", "sizeLimit": format_k8s_quantity(size)},
+    }
+
+
+def shm_mount_edits(unit: Unit, container: Container, size: int) -> tuple[Edit, ...] | None:
+    """The edits that give ``container`` a memory-backed /dev/shm of ``size`` bytes, or None
+    when they cannot be placed exactly (anchors, aliases, a null ``volumes:``, a TrainJob whose
+    pod spec lives in its runtime)."""
+    pod = unit.pod
+    if pod is None:
+        return None
+    volumes_node, mounts_node = pod.node.get("volumes"), container.node.get("volumeMounts")
+    if not _placeable(pod, pod.node, container.node, volumes_node, mounts_node):
+        return None
+    if any(n.startswith("trainjob") for n in pod.notes):
+        return None
+    style = _style(pod)
+    edits: list[Edit] = []
+    reuse = reusable_volume(pod)
+    if reuse is not None and reuse.name:
+        name = reuse.name
+    else:
+        name = free_name(pod)
+        vol = volume_value(name, size)
+        volumes = volumes_node
+        if volumes is None and "volumes" not in pod.node:
+            edit = add_entry(pod.node, "volumes", [vol], style)
+        elif isinstance(volumes, YSeq):
+            edit = add_item(volumes, vol, style)
+        else:
+            edit = None
+        if edit is None:
+            return None
+        edits.append(edit)
+    mount: dict[str, Value] = {"name": name, "mountPath": "/dev/shm"}
+    mounts = mounts_node
+    if mounts is None and "volumeMounts" not in container.node:
+        edit = add_entry(container.node, "volumeMounts", [mount], style)
+    elif isinstance(mounts, YSeq):
+        mount_style = seq_style(container.node.key_node("volumeMounts"), mounts, style)
+        edit = add_item(mounts, mount, mount_style)
+    else:
+        edit = None
+    if edit is None:
+        return None
+    if edits and edits[0].start == edit.start:
+        # the container ends the pod spec: its mount goes first, then the pod's new volumes key
+        vol_text = edits[0].content
+        if edit.content[:1] in ("\r", "\n") and vol_text[:1] in ("\r", "\n"):
+            vol_text = vol_text.lstrip("\r\n")
+        return (Edit(edit.start, edit.end, edit.content + vol_text),)
+    edits.append(edit)
+    return tuple(edits)
+
+
+def add_size_limit(pod: PodSpec, empty_dir: YMap, size: int) -> Edit | None:
+    """An edit adding ``sizeLimit: <size>`` to an emptyDir mapping of ``pod`` (last entry), or
+    None when its text is shared through an anchor."""
+    if not _placeable(pod, empty_dir):
+        return None
+    style = Style()
+    return add_entry(empty_dir, "sizeLimit", format_k8s_quantity(size), style)

@@ -1,0 +1,200 @@
+"""Splices that add entries to YAML mappings and sequences without re-dumping the file.
+
+A value to add is a small tree (:data:`Value`: str scalars, lists, dicts in order). It is
+written in the style of the collection it goes into: block style at that collection's
+indentation (sequence items indented as the file indents them), or flow style
+(``{a: b, c: [d]}``) inside a flow collection, with the file's own line ending. The edit is an
+insertion (:class:`~shmguard.model.finding.Edit` with ``start == end``): every other byte of the
+file stays.
+
+Where the text cannot be placed exactly, the helpers return None and the caller offers no
+applied fix: a collection reached through an alias or a merge key (an edit would change every
+user of the anchor), a collection whose last entry is an alias or a block scalar (``|``/``>``,
+whose end PyYAML reports after its trailing lines), an anchor or tag before a block sequence,
+tabs in the indentation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypeAlias
+
+import yaml
+
+from shmguard.lint.config._base import line_ending
+from shmguard.lint.sources.text import SourceText
+from shmguard.lint.sources.yamlnode import YMap, YNode, YSeq
+from shmguard.model.finding import Edit
+
+#: A value to write: a plain scalar's text, a sequence, or a mapping (insertion order kept).
+Value: TypeAlias = str | list["Value"] | dict[str, "Value"]
+
+
+@dataclass(frozen=True)
+class Style:
+    """How the file indents block collections.
+
+    Attributes:
+        step: spaces a nested mapping is indented by, relative to its key.
+        seq: spaces a sequence's ``-`` is indented by, relative to its key (0: indentless,
+            ``key:\\n- item``).
+        item: columns from a ``-`` to the item's first key (2 for ``- name: x``).
+    """
+
+    step: int = 2
+    seq: int = 2
+    item: int = 2
+
+
+def flow(v: Value) -> str:
+    """``v`` in flow style: ``{name: dshm, emptyDir: {medium: Memory}}``."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, list):
+        return "[" + ", ".join(flow(x) for x in v) + "]"
+    return "{" + ", ".join(f"{k}: {flow(x)}" for k, x in v.items()) + "}"
+
+
+def entry_lines(key: str, v: Value, style: Style) -> list[str]:
+    """The block lines of ``key: v``, the key at column 0."""
+    if isinstance(v, str):
+        return [f"{key}: {v}"]
+    if isinstance(v, dict):
+        return [f"{key}:", *(" " * style.step + line for line in mapping_lines(v, style))]
+    out = [f"{key}:"]
+    for item in v:
+        out += [" " * style.seq + line for line in item_lines(item, style)]
+    return out
+
+
+def mapping_lines(v: dict[str, Value], style: Style) -> list[str]:
+    """The block lines of a mapping's entries, at column 0."""
+    return [line for k, x in v.items() for line in entry_lines(k, x, style)]
+
+
+def item_lines(item: Value, style: Style) -> list[str]:
+    """The block lines of one sequence item, its ``-`` at column 0."""
+    pad = max(style.item, 2)
+    if isinstance(item, dict):
+        body = [" " * pad + line for line in mapping_lines(item, style)]
+    elif isinstance(item, str):
+        body = [" " * pad + item]
+    else:
+        body = [" " * pad + flow(item)]
+    return ["-" + body[0][1:], *body[1:]]
+
+
+def _inside(parent: yaml.Node, child: yaml.Node) -> bool:
+    return (
+        parent.start_mark.index <= child.start_mark.index
+        and child.end_mark.index <= parent.end_mark.index
+    )
+
+
+def content_end(node: yaml.Node) -> int | None:
+    """The character index just past the last token of ``node``'s own text, or None when it
+    cannot be known exactly (an alias or block scalar last, an empty block collection).
+
+    PyYAML ends a block collection where the next token starts (after blank lines and
+    comments), so the end is taken from the last scalar or flow collection inside it.
+    """
+    n = node
+    while isinstance(n, (yaml.MappingNode, yaml.SequenceNode)) and not getattr(
+        n, "flow_style", False
+    ):
+        if not n.value:
+            return None
+        last = n.value[-1][1] if isinstance(n, yaml.MappingNode) else n.value[-1]
+        if not _inside(n, last):
+            return None  # an alias: its text is elsewhere
+        n = last
+    if isinstance(n, yaml.ScalarNode) and n.style in ("|", ">"):
+        return None
+    return int(n.end_mark.index)
+
+
+def _after_line(src: SourceText, char_index: int) -> tuple[int, str]:
+    """The byte offset of the start of the line after ``char_index``, and the text to put
+    before an insertion there (a line ending when the file ends without one)."""
+    at = src.byte_offset(char_index)
+    nl = src.data.find(b"\n", at)
+    if nl < 0:
+        return len(src.data), line_ending(src)
+    return nl + 1, ""
+
+
+def _lines(src: SourceText, lines: list[str], indent: int) -> str:
+    eol = line_ending(src)
+    return "".join(" " * indent + line + eol for line in lines)
+
+
+def _flow_insert(src: SourceText, node: YNode, text: str) -> Edit | None:
+    """Insert ``text`` as the last entry of a flow collection (before its ``}`` / ``]``)."""
+    end = node.end
+    close = src.data[end - 1 : end]
+    if close not in (b"}", b"]"):
+        return None
+    inner = src.data[node.start + 1 : end - 1].strip()
+    sep = "" if not inner or inner.endswith(b",") else ", "
+    return Edit(end - 1, end - 1, sep + text)
+
+
+def add_entry(m: YMap, key: str, v: Value, style: Style) -> Edit | None:
+    """An edit adding ``key: v`` as the last entry of mapping ``m`` (block or flow)."""
+    if m.shared:
+        return None
+    node = m.node
+    if getattr(node, "flow_style", False):
+        return _flow_insert(m.src, m, f"{key}: {flow(v)}")
+    if not node.value:
+        return None
+    end = content_end(node)
+    if end is None:
+        return None
+    indent = int(node.value[0][0].start_mark.column)
+    at, before = _after_line(m.src, end)
+    return Edit(at, at, before + _lines(m.src, entry_lines(key, v, style), indent))
+
+
+def add_item(s: YSeq, item: Value, style: Style) -> Edit | None:
+    """An edit appending ``item`` to sequence ``s`` (block or flow)."""
+    if s.shared:
+        return None
+    node = s.node
+    if getattr(node, "flow_style", False):
+        return _flow_insert(s.src, s, flow(item))
+    if not node.value or s.src.data[s.start : s.start + 1] != b"-":
+        return None
+    end = content_end(node)
+    if end is None:
+        return None
+    dash = int(node.start_mark.column)
+    first = node.value[0]
+    item_off = int(first.start_mark.column) - dash
+    if first.start_mark.line != node.start_mark.line or item_off < 2:
+        item_off = style.item
+    st = Style(style.step, style.seq, item_off)
+    at, before = _after_line(s.src, end)
+    return Edit(at, at, before + _lines(s.src, item_lines(item, st), dash))
+
+
+def seq_style(key_node: YNode | None, seq: YNode | None, default: Style | None = None) -> Style:
+    """The style of a block sequence ``seq`` written under the key ``key_node``: how far its
+    ``-`` is indented from the key and its items' keys from the ``-``."""
+    base = default or Style()
+    if (
+        not isinstance(seq, YSeq)
+        or key_node is None
+        or getattr(seq.node, "flow_style", False)
+        or not len(seq)
+    ):
+        return base
+    if seq.src.data[seq.start : seq.start + 1] != b"-":
+        return base
+    dash = seq.column
+    off = dash - key_node.column
+    first = seq.node.value[0]
+    item = int(first.start_mark.column) + 1 - dash
+    if first.start_mark.line + 1 != seq.line or item < 2:
+        item = base.item
+    return Style(step=max(2, base.step), seq=max(0, off), item=item)
