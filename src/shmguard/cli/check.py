@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -19,6 +20,16 @@ from shmguard.model import FailOn
 
 if TYPE_CHECKING:
     from shmguard.lint.engine import Rule
+
+
+class OutputFormat(str, enum.Enum):
+    """``check --format``: text for people, JSON (``shmguard.check/1``), SARIF 2.1.0, or
+    GitHub Actions workflow commands (annotations)."""
+
+    TEXT = "text"
+    JSON = "json"
+    SARIF = "sarif"
+    GITHUB = "github"
 
 
 def _codes(values: list[str] | None) -> tuple[str, ...]:
@@ -36,8 +47,38 @@ def check(
         ),
     ],
     json_out: Annotated[
-        bool, typer.Option("--json", help="Print the shmguard.check/1 JSON document.")
+        bool,
+        typer.Option("--json", help="Print the shmguard.check/1 JSON document (--format json)."),
     ] = False,
+    output_format: Annotated[
+        OutputFormat | None,
+        typer.Option(
+            "--format",
+            case_sensitive=False,
+            help="Output: text, json (shmguard.check/1), sarif (SARIF 2.1.0, for code "
+            "scanning) or github (::error file=...,line=... annotations for GitHub Actions) "
+            "[default: text].",
+            show_default=False,
+        ),
+    ] = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            "--baseline",
+            metavar="FILE",
+            help="Report (and count in the exit status) only findings not in this baseline "
+            "file (written by --create-baseline).",
+        ),
+    ] = None,
+    create_baseline: Annotated[
+        Path | None,
+        typer.Option(
+            "--create-baseline",
+            metavar="FILE",
+            help="Write the current findings to FILE as a baseline; this run then reports "
+            "none of them.",
+        ),
+    ] = None,
     fail_on: Annotated[
         FailOn | None,
         typer.Option(
@@ -109,7 +150,11 @@ def check(
     ] = None,
 ) -> None:
     """Check config files for /dev/shm problems; exit 1 on findings at --fail-on or above,
-    2 when a file could not be read."""
+    2 when a file could not be read.
+
+    Suppress a finding with a `# shmguard: ignore[SHM001]` comment on its line or the line
+    above, or a `shmguard.io/ignore: "SHM001"` annotation (Kubernetes) or label (Compose)."""
+    from shmguard.lint.baseline import Baseline, BaselineError, entries, parse_baseline
     from shmguard.lint.check import CheckOptions, check_loaded, fix_file, write_atomic
     from shmguard.lint.config import RULES
     from shmguard.lint.engine import unknown_codes
@@ -133,8 +178,20 @@ def check(
     if fix and "-" in paths:
         fail("--fix cannot write to standard input; use --diff")
     fail_on = fail_on or conf.fail_on or FailOn.WARNING
+    if json_out and output_format not in (None, OutputFormat.JSON):
+        fail(f"--json and --format {output_format.value} ask for two outputs; give one")
+    fmt = OutputFormat.JSON if json_out else output_format or OutputFormat.TEXT
+    known: Baseline | None = None
+    if baseline is not None:
+        try:
+            known = parse_baseline(baseline.read_text(encoding="utf-8"), str(baseline))
+        except OSError as err:
+            fail(f"{baseline}: cannot read the baseline: {err.strerror or err}")
+        except (BaselineError, UnicodeDecodeError) as err:
+            fail(str(err) if isinstance(err, BaselineError) else f"{baseline}: not UTF-8")
     options = CheckOptions(policy=conf.policy, shm_size=size, target=_target(conf.target, target))
     results = []
+    sources: dict[str, bytes] = {}
     errors = 0
     fixed = 0
     diffs: list[str] = []
@@ -162,12 +219,47 @@ def check(
         else:
             result = check_loaded(lf, options, config=conf)
         errors += sum(not d.info for d in result.diagnostics)
+        if lf.src is not None:
+            sources[result.path] = lf.src.data
         results.append(result)
+    baselined = 0
+    if create_baseline is not None:
+        from shmguard.render.json import dumps as dump_json
+
+        found = entries((r, sources.get(r.path, b"")) for r in results)
+        try:
+            create_baseline.write_text(
+                dump_json("baseline", {"findings": found}) + "\n", encoding="utf-8"
+            )
+        except OSError as err:
+            fail(f"{create_baseline}: cannot write the baseline: {err.strerror or err}")
+        known = Baseline.of(found)
+    if known is not None:
+        kept = []
+        for r in results:
+            r, n = known.new_findings(r, sources.get(r.path, b""))
+            baselined += n
+            kept.append(r)
+        results = kept
     findings = [f for r in results for f in r.findings]
     code = exit_status(findings, fail_on)
     if errors:
         code = 2
-    if json_out:
+    if fmt is OutputFormat.SARIF:
+        import json
+
+        from shmguard.render.sarif import sarif_log
+
+        log = sarif_log(results, RULES, sources=sources)
+        sys.stdout.write(json.dumps(log, indent=2, ensure_ascii=False) + "\n")
+    elif fmt is OutputFormat.GITHUB:
+        from shmguard.render.github import annotation, diagnostic_annotation
+
+        lines = [diagnostic_annotation(d) for r in results for d in r.diagnostics]
+        lines += [annotation(f, r.path) for r in results for f in r.findings]
+        lines.append(summary_line(findings, len(results), fixed, baselined))
+        sys.stdout.write("\n".join(lines) + "\n")
+    elif fmt is OutputFormat.JSON:
         from shmguard.render.json import dumps
 
         counts = {s: sum(f.severity.value == s for f in findings) for s in _LEVELS}
@@ -185,6 +277,7 @@ def check(
                 **counts,
                 "files": len(results),
                 "fixed": fixed,
+                "baselined": baselined,
                 "fail_on": fail_on,
                 "exit_status": code,
                 "config": str(conf.path) if conf.path is not None else None,
@@ -199,7 +292,7 @@ def check(
             for f in r.findings:
                 out += finding_lines(f)
         out += diffs
-        out.append(summary_line(findings, len(results), fixed))
+        out.append(summary_line(findings, len(results), fixed, baselined))
         sys.stdout.write("\n".join(line.rstrip("\n") for line in out) + "\n")
     if code:
         raise typer.Exit(code)

@@ -4,7 +4,9 @@ A loaded file (:func:`shmguard.lint.sources.load.load_path`) is cut into units
 (:func:`units`: each Compose service, Kubernetes pod spec and run line, with its workload
 class); the rules of :data:`shmguard.lint.config.RULES` run over each through the one rule
 engine, whose severity follows the unit's class (``container`` or ``ml``). A finding met twice
-(a volume shared by several Argo templates) is reported once.
+(a volume shared by several Argo templates) is reported once. Findings suppressed in the file
+(:mod:`shmguard.lint.suppress`: ``# shmguard: ignore[CODE]`` comments, the
+``shmguard.io/ignore`` annotation or label) are not reported, so ``--fix`` leaves them too.
 
 :func:`fix_file` applies the findings' edits (safe ones; unsafe ones too on request) to the
 original bytes, loads the result again and repeats until nothing changes (at most
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shmguard.config import Config
+from shmguard.lint import suppress
 from shmguard.lint.config._base import CheckOptions, Unit
 from shmguard.lint.engine import Rule, run_rules
 from shmguard.lint.sources.detect import (
@@ -94,8 +97,12 @@ def check_loaded(
     chosen = tuple(rules) if rules is not None else _rules()
     seen: set[tuple[str, int | None, int | None, str]] = set()
     out: list[Finding] = []
+    inline = suppress.scan(lf.src.text) if lf.src is not None else suppress.Suppressions({})
     for unit in units(lf):
+        head = unit.run.line if unit.run is not None else None
         for f in run_rules(chosen, unit, options, config=config, workload=unit.workload.cls):
+            if suppress.matches(f.code, unit.workload.ignore) or inline.suppressed(f, head):
+                continue
             loc = f.location
             key = (f.code, loc.start if loc else None, loc.end if loc else None, f.message)
             if key not in seen:

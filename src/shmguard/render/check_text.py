@@ -43,8 +43,9 @@ def unified_diff(path: str, old: bytes, new: bytes) -> str:
     return "".join(difflib.unified_diff(a, b, f"a/{path}", f"b/{path}"))
 
 
-def summary_line(findings: Iterable[Finding], files: int, fixed: int) -> str:
-    """``N findings (E errors, W warnings, I info) in F files[, X fixed]``."""
+def summary_line(findings: Iterable[Finding], files: int, fixed: int, baselined: int = 0) -> str:
+    """``N findings (E errors, W warnings, I info) in F files[; X fixed][; B in the baseline]``
+    (``baselined``: findings left out because ``--baseline`` knows them)."""
     fs = list(findings)
     counts = {s: sum(f.severity.value == s for f in fs) for s in ("error", "warning", "info")}
     text = (
@@ -52,4 +53,5 @@ def summary_line(findings: Iterable[Finding], files: int, fixed: int) -> str:
         f"{counts['warning']} warnings, {counts['info']} info) in {files} file"
         f"{'s' if files != 1 else ''}"
     )
-    return text + (f"; {fixed} fixed" if fixed else "")
+    text += f"; {fixed} fixed" if fixed else ""
+    return text + (f"; {baselined} in the baseline" if baselined else "")

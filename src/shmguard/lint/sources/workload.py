@@ -50,13 +50,15 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Workload:
-    """The workload class (``ml`` or ``container``), the evidence, and the loader parameters
-    and shm size stated in ``shmguard.io/`` annotations (empty/None when not stated)."""
+    """The workload class (``ml`` or ``container``), the evidence, and the loader parameters,
+    shm size and rule codes not to report (``shmguard.io/ignore``, upper-cased codes or
+    prefixes) stated in ``shmguard.io/`` annotations (empty/None when not stated)."""
 
     cls: str
     evidence: tuple[Evidence, ...] = ()
     loader: Mapping[str, str] = field(default_factory=dict)
     shm_size: str | None = None
+    ignore: tuple[str, ...] = ()
 
 
 def parse_loader(value: str) -> dict[str, str]:
@@ -105,6 +107,11 @@ def classify(
         ev.insert(0, Evidence("annotation", f"{ANNOTATIONS['workload']}={stated[0]}", stated[1]))
     loader = ann.get(ANNOTATIONS["dataloader"])
     shm = ann.get(ANNOTATIONS["shm-size"])
+    ign = ann.get(ANNOTATIONS["ignore"])
     return Workload(
-        cls, tuple(ev), parse_loader(loader[0]) if loader else {}, shm[0] if shm else None
+        cls,
+        tuple(ev),
+        parse_loader(loader[0]) if loader else {},
+        shm[0] if shm else None,
+        tuple(c.strip().upper() for c in ign[0].split(",") if c.strip()) if ign else (),
     )
