@@ -49,7 +49,7 @@ def test_fixture_log_is_valid_sarif_with_every_rule() -> None:
     assert shm001["help"]["markdown"].startswith("## SHM001 `ml-workload-without-shm-size`")
     assert run["columnKind"] == "unicodeCodePoints"
     assert run["invocations"] == [{"executionSuccessful": True, "toolExecutionNotifications": []}]
-    assert len(run["results"]) == 22
+    assert len(run["results"]) == 21  # compose_bad: SHM019 alone for train (no SHM001 beside it)
     for res in run["results"]:
         assert driver["rules"][res["ruleIndex"]]["id"] == res["ruleId"]
 
@@ -59,24 +59,25 @@ def test_first_compose_result_exact() -> None:
     res = log["runs"][0]["results"][0]  # type: ignore[index]
     uri = res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
     assert uri == (FIXTURES / "compose_bad.yaml").as_uri()
-    assert (res["ruleId"], res["level"]) == ("SHM001", "warning")
+    # train's size is only under build: SHM019 on the '8g', its fix the service's own line
+    assert (res["ruleId"], res["level"]) == ("SHM019", "warning")
     assert res["locations"][0]["physicalLocation"]["region"] == {
-        "startLine": 3,
-        "startColumn": 3,
-        "endLine": 3,
-        "endColumn": 8,
-        "byteOffset": 42,
-        "byteLength": 5,
+        "startLine": 8,
+        "startColumn": 17,
+        "endLine": 8,
+        "endColumn": 21,
+        "byteOffset": 191,
+        "byteLength": 4,
     }
     assert res["locations"][0]["logicalLocations"] == [
-        {"fullyQualifiedName": "services.train", "kind": "element"}
+        {"fullyQualifiedName": "services.train.build.shm_size", "kind": "element"}
     ]
-    assert res["fixes"][0]["description"] == {"text": 'Add shm_size: "1g"'}
+    assert res["fixes"][0]["description"] == {"text": 'Add shm_size: "8g" to the service'}
     assert res["fixes"][0]["properties"] == {"applicability": "safe"}
     assert res["fixes"][0]["artifactChanges"][0]["replacements"] == [
         {
             "deletedRegion": {"byteOffset": 49, "byteLength": 0},
-            "insertedContent": {"text": '    shm_size: "1g"\n'},
+            "insertedContent": {"text": '    shm_size: "8g"\n'},
         }
     ]
     assert len(res["partialFingerprints"]["shmguard/v1"]) == 16

@@ -49,12 +49,15 @@ def test_json_validates_and_counts() -> None:
     jsonschema.Draft202012Validator(SCHEMA).validate(doc)
     assert doc["schema"] == "shmguard.check/1" and code == 1
     codes = [f["code"] for file in doc["files"] for f in file["findings"]]
-    assert "SHM023" not in codes and codes.count("SHM001") == 3
+    # compose_bad's train has its size only under build: SHM019, not SHM001
+    assert "SHM023" not in codes and codes.count("SHM001") == 2
     s = doc["summary"]
-    assert (s["error"], s["warning"], s["files"], s["exit_status"]) == (7, 11, 4, 1)
+    assert (s["error"], s["warning"], s["files"], s["exit_status"]) == (7, 10, 4, 1)
     first = doc["files"][0]["findings"][0]
-    assert first["location"]["path"] == "services.train"
-    assert first["fix"]["edits"] == [{"start": 49, "end": 49, "content": '    shm_size: "1g"\n'}]
+    assert first["code"] == "SHM019"
+    assert first["location"]["path"] == "services.train.build.shm_size"
+    assert first["fix"]["applicability"] == "safe"
+    assert first["fix"]["edits"] == [{"start": 49, "end": 49, "content": '    shm_size: "8g"\n'}]
 
 
 def test_bad_input_is_one_line_per_file_and_others_are_checked(tmp_path: Path) -> None:
@@ -107,19 +110,19 @@ def test_fix_changes_only_the_edits_and_twice_is_a_no_op(tmp_path: Path) -> None
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
     # byte for byte: the original up to the service's first key, the inserted line (with the
     # file's CRLF), the original up to the value inside the quotes of "2Gi", 2g, the rest
-    line = b'    shm_size: "1g"\r\n'
+    line = b'    shm_size: "8g"\r\n'
     at, value_at = original.index(b"    image"), original.index(b"2Gi")
     assert fixed == (
         original[:at] + line + original[at:value_at] + b"2g" + original[value_at + 3 :]
     )
     assert fixed == original.replace(b'"2Gi"', b'"2g"').replace(
-        b"  train:\r\n", b'  train:\r\n    shm_size: "1g"\r\n'
+        b"  train:\r\n", b'  train:\r\n    shm_size: "8g"\r\n'
     )
     assert "2 fixed" in out.splitlines()[-1]
-    assert "SHM001" not in out and "SHM002" not in out and code == 1  # others remain
+    assert "SHM019" not in out and "SHM002" not in out and code == 1  # others remain
     code, out, _ = run("check", "--fix", str(target))
     assert target.read_bytes() == fixed and "fixed" not in out.splitlines()[-1]
-    # --unsafe-fixes: SHM019 would insert the same line, but SHM001's fix already sized it
+    # --unsafe-fixes: what is left (SHM011, SHM012, SHM023) has no fix to apply
     run("check", "--fix", "--unsafe-fixes", str(target))
     assert target.read_bytes() == fixed
 

@@ -39,7 +39,7 @@ def test_sarif_of_the_fixtures_validates() -> None:
     log = json.loads(out)
     jsonschema.Draft4Validator(SARIF).validate(log)
     results = log["runs"][0]["results"]
-    assert code == 1 and len(results) == 22
+    assert code == 1 and len(results) == 21
     assert {r["level"] for r in results} == {"error", "warning"}
     # a fix exactly where the JSON output has applicable edits
     _, out, _ = run("check", "--json", str(FIXTURES))
@@ -54,7 +54,7 @@ def test_sarif_of_the_fixtures_validates() -> None:
         for r in results
         if "fixes" in r
     ]
-    assert with_fixes == fixable and len(fixable) == 11  # 9, plus the k8s SHM001 and SHM008 fixes
+    assert with_fixes == fixable and len(fixable) == 10  # 8, plus the k8s SHM001 and SHM008 fixes
 
 
 def test_github_annotations_and_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -136,7 +136,7 @@ def test_fix_then_baseline_of_what_is_left(tmp_path: Path) -> None:
     code, _, _ = run("check", "--fix", "--create-baseline", str(tmp_path / "b.json"), str(work))
     left = json.loads((tmp_path / "b.json").read_text())["findings"]
     assert code == 0
-    # the safe fixes (SHM001, SHM002) were applied; the baseline holds what is left
+    # the safe fixes (SHM019, SHM002) were applied; the baseline holds what is left
     assert sorted(e["code"] for e in left) == ["SHM011", "SHM012", "SHM023"]
     fixed = work.read_text()
-    assert '  train:\n    shm_size: "1g"\n' in fixed and 'shm_size: "2g"' in fixed
+    assert '  train:\n    shm_size: "8g"\n' in fixed and 'shm_size: "2g"' in fixed

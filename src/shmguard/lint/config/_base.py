@@ -162,14 +162,25 @@ def line_ending(src: SourceText) -> str:
 
 
 def insert_key(mapping: YMap, line: str) -> Edit | None:
-    """An edit inserting ``line`` (``key: value``) as the first entry of a block mapping, at
-    the indentation of its first key, with the file's line ending; None for a flow mapping, an
-    empty one, or one whose first key does not start its line."""
+    """An edit inserting ``line`` (``key: value``) as the first entry of ``mapping``.
+
+    Block mapping: a line at the indentation of its first key, with the file's line ending.
+    Flow mapping (``{image: x, command: y}``): ``key: value, `` right after its ``{`` (``{}``
+    gets the entry alone). None for a mapping reached through an alias or merge key (an edit
+    would change every user of the anchor), an empty block mapping, or one whose first key
+    does not start its line.
+    """
     node = mapping.node
-    if getattr(node, "flow_style", False) or not node.value:
+    src = mapping.src
+    if mapping.shared:
+        return None
+    if getattr(node, "flow_style", False):
+        if src.data[mapping.start : mapping.start + 1] != b"{":
+            return None
+        return Edit(mapping.start + 1, mapping.start + 1, line + (", " if node.value else ""))
+    if not node.value:
         return None
     first = node.value[0][0]
-    src = mapping.src
     key_at = src.byte_offset(first.start_mark.index)
     line_start = src.data.rfind(b"\n", 0, key_at) + 1
     indent = src.data[line_start:key_at]

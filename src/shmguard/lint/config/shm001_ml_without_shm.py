@@ -130,6 +130,8 @@ def _compose(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
         return  # a build definition (docker compose build), not a service that runs
     if svc.shm_size is not None or ipc_mode(text(svc.ipc)) in ("host", "container"):
         return
+    if svc.build_shm_size is not None:
+        return  # sized only under build: SHM019 reports it, with the user's own size
     if svc.ipc is not None and ipc_mode(text(svc.ipc)) is None:
         return  # a placeholder: unknown until interpolated
     if any(is_dev_shm(m.target) for m in svc.mounts):
@@ -218,8 +220,9 @@ enough: `nvidia-smi` in `nvidia/cuda` needs no /dev/shm) with no
 `--shm-size`, a Kubernetes container without a memory-backed emptyDir mounted at /dev/shm.
 Not flagged: `ipc: host` / `--ipc=host` (the host's /dev/shm), `ipc: service:x` /
 `--ipc=container:x` (the donor's), a tmpfs or bind mount at /dev/shm, `hostIPC: true`, KubeRay
-pods (the operator mounts /dev/shm into the Ray container itself), MPIJob launchers, and
-Compose services that only define an image to build (`build:` and nothing that runs).
+pods (the operator mounts /dev/shm into the Ray container itself), MPIJob launchers,
+Compose services that only define an image to build (`build:` and nothing that runs), and
+services whose size is only under `build:` (SHM019 reports them, with their own size).
 Sources: {SOURCES}; ../shared/research/lint_traps.md.
 """,
     why="""\
@@ -250,15 +253,16 @@ Compose: `shm_size: "1g"`; docker/podman: `--shm-size=1g`; Kubernetes: a volume
 (1 GiB, `[tool.shmguard.sizes]`), capped so a memory limit keeps its margin.
 """,
     fix_safety="""\
-Safe: `--fix` inserts one line (Compose `shm_size`, at the service's indentation), one flag
+Safe: `--fix` inserts one entry (Compose `shm_size`: a line at the service's indentation, or
+the first entry of a flow mapping `{shm_size: "1g", image: ...}`), one flag
 (after `run`), or, in Kubernetes, a volume `dshm` (last in the pod spec's `volumes`, the key
 added when absent; `dshm-1`... when the name is taken) and a `volumeMounts` entry at /dev/shm
 (last in the container's), in the file's block or flow style and line endings; nothing else
 changes. A memory emptyDir the pod already mounts at /dev/shm, or mounts nowhere, is reused.
 tmpfs pages are only charged when written, so nothing is reserved; where a memory limit would
-not keep the policy's margin beside the size, no fix is offered. Pods reached through YAML
-anchors, TrainJobs (whose pod spec is in the runtime) and `volumes: null` get the fix shown,
-not applied.""",
+not keep the policy's margin beside the size, no fix is offered. Services and pods reached
+through YAML anchors, TrainJobs (whose pod spec is in the runtime) and `volumes: null` get the
+fix shown, not applied.""",
 )
 
 RULE = Rule(

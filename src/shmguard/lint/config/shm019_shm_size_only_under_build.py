@@ -10,11 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, insert_key
+from shmguard.lint.config._base import (
+    SOURCES,
+    CheckOptions,
+    Unit,
+    compose_memory_limit,
+    insert_key,
+)
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.lint.sources.yamlnode import YScalar
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
+from shmguard.model.fix import Change, Setting
+from shmguard.units import SizeError, format_docker_size, format_iec, parse_docker_size
 
 CODE = "SHM019"
 NAME = "shm-size-only-under-build"
@@ -26,34 +34,69 @@ WHY = (
 )
 
 
+def build_size(node: object) -> int | None:
+    """The bytes of a ``build.shm_size`` scalar (go-units, as Compose reads it; ``2Gi`` too,
+    which SHM002 flags), or None when it is no plain or quoted scalar, a placeholder,
+    unreadable or zero."""
+    if not isinstance(node, YScalar) or node.placeholder:
+        return None
+    if node.style not in ("plain", "single", "double"):
+        return None
+    try:
+        n = parse_docker_size(node.value, legacy=True)
+    except SizeError:
+        return None
+    return n or None
+
+
 def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
-    """Flag a service with build.shm_size and no shm_size."""
+    """Flag a service with build.shm_size and no shm_size; the fix copies the build's size."""
     svc = unit.service
     if svc is None or svc.shm_size is not None:
         return
     build = svc.build_shm_size
     if build is None:
         return
-    edit = None
-    if isinstance(build, YScalar) and build.style in ("plain", "single", "double"):
-        edit = insert_key(svc.node, f"shm_size: {build.raw}")
+    size = build_size(build)
+    memory = compose_memory_limit(unit)
+    change: tuple[Change, ...] = ()
+    if size is None:
+        line, edit = f"shm_size: {build.raw}", None
+    else:
+        line = f'shm_size: "{format_docker_size(size)}"'
+        edit = insert_key(svc.node, line)
+        change = (Change(Setting.SHM_SIZE, size, ("compose",)),)
+    fits = size is not None and (memory is None or size + options.policy.memory_margin <= memory)
+    if edit is None:
+        applicability = Applicability.DISPLAY_ONLY
+    else:
+        applicability = Applicability.SAFE if fits else Applicability.UNSAFE
+    beside = ""
+    if size is not None and not fits and memory is not None:
+        beside = (
+            f" (the memory limit {format_iec(memory)} does not keep the "
+            f"{format_iec(options.policy.memory_margin)} margin beside it)"
+        )
     yield Violation(
         f"service {svc.name!r}: shm_size is only under build: the running container gets the "
         "64 MiB default",
         build.location(),
         Fix(
-            f"Add shm_size: {build.raw} to the service",
-            "Set `shm_size` on the service itself (keep `build.shm_size` if the build needs it).",
-            (),
+            f"Add {line} to the service",
+            "Set `shm_size` on the service itself, to the size written under `build:`"
+            f"{beside} (keep `build.shm_size` if the build needs it).",
+            change,
             (edit,) if edit is not None else (),
-            Applicability.UNSAFE if edit is not None else Applicability.DISPLAY_ONLY,
+            applicability,
         ),
     )
 
 
 DOC = RuleDoc(
     what=f"""\
-A Compose service with `build: {{shm_size: ...}}` and no service-level `shm_size`.
+A Compose service with `build: {{shm_size: ...}}` and no service-level `shm_size`. Such a
+service gets this finding rather than SHM001's (which would write the policy's size over
+the one you chose).
 Sources: {SOURCES}.
 """,
     why="""\
@@ -70,16 +113,23 @@ Use instead:
 ```yaml
 services:
   train:
-    shm_size: 8g
+    shm_size: "8g"
     build: {context: ., shm_size: 8g}
 ```
 """,
     fix="""\
-Add `shm_size` with the same value at the service level.
+Add `shm_size` at the service level with the bytes written under `build:`, in go-units syntax
+(`8g`, `8589934592` -> `"8g"`, `'512m'` -> `"512m"`); `build.shm_size` stays.
 """,
     fix_safety="""\
-Unsafe (only with `--unsafe-fixes`): it copies the build's size to the running container, which
-is the usual intent but changes what the service gets at run time.""",
+Safe when the service has no memory limit (`deploy.resources.limits.memory`, else
+`mem_limit`) or the limit keeps the sizing policy's margin (1 GiB) beside the size: the fix
+moves your own value to where it takes effect, and tmpfs pages are only charged when written,
+so nothing is reserved. Unsafe (only with `--unsafe-fixes`) when the limit does not keep that
+margin: a /dev/shm that fills would then push the container to its memory limit, and raising
+the limit is your decision. The line goes first in the service, in block or flow style.
+Display-only when the value is a placeholder (`${SHM}`), a block scalar or not a size, or the
+service is reached through a YAML anchor.""",
 )
 
 RULE = Rule(
