@@ -296,18 +296,26 @@ def _target(value: object, err: Any) -> str:
     return value
 
 
+def code_problem(code: str) -> str | None:
+    """Why ``code`` is no rule code or prefix (one phrase), or None when it is one: a code
+    family (:data:`CODE_FAMILIES`) followed by up to 3 digits (``ENV001``, ``SHM0``, ``ENV``).
+    Whether a rule has that code is :func:`shmguard.lint.engine.unknown_codes`'s question."""
+    if _CODE.match(code):
+        return None
+    return (
+        f"{code!r} is not a rule code or prefix: rules are {' and '.join(CODE_FAMILIES)} "
+        "followed by 3 digits (ENV001, SHM0, ENV)"
+    )
+
+
 def _codes(value: object, err: Any, key: str) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(c, str) for c in value):
         raise err(key, "must be a list of rule codes or prefixes")
-    bad = next((c for c in value if not _CODE.match(c)), None)
-    if bad is not None:
-        raise err(
-            key,
-            f"{bad!r} is not a rule code or prefix: rules are {' and '.join(CODE_FAMILIES)} "
-            "followed by 3 digits (ENV001, SHM0, ENV)",
-        )
+    problem = next((p for p in map(code_problem, value) if p is not None), None)
+    if problem is not None:
+        raise err(key, problem)
     return tuple(value)
 
 

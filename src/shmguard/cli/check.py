@@ -154,6 +154,7 @@ def check(
 
     Suppress a finding with a `# shmguard: ignore[SHM001]` comment on its line or the line
     above, or a `shmguard.io/ignore: "SHM001"` annotation (Kubernetes) or label (Compose)."""
+    from shmguard.config import Config, code_problem
     from shmguard.lint.baseline import Baseline, BaselineError, entries, parse_baseline
     from shmguard.lint.check import CheckOptions, check_loaded, fix_file, write_atomic
     from shmguard.lint.config import RULES
@@ -171,10 +172,18 @@ def check(
     size = size_option(shm_size, "--shm-size")
     conf = settings(config)
     sel, ign = _codes(select), _codes(ignore)
-    conf = dataclasses.replace(conf, select=sel or conf.select, ignore=(*conf.ignore, *ign))
+    have = f"check has {RULES[0].code}-{RULES[-1].code}: shmguard rules lists them"
+    for flag, given in (("--select", sel), ("--ignore", ign)):
+        problem = next((p for p in map(code_problem, given) if p is not None), None)
+        if problem is not None:
+            fail(f"{flag}: {problem}")
+        bad = unknown_codes(Config(select=given), RULES, every_family=True)
+        if bad:
+            fail(f"{flag}: {', '.join(bad)}: no such rule ({have})")
     bad = unknown_codes(conf, RULES)
     if bad:
-        fail(f"{', '.join(bad)}: no such rule (check has {', '.join(r.code for r in RULES)})")
+        fail(f"{conf.path}: {', '.join(bad)}: no such rule ({have})")
+    conf = dataclasses.replace(conf, select=sel or conf.select, ignore=(*conf.ignore, *ign))
     if fix and "-" in paths:
         fail("--fix cannot write to standard input; use --diff")
     fail_on = fail_on or conf.fail_on or FailOn.WARNING

@@ -116,13 +116,19 @@ def resolve_severity(
     return rule.severity
 
 
-def unknown_codes(config: Config, rules: Iterable[Rule[S, O]]) -> tuple[str, ...]:
+def unknown_codes(
+    config: Config, rules: Iterable[Rule[S, O]], *, every_family: bool = False
+) -> tuple[str, ...]:
     """Codes and prefixes in ``config`` (select, ignore, severities, per-file ignores) of the
     families ``rules`` cover (``ENV`` for doctor's) that match none of them: a typo such as
     ``ENV01O`` or ``ENV999`` would otherwise leave a rule on, or its severity unchanged, without
-    a word. Codes of other families belong to other commands and are not judged here."""
+    a word. Codes of other families belong to other commands (the configuration file is
+    shared) and are not judged here, unless ``every_family``: for a command's own
+    ``--select`` / ``--ignore``, where ``ENV001`` given to ``check`` names no rule it runs."""
     codes = [r.code for r in rules]
     families = {c.rstrip("0123456789") for c in codes}
+    if every_family:
+        families = {""}
     used = [
         *config.select,
         *config.ignore,

@@ -165,3 +165,34 @@ def test_rules_and_rule() -> None:
     assert "### Fix safety" in out
     code, _, err = run("rule", "SHM999")
     assert code == 2 and "SHM999: no such rule" in err
+
+
+def test_unknown_codes_and_prefixes_exit_2_with_one_line(tmp_path: Path) -> None:
+    target = str(FIXTURES / "run_lines.sh")
+    syntax = "is not a rule code or prefix: rules are ENV and SHM followed by 3 digits "
+    have = "(check has SHM001-SHM025: shmguard rules lists them)"
+    cases = {
+        ("--select", "FOO"): f"--select: 'FOO' {syntax}(ENV001, SHM0, ENV)",
+        ("--ignore", "XYZ"): f"--ignore: 'XYZ' {syntax}(ENV001, SHM0, ENV)",
+        ("--select", "SHM0,foo"): f"--select: 'FOO' {syntax}(ENV001, SHM0, ENV)",
+        ("--ignore", "shm999"): f"--ignore: SHM999: no such rule {have}",
+        # doctor's codes name no rule check runs: --select ENV would silently report nothing
+        ("--select", "ENV"): f"--select: ENV: no such rule {have}",
+    }
+    for args, message in cases.items():
+        code, out, err = run("check", *args, target)
+        assert (code, out, err) == (2, "", f"shmguard: error: {message}\n"), args
+    code, _, _ = run("check", "--select", "SHM01", target)  # a prefix of SHM011, SHM012
+    assert code == 1
+    conf = tmp_path / ".shmguard.toml"
+    conf.write_text('ignore = ["SHM999"]\n')
+    code, out, err = run("check", "--config", str(conf), target)
+    assert (code, err) == (2, f"shmguard: error: {conf}: SHM999: no such rule {have}\n")
+    conf.write_text('select = ["FOO"]\n')
+    code, out, err = run("check", "--config", str(conf), target)
+    message = f"{conf}: select: 'FOO' {syntax}(ENV001, SHM0, ENV)"
+    assert (code, err) == (2, f"shmguard: error: {message}\n")
+    # the file is shared with doctor: its ENV codes are doctor's business
+    conf.write_text('ignore = ["ENV004"]\n')
+    code, _, _ = run("check", "--config", str(conf), target)
+    assert code == 1
