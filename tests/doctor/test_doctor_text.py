@@ -25,14 +25,14 @@ def test_report_lists_facts_findings_and_fixes(host):
     assert "runtime   docker (/.dockerenv exists)" in out
     assert "memory    cgroup v1 · limit 4 GiB · in use 3 GiB · shm charged 2 GiB" in out
     assert "limits    nofile 1024/1024 · memlock 64 KiB/64 KiB" in out
-    assert "SysV shm  1 segments, 1 MiB" in out
+    assert "SysV shm  1 segment, 1 MiB" in out
     for code in ("ENV004 shm-exceeds-memory-limit", "ENV006 nofile-low", "ENV010"):
         assert code in out
     # ENV004's fix: the host's unsized /dev/shm (--ipc=host) is not copied into --shm-size or
     # covered by a 36 GiB limit; the job gets its own sized /dev/shm under the 4 GiB limit.
     assert "docker run --shm-size=1g --memory=4g IMAGE ..." in out
     assert "--memory=36g" not in out and "--shm-size=32919024k" not in out
-    assert out.rstrip().endswith("0 errors, 3 warnings, 0 infos · exit 0 (--fail-on error)")
+    assert out.rstrip().endswith("0 errors, 3 warnings, 0 info · exit 0 (--fail-on error)")
 
 
 def test_unknown_facts_show_their_reason(host):

@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
+import typer.core
 
 from shmguard import __version__
+
+
+class PlainUsage(typer.core.TyperCommand):
+    """A command whose usage line names required arguments plainly (``PATH...``, ``CODE``)
+    rather than in Typer's braces (``{PATH...}``); optional ones keep their ``[...]``."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        """Click's usage pieces, with Typer's ``{...}`` around required arguments removed."""
+        pieces = super().collect_usage_pieces(ctx)
+        return [p[1:-1] if p.startswith("{") and p.endswith("}") else p for p in pieces]
+
 
 app = typer.Typer(
     name="shmguard",

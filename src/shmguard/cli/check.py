@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from shmguard.cli._app import app
+from shmguard.cli._app import PlainUsage, app
 from shmguard.cli._common import error_line, fail, size_option
 from shmguard.cli._config import settings
 from shmguard.model import FailOn
@@ -36,11 +36,12 @@ def _codes(values: list[str] | None) -> tuple[str, ...]:
     return tuple(c.strip().upper() for v in values or () for c in v.split(",") if c.strip())
 
 
-@app.command()
+@app.command(cls=PlainUsage)
 def check(
     paths: Annotated[
         list[str],
         typer.Argument(
+            metavar="PATH...",
             help="Files or directories (walked, .gitignore respected) to check; - reads "
             "standard input (helm template ... | shmguard check -).",
             show_default=False,
@@ -162,9 +163,11 @@ def check(
     from shmguard.lint.sources.discover import discover
     from shmguard.lint.sources.load import load_bytes, load_path
     from shmguard.model import exit_status
+    from shmguard.model.finding import Finding
     from shmguard.render.check_text import (
         diagnostic_line,
         finding_lines,
+        fixed_line,
         summary_line,
         unified_diff,
     )
@@ -203,8 +206,10 @@ def check(
     sources: dict[str, bytes] = {}
     errors = 0
     fixed = 0
+    repaired: list[Finding] = []
     diffs: list[str] = []
-    for path in discover(paths):
+    own = [p for p in (baseline, create_baseline) if p is not None]
+    for path in discover(paths, skip=own):
         lf = load_path(path)
         if (fix or diff) and lf.src is not None and lf.kind != "error":
             fr = fix_file(lf.src.data, path, options, config=conf, unsafe=unsafe_fixes)
@@ -222,6 +227,7 @@ def check(
                         result = check_loaded(lf, options, config=conf)
                     else:
                         result = fr.remaining
+                        repaired += fr.applied
                         lf = load_bytes(fr.data, path)
             else:
                 result = fr.remaining
@@ -266,7 +272,7 @@ def check(
 
         lines = [diagnostic_annotation(d) for r in results for d in r.diagnostics]
         lines += [annotation(f, r.path) for r in results for f in r.findings]
-        lines.append(summary_line(findings, len(results), fixed, baselined))
+        lines.append(summary_line(findings, len(results), fixed, baselined, written=not diff))
         sys.stdout.write("\n".join(lines) + "\n")
     elif fmt is OutputFormat.JSON:
         from shmguard.render.json import dumps
@@ -294,14 +300,14 @@ def check(
         }
         sys.stdout.write(dumps("check", body) + "\n")
     else:
-        out: list[str] = []
+        out = [fixed_line(f) for f in repaired]
         for r in results:
             for d in r.diagnostics:
                 (error_line if not d.info else _info)(diagnostic_line(d))
             for f in r.findings:
                 out += finding_lines(f)
         out += diffs
-        out.append(summary_line(findings, len(results), fixed, baselined))
+        out.append(summary_line(findings, len(results), fixed, baselined, written=not diff))
         sys.stdout.write("\n".join(line.rstrip("\n") for line in out) + "\n")
     if code:
         raise typer.Exit(code)
@@ -358,9 +364,12 @@ def rules(
         sys.stdout.write(f"{r.code}  {r.name:<36} {r.severity.value:<8} {r.summary}\n")
 
 
-@app.command()
+@app.command(cls=PlainUsage)
 def rule(
-    code: Annotated[str, typer.Argument(help="A rule code (SHM001, ENV003).", show_default=False)],
+    code: Annotated[
+        str,
+        typer.Argument(metavar="CODE", help="A rule code (SHM001, ENV003).", show_default=False),
+    ],
 ) -> None:
     """Print one rule's documentation (what, why, example, fix, fix safety)."""
     from shmguard.lint.docs import render_rules_markdown

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from shmguard.lint.sources.diagnostics import SourceDiagnostic
 from shmguard.model.finding import Finding
+from shmguard.render.words import plural, severity_counts
 
 
 def _where(file: str, line: int | None, col: int | None) -> str:
@@ -43,15 +44,28 @@ def unified_diff(path: str, old: bytes, new: bytes) -> str:
     return "".join(difflib.unified_diff(a, b, f"a/{path}", f"b/{path}"))
 
 
-def summary_line(findings: Iterable[Finding], files: int, fixed: int, baselined: int = 0) -> str:
+def summary_line(
+    findings: Iterable[Finding],
+    files: int,
+    fixed: int,
+    baselined: int = 0,
+    *,
+    written: bool = True,
+) -> str:
     """``N findings (E errors, W warnings, I info) in F files[; X fixed][; B in the baseline]``
-    (``baselined``: findings left out because ``--baseline`` knows them)."""
+    (``baselined``: findings left out because ``--baseline`` knows them). With ``written``
+    False (``--diff``) the fixes are ``X fixable (not written: --diff)``."""
     fs = list(findings)
-    counts = {s: sum(f.severity.value == s for f in fs) for s in ("error", "warning", "info")}
-    text = (
-        f"{len(fs)} finding{'s' if len(fs) != 1 else ''} ({counts['error']} errors, "
-        f"{counts['warning']} warnings, {counts['info']} info) in {files} file"
-        f"{'s' if files != 1 else ''}"
-    )
-    text += f"; {fixed} fixed" if fixed else ""
+    text = f"{plural(len(fs), 'finding')} ({severity_counts(fs)}) in {plural(files, 'file')}"
+    if fixed:
+        text += f"; {fixed} fixed" if written else f"; {fixed} fixable (not written: --diff)"
     return text + (f"; {baselined} in the baseline" if baselined else "")
+
+
+def fixed_line(f: Finding) -> str:
+    """``fixed: file:line:col: CODE title`` for a finding ``--fix`` repaired (its position in
+    the file as it was before the fix)."""
+    loc = f.location
+    where = _where(loc.file or "-", loc.line, loc.column) if loc is not None else "-"
+    title = f" ({f.fix.title})" if f.fix is not None else ""
+    return f"fixed: {where}: {f.code}{title}"

@@ -21,6 +21,7 @@ from shmguard.model.host import HostFacts
 from shmguard.render.parts import Part
 from shmguard.render.parts import print_parts as print_parts  # re-exported: it lived here
 from shmguard.render.snippets import fix_snippets
+from shmguard.render.words import plural, severity_counts
 from shmguard.units import format_iec
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
@@ -131,7 +132,7 @@ def facts_table(facts: HostFacts) -> Table:
         "SysV shm",
         f"unknown ({sysv.reason})"
         if sysv.value is None
-        else f"{sysv.value.segments} segments, {format_iec(sysv.value.bytes)}",
+        else f"{plural(sysv.value.segments, 'segment')}, {format_iec(sysv.value.bytes)}",
     )
     grid.add_row("holders", _holders_line(facts))
     leftovers = facts.shm.leftovers.value
@@ -182,11 +183,8 @@ def _finding(f: Finding, *, snippets: bool = True) -> list[Part]:
 
 
 def _summary(findings: Iterable[Finding], fail_on: FailOn, code: int) -> Text:
-    counts = {s: 0 for s in Severity}
-    for f in findings:
-        counts[f.severity] += 1
-    parts = [f"{n} {s.value}{'s' if n != 1 else ''}" for s, n in reversed(counts.items())]
-    return Text(f"{', '.join(parts)} · exit {code} (--fail-on {fail_on.value})", style="bold")
+    text = f"{severity_counts(findings)} · exit {code} (--fail-on {fail_on.value})"
+    return Text(text, style="bold")
 
 
 def report_parts(report: DoctorReport, fail_on: FailOn, code: int) -> list[Part]:

@@ -11,6 +11,7 @@ from importlib import resources
 from pathlib import Path
 
 import jsonschema
+import pytest
 from typer.testing import CliRunner
 
 from shmguard.cli import app
@@ -118,8 +119,15 @@ def test_fix_changes_only_the_edits_and_twice_is_a_no_op(tmp_path: Path) -> None
     assert fixed == original.replace(b'"2Gi"', b'"2g"').replace(
         b"  train:\r\n", b'  train:\r\n    shm_size: "8g"\r\n'
     )
-    assert "2 fixed" in out.splitlines()[-1]
-    assert "SHM019" not in out and "SHM002" not in out and code == 1  # others remain
+    lines = out.splitlines()
+    # what was fixed, one line each, at its place in the file before the fix
+    assert lines[:2] == [
+        f'fixed: {target}:8:17: SHM019 (Add shm_size: "8g" to the service)',
+        f"fixed: {target}:11:15: SHM002 (Write 2g)",
+    ]
+    assert lines[-1] == "3 findings (0 errors, 3 warnings, 0 info) in 1 file; 2 fixed"
+    remaining = [line.split(": ")[1].split()[0] for line in lines[2:-1] if ": SHM" in line]
+    assert remaining == ["SHM012", "SHM023", "SHM011"] and code == 1
     code, out, _ = run("check", "--fix", str(target))
     assert target.read_bytes() == fixed and "fixed" not in out.splitlines()[-1]
     # --unsafe-fixes: what is left (SHM011, SHM012, SHM023) has no fix to apply
@@ -154,6 +162,12 @@ def test_diff_writes_nothing(tmp_path: Path) -> None:
     assert f"--- a/{target}" in out
     assert "-docker run --gpus all pytorch/pytorch:2.3.0 python train.py" in out
     assert "+docker run --shm-size=1g --gpus all pytorch/pytorch:2.3.0 python train.py" in out
+    # nothing written: the summary says fixable, and no "fixed:" lines
+    assert (
+        out.splitlines()[-1]
+        == "1 finding (0 errors, 1 warning, 0 info) in 1 file; 1 fixable (not written: --diff)"
+    )
+    assert "fixed:" not in out
 
 
 def test_rules_and_rule() -> None:
@@ -196,3 +210,34 @@ def test_unknown_codes_and_prefixes_exit_2_with_one_line(tmp_path: Path) -> None
     conf.write_text('ignore = ["ENV004"]\n')
     code, _, _ = run("check", "--config", str(conf), target)
     assert code == 1
+
+
+def test_usage_line_metavars() -> None:
+    _, out, _ = run("check", "--help")
+    assert out.splitlines()[0] == "Usage: shmguard check [OPTIONS] PATH..."
+    _, out, _ = run("rule", "--help")
+    assert out.splitlines()[0] == "Usage: shmguard rule [OPTIONS] CODE"
+
+
+def test_baseline_file_in_a_walked_directory_is_not_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(FIXTURES / "run_lines.sh", "run.sh")
+    code, out, _ = run("check", "--create-baseline", "b.json", ".")
+    assert out == "0 findings (0 errors, 0 warnings, 0 info) in 1 file; 7 in the baseline\n"
+    code, out, _ = run("check", "--baseline", "b.json", ".")
+    assert code == 0
+    assert out == "0 findings (0 errors, 0 warnings, 0 info) in 1 file; 7 in the baseline\n"
+    # named as a path, it is read like any file (JSON is no config: nothing found in it)
+    _, out, _ = run("check", "--baseline", "b.json", "b.json", "run.sh")
+    assert out.endswith("in 2 files; 7 in the baseline\n")
+
+
+def test_shm009_message_names_the_container_plainly() -> None:
+    _, out, _ = run("check", "--select", "SHM009", str(FIXTURES / "pod_bad.yaml"))
+    assert out.splitlines()[0] == (
+        f"{FIXTURES / 'pod_bad.yaml'}:47:24: SHM009 [warning] volume 'dshm': sizeLimit 16Gi "
+        "(16 GiB) is above the memory limit of container 'vllm' (4 GiB): shm pages are charged "
+        "to that limit, so the container is OOM-killed first"
+    )

@@ -71,7 +71,7 @@ def test_github_annotations_and_summary(tmp_path: Path, monkeypatch: pytest.Monk
         "'2Gi' has a Kubernetes suffix: Compose v2 (compose-go) and Docker CLI 23+ reject it "
         "(invalid suffix: 'gi'), Compose v1 stops with a traceback; write 2g"
         "%0Afix (safe): Write 2g",
-        "2 findings (1 errors, 1 warnings, 0 info) in 1 file",
+        "2 findings (1 error, 1 warning, 0 info) in 1 file",
     ]
     assert code == 1
 

@@ -57,14 +57,15 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
             if limit is None or size <= limit:
                 continue
             yield Violation(
-                f"volume {v.name!r}: sizeLimit {node.value} ({format_iec(size)}) is above "
-                f"container {c.name!r}'s memory limit {format_iec(limit)}: shm pages are "
+                f"volume {v.name!r}: sizeLimit {node.value} ({format_iec(size)}) is above the "
+                f"memory limit of container {c.name!r} ({format_iec(limit)}): shm pages are "
                 "charged to that limit, so the container is OOM-killed first",
                 node.location(),
                 Fix(
                     "Raise the memory limit or lower sizeLimit",
-                    f"Raise {c.name!r}'s memory limit to at least {format_iec(size)} plus what "
-                    "the job uses besides /dev/shm and a margin, or lower sizeLimit.",
+                    f"Raise the memory limit of container {c.name!r} to at least "
+                    f"{format_iec(size)} plus what the job uses besides /dev/shm and a margin, "
+                    "or lower sizeLimit.",
                 ),
             )
 

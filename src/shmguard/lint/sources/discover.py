@@ -13,7 +13,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 
@@ -99,15 +99,17 @@ def _walk_plain(root: Path) -> Iterator[Path]:
         stack.extend(reversed(subdirs))
 
 
-def discover(paths: list[str]) -> Iterator[str]:
+def discover(paths: list[str], skip: Iterable[Path] = ()) -> Iterator[str]:
     """The files to read for ``paths``: ``-`` and files as given, directories walked (sorted,
-    ignored files left out)."""
+    ignored files left out, and the files of ``skip``: ``check``'s own baseline file, which is
+    no configuration to check)."""
+    left_out = {s.resolve() for s in skip}
     for path in paths:
         p = Path(path)
         if path == "-" or not p.is_dir():
             yield path
             continue
-        files = list(_walk_plain(p))
+        files = [f for f in _walk_plain(p) if f.resolve() not in left_out]
         ignored = _git_ignored(p, files)
         for f in files:
             if ignored is None or f.resolve() not in ignored:
