@@ -33,7 +33,7 @@ from shmguard.lint.config._base import (
 )
 from shmguard.lint.config._k8sfix import shm_mount_edits
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
-from shmguard.lint.sources.k8s_model import Container, text
+from shmguard.lint.sources.k8s_model import Container, Volume, text
 from shmguard.lint.sources.workload import Workload
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
@@ -176,14 +176,26 @@ def _pod(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
         v.name for v in pod.volumes if v.empty_dir is not None and text(v.medium) == "Memory"
     }
     runtime = next((n.partition(":")[2] for n in pod.notes if n.startswith("trainjob")), None)
+    by_name = {v.name: v for v in pod.volumes if v.name is not None}
     for c, wl in unit.containers:
         if not strong(wl):
             continue
-        mounted = any(is_dev_shm(text(m.mount_path)) for m in c.volume_mounts)
-        if mounted or (runtime is not None and memory_volumes):
-            continue
+        at_shm = [m for m in c.volume_mounts if is_dev_shm(text(m.mount_path))]
         who = f"container {c.name!r}" if c.name else "the container"
         role = f" ({pod.role})" if pod.role else ""
+        disk = [
+            v
+            for m in at_shm
+            if m.name is not None
+            and (v := by_name.get(m.name)) is not None
+            and v.empty_dir is not None
+            and (v.medium is None or text(v.medium) == "")
+        ]
+        if disk and len(at_shm) == 1:
+            yield _disk_backed(pod.obj.kind, pod.obj.name or "", role, who, disk[0])
+            continue
+        if at_shm or (runtime is not None and memory_volumes):
+            continue
         ev = f" ({wl.evidence[0].what})" if wl.evidence else ""
         extra = (
             f"; the TrainingRuntime {runtime!r} it uses mounts none unless it says so"
@@ -193,16 +205,32 @@ def _pod(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
         node = c.node.get("name") or c.image or c.node
         yield Violation(
             f"{pod.obj.kind} {pod.obj.name or ''}{role}: {who} is an ML workload{ev} with no "
-            f"memory-backed emptyDir at /dev/shm: it gets the runtime's 64 MiB{extra}".replace(
-                "  ", " "
-            ),
+            f"volume at /dev/shm: it gets the runtime's 64 MiB{extra}".replace("  ", " "),
             node.location(),
             _k8s_fix(unit, options, c, wl),
         )
 
 
+def _disk_backed(kind: str, name: str, role: str, who: str, v: Volume) -> Violation:
+    """The info finding for a disk-backed emptyDir at /dev/shm (variant ``disk-backed``)."""
+    node = v.medium if v.medium is not None else v.empty_dir
+    assert node is not None
+    return Violation(
+        f"{kind} {name}{role}: {who} mounts the disk-backed emptyDir {v.name!r} at /dev/shm: "
+        "no 64 MiB limit, but a directory on the node's disk rather than a tmpfs (shared "
+        "memory goes through the page cache and counts as ephemeral storage)".replace("  ", " "),
+        node.location(),
+        Fix(
+            "Write medium: Memory (and a sizeLimit)",
+            "For a tmpfs, write `emptyDir: {medium: Memory, sizeLimit: ...}`; its pages then "
+            "count against the container's memory limit, so size the limit for it.",
+        ),
+        variant="disk-backed",
+    )
+
+
 def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
-    """Flag an ML unit with no /dev/shm sizing."""
+    """Flag an ML unit with no /dev/shm sizing (and, at info, a disk-backed /dev/shm)."""
     if unit.kind == "compose" and strong(unit.workload):
         yield from _compose(unit, options)
     elif unit.kind == "run" and strong(unit.workload):
@@ -217,7 +245,14 @@ A container that runs PyTorch, NCCL or an inference server (detected from its im
 `NCCL_*`/`TORCH_*` environment, or `shmguard.io/workload: ml`; a GPU request alone is not
 enough: `nvidia-smi` in `nvidia/cuda` needs no /dev/shm) with no
 /dev/shm sizing: a Compose service without `shm_size`, a `docker|podman run` line without
-`--shm-size`, a Kubernetes container without a memory-backed emptyDir mounted at /dev/shm.
+`--shm-size`, a Kubernetes container with no volume mounted at /dev/shm. A container whose only
+/dev/shm is a disk-backed emptyDir (`emptyDir: {{}}` or `medium: ""`) gets an **info** finding
+(variant `disk-backed`): it does not have the 64 MiB limit, but /dev/shm is then a directory on
+the node's disk, not a tmpfs (Kubernetes docs, Volumes, emptyDir: "emptyDir volumes are stored
+on whatever medium that backs the node"; only `medium: Memory` mounts a tmpfs), so shared
+memory goes through the page cache and counts as the pod's ephemeral storage (over
+`sizeLimit` the pod is evicted). Any other volume at /dev/shm (a memory or HugePages emptyDir,
+a hostPath, a PVC) is taken as sizing it.
 Not flagged: `ipc: host` / `--ipc=host` (the host's /dev/shm), `ipc: service:x` /
 `--ipc=container:x` (the donor's), a tmpfs or bind mount at /dev/shm, `hostIPC: true`, KubeRay
 pods (the operator mounts /dev/shm into the Ray container itself), MPIJob launchers,
@@ -262,7 +297,8 @@ changes. A memory emptyDir the pod already mounts at /dev/shm, or mounts nowhere
 tmpfs pages are only charged when written, so nothing is reserved; where a memory limit would
 not keep the policy's margin beside the size, no fix is offered. Services and pods reached
 through YAML anchors, TrainJobs (whose pod spec is in the runtime) and `volumes: null` get the
-fix shown, not applied.""",
+fix shown, not applied. The `disk-backed` info finding's fix (`medium: Memory` and a
+`sizeLimit`) is shown, never applied: it moves the pages into the container's memory limit.""",
 )
 
 RULE = Rule(
@@ -275,4 +311,5 @@ RULE = Rule(
     WHY,
     DOC,
     check,
+    variants={"disk-backed": Severity.INFO},
 )
