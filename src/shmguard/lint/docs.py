@@ -43,7 +43,7 @@ This file is generated from the rules' metadata (`src/shmguard/lint/config/shm0*
 
 `shmguard check` ([check](check.md)) checks `docker|podman run` lines, Compose files and
 Kubernetes manifests against these rules. Codes are stable and never reused; they follow the
-rule table of the research notes (`config_formats.md`), so the codes of rules not built yet
+rule table planned when the rules were designed, so the codes of rules not built yet
 (SHM005, SHM007, SHM010, ...) stay reserved. Each rule is one module in
 `src/shmguard/lint/config/` with a pure `check(unit, options)` over one Compose service, pod
 spec or run line; `shmguard.lint.config.RULES` lists them and the one rule engine

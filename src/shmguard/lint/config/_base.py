@@ -289,11 +289,21 @@ def container_memory_limit(c: Container) -> int | None:
         return None
 
 
-#: The sources every SHM rule's facts come from (docs).
+#: The sources every SHM rule's facts come from (user docs: ``shmguard rule``,
+#: docs/rules-shm.md). Public sources only; the developers' notes behind them
+#: (shared/research/config_formats.md, runtime_truth.md, lint_traps.md) are not shipped.
 SOURCES = (
-    "../shared/research/config_formats.md (docker/cli, moby, compose-go, k8s.io/api and "
-    "kubelet source lines) corrected by ../shared/research/runtime_truth.md (real Docker "
-    "20.10 with CLIs 20.10 and 28, Podman 4.3, Compose v1, podman-compose)"
+    "the runtimes' own documentation and source: Docker `docker run --shm-size` and "
+    "docker/cli `cli/command/container/opts.go` (sizes parsed by docker/go-units `size.go` "
+    "`RAMInBytes`), moby's 64 MiB default (`daemon/config` `DefaultShmSize`), the Compose "
+    "Specification (compose-spec `spec.md`, `build.md#shm_size`, "
+    "`schema/compose-spec.json`) and compose-go, Podman `podman-run(1)` and "
+    "`containers.conf(5)` (`shm_size`), the Kubernetes documentation (Volumes: emptyDir; "
+    "Resource Management for Pods and Containers: memory units) with k8s.io/apimachinery "
+    "`resource.Quantity` and the kubelet's `pkg/volume/emptydir/empty_dir.go`, and the "
+    "kernel's `Documentation/filesystems/tmpfs.rst`. Where versions disagree, the behaviour "
+    "was measured with Docker Engine 20.10.24, Docker CLI 28.2.2 and 20.10.24, Podman 4.3.1, "
+    "Compose 1.29.2 and podman-compose 1.6.0"
 )
 
 

@@ -4,8 +4,9 @@ sizing, so it runs in the runtime's 64 MiB default.
 Docker, containerd and CRI-O give 64 MiB (moby ``config.DefaultShmSize``, containerd CRI
 ``defaultShmSize``, CRI-O ``DefaultShmSize``), Podman 65,536,000 bytes (containers.conf
 ``shm_size = "65536k"``); a DataLoader with workers passes every batch through it, and NCCL
-puts its intra-node buffers there. Not flagged (lint_traps.md): ``ipc: host`` /
-``--ipc=host`` (the host's /dev/shm), ``ipc: service:x`` / ``--ipc=container:x`` (the donor's),
+puts its intra-node buffers there. Not flagged (lint_traps.md; public sources in DOC):
+``ipc: host`` / ``--ipc=host`` (the host's /dev/shm), ``ipc: service:x`` /
+``--ipc=container:x`` (the donor's),
 a tmpfs or bind mount at /dev/shm, ``hostIPC: true``, KubeRay pods (the operator mounts a
 ``shared-mem`` emptyDir into the Ray container itself: kuberay ``ray-operator/controllers/ray/
 common/pod.go`` ``addEmptyDir``), and MPIJob launchers (mpirun only; the workers do the work).
@@ -212,7 +213,8 @@ def _pod(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
 
 
 def _disk_backed(kind: str, name: str, role: str, who: str, v: Volume) -> Violation:
-    """The info finding for a disk-backed emptyDir at /dev/shm (variant ``disk-backed``)."""
+    """The info finding for a disk-backed emptyDir at /dev/shm (variant
+    ``disk-emptydir``)."""
     node = v.medium if v.medium is not None else v.empty_dir
     assert node is not None
     return Violation(
@@ -225,7 +227,7 @@ def _disk_backed(kind: str, name: str, role: str, who: str, v: Volume) -> Violat
             "For a tmpfs, write `emptyDir: {medium: Memory, sizeLimit: ...}`; its pages then "
             "count against the container's memory limit, so size the limit for it.",
         ),
-        variant="disk-backed",
+        variant="disk-emptydir",
     )
 
 
@@ -247,10 +249,10 @@ enough: `nvidia-smi` in `nvidia/cuda` needs no /dev/shm) with no
 /dev/shm sizing: a Compose service without `shm_size`, a `docker|podman run` line without
 `--shm-size`, a Kubernetes container with no volume mounted at /dev/shm. A container whose only
 /dev/shm is a disk-backed emptyDir (`emptyDir: {{}}` or `medium: ""`) gets an **info** finding
-(variant `disk-backed`): it does not have the 64 MiB limit, but /dev/shm is then a directory on
-the node's disk, not a tmpfs (Kubernetes docs, Volumes, emptyDir: "emptyDir volumes are stored
-on whatever medium that backs the node"; only `medium: Memory` mounts a tmpfs), so shared
-memory goes through the page cache and counts as the pod's ephemeral storage (over
+(variant `disk-emptydir`): it does not have the 64 MiB limit, but /dev/shm is then a directory
+on the node's disk, not a tmpfs (Kubernetes docs, Volumes, emptyDir: the volume is stored on
+the medium that backs the node; only `medium: Memory` mounts a tmpfs), so
+shared memory goes through the page cache and counts as the pod's ephemeral storage (over
 `sizeLimit` the pod is evicted). Any other volume at /dev/shm (a memory or HugePages emptyDir,
 a hostPath, a PVC) is taken as sizing it.
 Not flagged: `ipc: host` / `--ipc=host` (the host's /dev/shm), `ipc: service:x` /
@@ -258,7 +260,7 @@ Not flagged: `ipc: host` / `--ipc=host` (the host's /dev/shm), `ipc: service:x` 
 pods (the operator mounts /dev/shm into the Ray container itself), MPIJob launchers,
 Compose services that only define an image to build (`build:` and nothing that runs), and
 services whose size is only under `build:` (SHM019 reports them, with their own size).
-Sources: {SOURCES}; ../shared/research/lint_traps.md.
+KubeRay: kuberay `ray-operator/controllers/ray/common/pod.go` (`addEmptyDir`). Sources: {SOURCES}.
 """,
     why="""\
 Docker, containerd and CRI-O give a container 64 MiB of /dev/shm and Podman 65,536,000 bytes.
@@ -297,7 +299,7 @@ changes. A memory emptyDir the pod already mounts at /dev/shm, or mounts nowhere
 tmpfs pages are only charged when written, so nothing is reserved; where a memory limit would
 not keep the policy's margin beside the size, no fix is offered. Services and pods reached
 through YAML anchors, TrainJobs (whose pod spec is in the runtime) and `volumes: null` get the
-fix shown, not applied. The `disk-backed` info finding's fix (`medium: Memory` and a
+fix shown, not applied. The disk-backed emptyDir's info finding's fix (`medium: Memory` and a
 `sizeLimit`) is shown, never applied: it moves the pages into the container's memory limit.""",
 )
 
@@ -311,5 +313,5 @@ RULE = Rule(
     WHY,
     DOC,
     check,
-    variants={"disk-backed": Severity.INFO},
+    variants={"disk-emptydir": Severity.INFO},
 )
