@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from shmguard.lint.sources.k8s_model import EnvVar, dig, scalars, seq_maps, text
 from shmguard.lint.sources.yamlload import YamlFile
@@ -188,15 +189,20 @@ class ComposeFile:
 
     @property
     def services(self) -> list[ComposeService]:
-        """The services; a null body (``db:``) has no fields and is left out."""
+        """The services; a null body (``db:``) has no fields and is left out. The same
+        service objects on every access (a new list), so their lookups are kept."""
+        return list(self._services)
+
+    @cached_property
+    def _services(self) -> tuple[ComposeService, ...]:
         services = dig(self.root, "services")
         if not isinstance(services, YMap):
-            return []
-        return [
+            return ()
+        return tuple(
             ComposeService(name, node, self)
             for name, (_, node) in services.entries.items()
             if isinstance(node, YMap)
-        ]
+        )
 
 
 def compose_files(yf: YamlFile) -> list[ComposeFile]:
