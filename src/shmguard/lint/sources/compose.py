@@ -18,7 +18,8 @@ followed: :attr:`ComposeService.extends_file` records it.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 from shmguard.lint.sources.k8s_model import EnvVar, dig, scalars, seq_maps, text
 from shmguard.lint.sources.yamlload import YamlFile
@@ -56,6 +57,10 @@ class ComposeService:
     name: str
     node: YMap
     file: ComposeFile
+    #: path -> node, filled by :meth:`get` (the tree never changes; rules read a field often).
+    _found: dict[str, YNode | None] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
 
     @property
     def key(self) -> YScalar | None:
@@ -79,11 +84,16 @@ class ComposeService:
     def get(self, path: str) -> YNode | None:
         """The node at a dotted ``path`` (``deploy.resources.limits.memory``), from the service
         or the first base service (``extends``) that sets it."""
+        if path in self._found:
+            return self._found[path]
+        result = None
         for node in self._chain():
             found = dig(node, *path.split("."))
             if found is not None:
-                return found
-        return None
+                result = found
+                break
+        self._found[path] = result
+        return result
 
     @property
     def extends_file(self) -> str | None:
@@ -179,15 +189,20 @@ class ComposeFile:
 
     @property
     def services(self) -> list[ComposeService]:
-        """The services; a null body (``db:``) has no fields and is left out."""
+        """The services; a null body (``db:``) has no fields and is left out. The same
+        service objects on every access (a new list), so their lookups are kept."""
+        return list(self._services)
+
+    @cached_property
+    def _services(self) -> tuple[ComposeService, ...]:
         services = dig(self.root, "services")
         if not isinstance(services, YMap):
-            return []
-        return [
+            return ()
+        return tuple(
             ComposeService(name, node, self)
             for name, (_, node) in services.entries.items()
             if isinstance(node, YMap)
-        ]
+        )
 
 
 def compose_files(yf: YamlFile) -> list[ComposeFile]:

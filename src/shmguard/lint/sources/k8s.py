@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import yaml
+
 from shmguard.lint.sources.k8s_kinds import (
     CONTAINER_KEYS,
     EMBEDDED_OBJECTS,
@@ -300,13 +302,57 @@ def _trainjob(obj: K8sObject) -> PodSpec:
     )
 
 
-def _fallback(obj: K8sObject) -> Iterator[PodSpec]:
-    """Mappings with a ``containers`` list of mappings that have an ``image`` (outermost only)."""
-    found: list[str] = []
-    for n in walk(obj.node, limit=200_000):
-        if not isinstance(n, YMap) or any(n.path.startswith(p + ".") for p in found):
+def _has_containers_key(root: yaml.Node, limit: int) -> bool:
+    """True when some mapping in ``root``'s composed graph (anchors, aliases and merge sources
+    included: they are nodes of the same graph) has the scalar key ``containers``, or when the
+    graph has more than ``limit`` nodes (then the full walk decides, and raises). A walk over
+    PyYAML's nodes, without views: most objects searched by :func:`_fallback` (Services, RBAC,
+    CRs of unknown kinds) have no such key, and this costs a fraction of wrapping every node."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
             continue
-        cs = seq_maps(n.get("containers"))
-        if cs and all(isinstance(c.get("image"), YScalar) for c in cs):
-            found.append(n.path)
-            yield _pod(obj, n, n.path, known=False)
+        seen.add(id(n))
+        if len(seen) > limit:
+            return True
+        if isinstance(n, yaml.MappingNode):
+            for k, v in n.value:
+                if isinstance(k, yaml.ScalarNode) and k.value == "containers":
+                    return True
+                stack.append(k)
+                stack.append(v)
+        elif isinstance(n, yaml.SequenceNode):
+            stack.extend(n.value)
+    return False
+
+
+#: Most nodes :func:`_fallback` visits in one object (aliases counted at every use).
+FALLBACK_NODES = 200_000
+
+
+def _fallback(obj: K8sObject) -> Iterator[PodSpec]:
+    """Mappings with a ``containers`` list of mappings that have an ``image`` (outermost only).
+
+    The search stops after :data:`FALLBACK_NODES` nodes (a large CR of an unknown kind, or
+    aliases expanding past it below the loader's alias-bomb limit): what was found so far is
+    kept, and the file is still checked (it used to raise ``ValueError`` out of the loader).
+    """
+    text = obj.node.src.text
+    # no key can read "containers" without those letters or a backslash escape in the file
+    if ("containers" not in text and "\\" not in text) or not _has_containers_key(
+        obj.node.node, FALLBACK_NODES
+    ):
+        return
+    found: list[str] = []
+    try:
+        for n in walk(obj.node, limit=FALLBACK_NODES):
+            if not isinstance(n, YMap) or any(n.path.startswith(p + ".") for p in found):
+                continue
+            cs = seq_maps(n.get("containers"))
+            if cs and all(isinstance(c.get("image"), YScalar) for c in cs):
+                found.append(n.path)
+                yield _pod(obj, n, n.path, known=False)
+    except ValueError:  # walk's node limit
+        return

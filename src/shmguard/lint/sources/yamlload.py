@@ -62,6 +62,9 @@ class YamlFile:
     diagnostics: tuple[SourceDiagnostic, ...]
 
 
+_COLLECTIONS = (yaml.MappingNode, yaml.SequenceNode)
+
+
 def _too_deep(text: str) -> bool:
     """A cheap upper bound on nesting: flow brackets plus indentation plus compact dashes."""
     if text.count("[") + text.count("{") >= MAX_DEPTH // 2:
@@ -79,23 +82,28 @@ def _too_deep(text: str) -> bool:
 
 def _expanded_size(root: yaml.Node) -> int | None:
     """Nodes in the tree that ``root`` expands to (aliases counted at every use); None for a
-    cycle. Iterative and memoised, so linear in the composed graph."""
+    cycle. Iterative and memoised, so linear in the composed graph; scalars count 1 each and
+    are never stacked (they have no children and cannot be on a cycle)."""
+    if not isinstance(root, (yaml.MappingNode, yaml.SequenceNode)):
+        return 1
     memo: dict[int, int] = {}
     on_path: set[int] = set()
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:
         node, done = stack.pop()
         key = id(node)
-        children: list[yaml.Node] = []
         if isinstance(node, yaml.MappingNode):
-            children = [x for pair in node.value for x in pair]
-        elif isinstance(node, yaml.SequenceNode):
-            children = list(node.value)
+            children: list[yaml.Node] = [x for pair in node.value for x in pair]
+        else:
+            children = node.value
         if done:
             on_path.discard(key)
-            memo[key] = 1 + sum(memo[id(c)] for c in children)
-            if memo[key] > MAX_EXPANDED:
-                return memo[key]
+            size = 1
+            for c in children:
+                size += memo[id(c)] if isinstance(c, _COLLECTIONS) else 1
+            memo[key] = size
+            if size > MAX_EXPANDED:
+                return size
             continue
         if key in memo:
             continue
@@ -104,6 +112,8 @@ def _expanded_size(root: yaml.Node) -> int | None:
         on_path.add(key)
         stack.append((node, True))
         for c in children:
+            if not isinstance(c, _COLLECTIONS):
+                continue
             if id(c) in on_path:
                 return None
             if id(c) not in memo:

@@ -201,13 +201,14 @@ class YMap(_Collection):
     keys are left out. :attr:`duplicates` lists ``(key, overridden key views)``.
     """
 
-    __slots__ = ("_dups", "_entries", "_raw")
+    __slots__ = ("_dups", "_entries", "_kids", "_raw")
 
     def __init__(self, node: yaml.Node, path: str, src: SourceText, shared: bool = False):
         super().__init__(node, path, src, shared)
         self._entries: dict[str, tuple[YScalar, YNode]] | None = None
         self._dups: list[tuple[str, list[YScalar]]] = []
         self._raw: dict[str, yaml.Node] | None = None
+        self._kids: dict[str, YNode | None] = {}
 
     @property
     def entries(self) -> dict[str, tuple[YScalar, YNode]]:
@@ -266,10 +267,17 @@ class YMap(_Collection):
                 else:
                     self._raw = raw
             if self._raw is not None:
+                # the same view for the same key, so its own lazily built lookups are kept
+                if key in self._kids:
+                    return self._kids[key]
                 v = self._raw.get(key)
-                if v is None:
-                    return None
-                return wrap(v, child_path(self.path, key), self.src, self._shared_child(v))
+                kid = (
+                    None
+                    if v is None
+                    else wrap(v, child_path(self.path, key), self.src, self._shared_child(v))
+                )
+                self._kids[key] = kid
+                return kid
         pair = self.entries.get(key)
         return pair[1] if pair else None
 

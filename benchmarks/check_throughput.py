@@ -1,0 +1,169 @@
+"""Throughput of ``shmguard check`` over ../shared/corpus against Checkov and a bare PyYAML parse.
+
+Prints files/s and MB/s for:
+
+1. a bare ``yaml.compose_all(CSafeLoader)`` over every YAML file of corpus/compose and
+   corpus/k8s (the floor any YAML linter pays);
+2. ``shmguard check`` in-process on the library (``load_bytes`` + ``check_loaded``: sources,
+   workload detection, every SHM rule, fixes computed), on the same YAML files and on the
+   334 ``docker run`` lines of corpus/docker_run_lines.tsv (each one a ``.sh`` file);
+3. the ``shmguard check`` CLI as a subprocess (interpreter start-up included) on copies of the
+   YAML files, and on the YAML files plus the run lines;
+4. Checkov (``checkov --skip-download --framework kubernetes -d DIR``) on the same copies, from
+   its own virtual environment. Checkov has no Compose framework: its kubernetes runner reads
+   every ``.yaml``/``.yml`` and keeps the documents with ``apiVersion`` and ``kind``.
+
+Each row is the best wall-clock time of ``--repeat`` runs (Checkov: at most 2), with the CPU
+seconds of that run (this process and its children: user + system), which a busy machine
+disturbs less. Then the ratios against issue 8's targets: check at least 20x Checkov (CLI
+against CLI, both on the same files with start-up) and at least 60 % of the bare parse
+(library on YAML files).
+Files are copied to a temporary directory first: Checkov 3.3.30 found no resource at all when
+given the corpus's own path (0 resources from ``-d ../shared/corpus/k8s``; the same files
+copied to /tmp gave 1,851), so both CLIs read the copies.
+
+Checkov's environment (the PyPI package, kept apart from the project's)::
+
+    python3 -m venv /tmp/checkov-venv && /tmp/checkov-venv/bin/pip install checkov==3.3.30
+
+    python benchmarks/check_throughput.py [--repeat N] [--checkov PATH | --no-checkov]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+
+from shmguard.lint.check import check_loaded
+from shmguard.lint.sources.load import load_bytes
+
+CORPUS = Path(__file__).resolve().parents[1] / ".." / "shared" / "corpus"
+CHECKOV = "/tmp/checkov-venv/bin/checkov"
+
+Files = list[tuple[str, bytes]]
+
+
+def _bare(files: Files) -> None:
+    for _, data in files:
+        try:
+            for _ in yaml.compose_all(data.decode("utf-8"), Loader=yaml.CSafeLoader):
+                pass
+        except (yaml.YAMLError, UnicodeDecodeError):
+            pass
+
+
+def _check(files: Files) -> None:
+    for name, data in files:
+        check_loaded(load_bytes(data, name))
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and its finished children (user + system)."""
+    me, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _best(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
+    """The best wall-clock seconds of ``repeat`` runs, and the CPU seconds of that run."""
+    runs = []
+    for _ in range(repeat):
+        t, c = time.perf_counter(), _cpu()
+        fn()
+        runs.append((time.perf_counter() - t, _cpu() - c))
+    return min(runs)
+
+
+def _row(label: str, n: int, nbytes: int, timing: tuple[float, float]) -> None:
+    seconds, cpu = timing
+    print(
+        f"{label:40s} {n / seconds:9.0f} files/s {nbytes / 1e6 / seconds:8.2f} MB/s "
+        f"{seconds:8.3f} s wall {cpu:8.3f} s CPU  ({n} files, {nbytes / 1e6:.2f} MB)"
+    )
+
+
+def _cli(args: list[str], cwd: Path) -> None:
+    r = subprocess.run(args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    if r.returncode not in (0, 1):
+        sys.exit(f"{args[0]} exited {r.returncode}: {r.stderr.decode()[-2000:]}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per measurement; best kept")
+    ap.add_argument("--checkov", default=CHECKOV, help=f"Checkov executable ({CHECKOV})")
+    ap.add_argument("--no-checkov", action="store_true", help="skip Checkov")
+    args = ap.parse_args()
+
+    paths = sorted(p for k in ("compose", "k8s") for p in (CORPUS / k).rglob("*") if p.is_file())
+    yaml_files = [(str(p), p.read_bytes()) for p in paths]
+    with (CORPUS / "docker_run_lines.tsv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t"))
+    run_files = [(f"{i:04d}.sh", (r["command"] + "\n").encode()) for i, r in enumerate(rows)]
+    ny, by = len(yaml_files), sum(len(d) for _, d in yaml_files)
+    nr, br = len(run_files), sum(len(d) for _, d in run_files)
+    print(f"corpus: {ny} YAML files ({by / 1e6:.2f} MB), {nr} docker run lines ({br / 1e3:.1f} kB)")
+    print(f"python {sys.version.split()[0]}, PyYAML {yaml.__version__}, best of {args.repeat}\n")
+
+    t_bare = _best(lambda: _bare(yaml_files), args.repeat)
+    _row("bare yaml.compose_all(CSafeLoader)", ny, by, t_bare)
+    t_lib = _best(lambda: _check(yaml_files), args.repeat)
+    _row("shmguard check, library, YAML", ny, by, t_lib)
+    t_lib_run = _best(lambda: _check(run_files), args.repeat)
+    _row("shmguard check, library, run lines", nr, br, t_lib_run)
+
+    with tempfile.TemporaryDirectory(prefix="check-throughput-") as tmp:
+        root = Path(tmp)
+        ydir = root / "yaml"
+        for k in ("compose", "k8s"):
+            shutil.copytree(CORPUS / k, ydir / k)
+        rdir = root / "runlines"
+        rdir.mkdir()
+        for name, data in run_files:
+            (rdir / name).write_bytes(data)
+        shmguard = [sys.executable, "-m", "shmguard", "check", "--fail-on", "never"]
+        t_cli = _best(lambda: _cli([*shmguard, str(ydir)], root), args.repeat)
+        _row("shmguard check CLI, YAML", ny, by, t_cli)
+        t_cli_all = _best(lambda: _cli([*shmguard, str(ydir), str(rdir)], root), args.repeat)
+        _row("shmguard check CLI, YAML + run lines", ny + nr, by + br, t_cli_all)
+
+        t_ckv: tuple[float, float] | None = None
+        if args.no_checkov:
+            print("Checkov: skipped (--no-checkov)")
+        elif not (shutil.which(args.checkov) or os.access(args.checkov, os.X_OK)):
+            print(f"Checkov: {args.checkov} not found; install it as this script's docstring says")
+        else:
+            ckv = [args.checkov, "--skip-download", "--framework", "kubernetes"]
+            ckv += ["--quiet", "--compact", "-o", "json", "-d", str(ydir)]
+            t_ckv = _best(lambda: _cli(ckv, root), min(args.repeat, 2))
+            _row("checkov --framework kubernetes, YAML", ny, by, t_ckv)
+
+    print("\nratios of wall-clock throughput (CPU time in brackets):")
+    print(f"check library / bare parse (YAML): {_ratio(t_bare, t_lib, '%')}  (target >= 60%)")
+    if t_ckv is not None:
+        print(f"check CLI / Checkov (YAML):        {_ratio(t_ckv, t_cli, 'x')}  (target >= 20x)")
+        print(f"check library / Checkov (YAML):    {_ratio(t_ckv, t_lib, 'x')}")
+
+
+def _ratio(a: tuple[float, float], b: tuple[float, float], unit: str) -> str:
+    """How many times faster ``b`` is than ``a``: wall and (CPU)."""
+    if unit == "%":
+        return f"{a[0] / b[0]:6.1%} ({a[1] / b[1]:.1%})"
+    return f"{a[0] / b[0]:6.1f}x ({a[1] / b[1]:.1f}x)"
+
+
+if __name__ == "__main__":
+    main()
