@@ -287,7 +287,12 @@ def test_commands_and_snippets_are_never_wrapped(
 ) -> None:
     # Without a terminal Rich wraps at 80 columns (here COLUMNS=40): a command or a snippet
     # broken over two lines can no longer be pasted.
-    script = "head -c 1048576 /dev/zero > /dev/shm/a-rather-long-file-name-to-pass-40-columns"
+    # The sleep keeps the 1 MiB in place while the sampler polls: on a loaded machine a run
+    # that exits within a millisecond of its write can end before the next poll (seen once in
+    # a full CI run: a 1m size from a peak caught half-written).
+    script = (
+        "head -c 1048576 /dev/zero > /dev/shm/a-rather-long-file-name-to-pass-40-columns; sleep 0.2"
+    )
     args = ["--no-verify"] if command == "probe" else []
     done = shmguard(command, *args, "--", "sh", "-c", script, env={"COLUMNS": "40"})
     assert done.returncode == 0, done.stderr
