@@ -26,6 +26,13 @@ the defaults. docs/configuration.md lists every key; an example::
     [tool.shmguard.explain]
     signatures = ["ops/signatures"]  # extra signature directories, relative to the file
 
+    [[tool.shmguard.checks]]         # user-defined check rules (shmguard.lint.custom)
+    code = "USR001"
+    name = "ml-shm-below-2g"
+    template = "min-shm-size"
+    message = "ML jobs here need at least 2 GiB of /dev/shm"
+    params = { size = "2g" }
+
 It also defines, once, the Kubernetes annotation and label names that ``check``, the guard
 and the admission webhook read (:data:`ANNOTATIONS`, :data:`LABELS`).
 """
@@ -39,11 +46,14 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shmguard.estimate.policy import Policy
 from shmguard.model.finding import FailOn, Severity
 from shmguard.units import DOCKER_DEFAULT_SHM, SizeError, parse_size_flag
+
+if TYPE_CHECKING:
+    from shmguard.lint.engine import Rule
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -79,9 +89,10 @@ LABELS: Mapping[str, str] = {
 #: Names of the files searched, in order of precedence within one directory.
 CONFIG_FILES = (".shmguard.toml", "pyproject.toml")
 
-#: Rule code families: ``ENV`` (doctor's environment rules) and ``SHM`` (config rules of
-#: ``check``). A selector outside them is a typo that would silently disable every rule.
-CODE_FAMILIES = ("ENV", "SHM")
+#: Rule code families: ``ENV`` (doctor's environment rules), ``SHM`` (config rules of
+#: ``check``) and ``USR`` (user-defined checks of ``check``, ``[[checks]]``). A selector
+#: outside them is a typo that would silently disable every rule.
+CODE_FAMILIES = ("ENV", "SHM", "USR")
 _CODE = re.compile(r"^(" + "|".join(CODE_FAMILIES) + r")[0-9]{0,3}$")
 _FULL_CODE = re.compile(r"^(" + "|".join(CODE_FAMILIES) + r")[0-9]{3}$")
 #: Bounds of the sizing tunables: headroom as a fraction, sizes in bytes.
@@ -97,6 +108,7 @@ _KEYS = {
     "sizes",
     "explain",
     "target",
+    "checks",
 }
 
 
@@ -122,6 +134,8 @@ class Config:
         signatures: extra signature directories for ``explain``, absolute.
         target: ``check``'s assumed tools (``docker-cli=28,compose=v2,podman=4.3``; read by
             :func:`shmguard.lint.target.parse_target`), or "" for its defaults.
+        checks: the user-defined checks (``[[checks]]``), as rules ``check`` runs after its
+            own (:func:`shmguard.lint.custom.parse_checks`), validated on load.
     """
 
     path: Path | None = None
@@ -134,6 +148,7 @@ class Config:
     policy: Policy = field(default_factory=Policy)
     signatures: tuple[Path, ...] = ()
     target: str = ""
+    checks: tuple[Rule[Any, Any], ...] = ()
 
     def enabled(self, code: str, file: str | None = None) -> bool:
         """Whether findings of ``code`` are reported (in ``file``, when given)."""
@@ -281,7 +296,20 @@ def parse_config(table: Mapping[str, Any], path: Path) -> Config:
         policy=_policy(table.get("sizes", {}), err),
         signatures=_signatures(table.get("explain", {}), err, path),
         target=_target(table.get("target", ""), err),
+        checks=_checks(table.get("checks", []), err, path),
     )
+
+
+def _checks(value: object, err: Any, path: Path) -> tuple[Rule[Any, Any], ...]:
+    if value == []:
+        return ()
+    from shmguard.lint.config import RULES as SHM
+    from shmguard.lint.custom import parse_checks
+    from shmguard.lint.env import RULES as ENV
+
+    every: tuple[Rule[Any, Any], ...] = (*ENV, *SHM)
+    builtin = {r.code: r.name for r in every}
+    return parse_checks(value, err, path.name, builtin)
 
 
 def _target(value: object, err: Any) -> str:
@@ -302,8 +330,9 @@ def code_problem(code: str) -> str | None:
     Whether a rule has that code is :func:`shmguard.lint.engine.unknown_codes`'s question."""
     if _CODE.match(code):
         return None
+    families = f"{', '.join(CODE_FAMILIES[:-1])} and {CODE_FAMILIES[-1]}"
     return (
-        f"{code!r} is not a rule code or prefix: rules are {' and '.join(CODE_FAMILIES)} "
+        f"{code!r} is not a rule code or prefix: rules are {families} "
         "followed by 3 digits (ENV001, SHM0, ENV)"
     )
 

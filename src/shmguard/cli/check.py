@@ -175,15 +175,17 @@ def check(
     size = size_option(shm_size, "--shm-size")
     conf = settings(config)
     sel, ign = _codes(select), _codes(ignore)
-    have = f"check has {RULES[0].code}-{RULES[-1].code}: shmguard rules lists them"
+    every = (*RULES, *conf.checks)
+    have = f"check has {RULES[0].code}-{RULES[-1].code}"
+    have += "".join(f", {r.code}" for r in conf.checks) + ": shmguard rules lists them"
     for flag, given in (("--select", sel), ("--ignore", ign)):
         problem = next((p for p in map(code_problem, given) if p is not None), None)
         if problem is not None:
             fail(f"{flag}: {problem}")
-        bad = unknown_codes(Config(select=given), RULES, every_family=True)
+        bad = unknown_codes(Config(select=given), every, every_family=True)
         if bad:
             fail(f"{flag}: {', '.join(bad)}: no such rule ({have})")
-    bad = unknown_codes(conf, RULES)
+    bad = unknown_codes(conf, every)
     if bad:
         fail(f"{conf.path}: {', '.join(bad)}: no such rule ({have})")
     conf = dataclasses.replace(conf, select=sel or conf.select, ignore=(*conf.ignore, *ign))
@@ -265,7 +267,7 @@ def check(
 
         from shmguard.render.sarif import sarif_log
 
-        log = sarif_log(results, RULES, sources=sources)
+        log = sarif_log(results, every, sources=sources)
         sys.stdout.write(json.dumps(log, indent=2, ensure_ascii=False) + "\n")
     elif fmt is OutputFormat.GITHUB:
         from shmguard.render.github import annotation, diagnostic_annotation
@@ -329,19 +331,29 @@ def _info(line: str) -> None:
 _LEVELS = ("error", "warning", "info")
 
 
-def _every() -> tuple[Rule[Any, Any], ...]:
+def _every(config: Path | None) -> tuple[Rule[Any, Any], ...]:
     from shmguard.lint.config import RULES as SHM
     from shmguard.lint.env import RULES as ENV
 
-    return (*ENV, *SHM)
+    return (*ENV, *SHM, *settings(config).checks)
+
+
+_CONFIG_HELP = (
+    "Configuration file whose user-defined checks ([[checks]]) are listed too; default: the "
+    "nearest one from the current directory up."
+)
 
 
 @app.command()
 def rules(
     json_out: Annotated[bool, typer.Option("--json", help="Print the rules as JSON.")] = False,
+    config: Annotated[
+        Path | None, typer.Option("--config", metavar="FILE", help=_CONFIG_HELP)
+    ] = None,
 ) -> None:
-    """List every rule: doctor's ENV rules and check's SHM rules."""
-    every = _every()
+    """List every rule: doctor's ENV rules, check's SHM rules and the configuration's
+    user-defined checks (USR, marked user-defined)."""
+    every = _every(config)
     if json_out:
         from shmguard.render.json import dumps
 
@@ -355,26 +367,34 @@ def rules(
                 "variants": dict(r.variants),
                 "fix": r.fix,
                 "targets": r.targets,
+                "user_defined": r.code.startswith("USR"),
             }
             for r in every
         ]
         sys.stdout.write(dumps("rules", {"rules": items}) + "\n")
         return
     for r in every:
-        sys.stdout.write(f"{r.code}  {r.name:<36} {r.severity.value:<8} {r.summary}\n")
+        mark = " (user-defined)" if r.code.startswith("USR") else ""
+        sys.stdout.write(f"{r.code}  {r.name:<36} {r.severity.value:<8} {r.summary}{mark}\n")
 
 
 @app.command(cls=PlainUsage)
 def rule(
     code: Annotated[
         str,
-        typer.Argument(metavar="CODE", help="A rule code (SHM001, ENV003).", show_default=False),
+        typer.Argument(
+            metavar="CODE", help="A rule code (SHM001, ENV003, USR001).", show_default=False
+        ),
     ],
+    config: Annotated[
+        Path | None, typer.Option("--config", metavar="FILE", help=_CONFIG_HELP)
+    ] = None,
 ) -> None:
-    """Print one rule's documentation (what, why, example, fix, fix safety)."""
+    """Print one rule's documentation (what, why, example, fix, fix safety); a user-defined
+    check's is built from its configuration."""
     from shmguard.lint.docs import render_rules_markdown
 
-    found = [r for r in _every() if r.code == code.strip().upper()]
+    found = [r for r in _every(config) if r.code == code.strip().upper()]
     if not found:
         fail(f"{code}: no such rule (shmguard rules lists them)")
     text = render_rules_markdown(found, intro="")

@@ -92,9 +92,11 @@ def check_loaded(
     config: Config | None = None,
     rules: Iterable[Rule[Unit, CheckOptions]] | None = None,
 ) -> FileResult:
-    """Run the SHM rules (default: all) over every unit of ``lf``."""
+    """Run the SHM rules (default: all, then the configuration's user-defined checks) over
+    every unit of ``lf``."""
     options = options or CheckOptions()
-    chosen = tuple(rules) if rules is not None else _rules()
+    custom = config.checks if config is not None else ()
+    chosen = tuple(rules) if rules is not None else (*_rules(), *custom)
     seen: set[tuple[str, int | None, int | None, str]] = set()
     out: list[Finding] = []
     inline = suppress.scan(lf.src.text) if lf.src is not None else suppress.Suppressions({})
