@@ -1,7 +1,7 @@
 """User-defined checks: ``[[tool.shmguard.checks]]`` entries made rules from templates.
 
-As kube-linter's custom checks are a name, a template and its parameters (kube-linter docs,
-"Custom checks" / "Templates": ``customChecks`` entries with ``template`` and ``params``), a
+As kube-linter's custom checks are a name, a template and its parameters (stackrox/kube-linter
+``docs/configuring-kubelinter.md``: the ``customChecks`` section of ``.kube-linter.yaml``), a
 user-defined check here is a code in the user range (``USR001``-``USR999``), a kebab-case
 name, a severity, a message and one of :data:`TEMPLATES` with its parameters. Each template
 is implemented once as a :class:`~shmguard.lint.engine.Rule` factory over the same units
