@@ -105,18 +105,18 @@ SKIPPED: dict[str, str] = {
     "ai-cloud-validation-643-ucx-fifo-segv": "yaml",
     "textymcspeechy-66-compose-shm-1g": "yaml",
     "helm-charts-24458-dshm-evicted-1gi": "yaml",
-    "kuberay-201-object-store-gt-shm-requests": "yaml",
-    "ecs-agent-2324-fargate-shm-permission": "yaml",
+    "kuberay-201-object-store-gt-shm-requests": "text",  # not YAML once parsed: read as text
+    "ecs-agent-2324-fargate-shm-permission": "text",  # not YAML once parsed: read as text
     "kubeflow-trainer-1661-init-oom-limit-too-low": "yaml",
     "kamal-766-unknown-flag-shm-underscore": "yaml",
     "compose-8613-shm-size-env-interpolation": "yaml",
-    "k3s-2392-daemon-default-shm-ignored-pods": "yaml",
+    "k3s-2392-daemon-default-shm-ignored-pods": "text",  # not YAML once parsed: read as text
     "nebari-1332-qhub-errno28-shm": "yaml",
     "openpai-2656-bus-error-shmmb-job-config": "yaml",
     "aorta-407-oom-ipc-host-shm-ignored": "yaml",
     "k8s-28272-dshm-evicted": "yaml",
     "nccl-525-kubeflow-shm-disable": "yaml",
-    "sagemaker-sdk-2801-default-shm-size": "yaml",
+    "sagemaker-sdk-2801-default-shm-size": "text",  # not YAML once parsed: read as text
     "vllm-prodstack-276-shmsize-wrong-pod": "yaml",
 }
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from shmguard.lint.sources.discover import discover
+from shmguard.lint.sources.load import load_path
 
 
 def _tree(root: Path) -> None:
@@ -39,3 +40,14 @@ def test_git_check_ignore(tmp_path: Path) -> None:
     (tmp_path / "sub" / ".gitignore").write_text("top.yaml\n")
     found = _rel(tmp_path, list(discover([str(tmp_path)])))
     assert found == [".gitignore", "a.yaml", "keep.log", "sub/.gitignore"]
+
+
+def test_files_only_sniffed_as_yaml_that_do_not_parse_are_text(tmp_path: Path) -> None:
+    # pyproject.toml starts with "[": it looks like a YAML flow sequence, but it is TOML.
+    (tmp_path / "pyproject.toml").write_text('[tool.shmguard]\nselect = ["SHM"]\n')
+    (tmp_path / "notes").write_text("[setup]\ndocker run --rm img python train.py\n")
+    (tmp_path / "bad.yaml").write_text("a: {b: 1\n")
+    kinds = {Path(p).name: load_path(p) for p in discover([str(tmp_path)])}
+    assert kinds["pyproject.toml"].kind == "text" and not kinds["pyproject.toml"].diagnostics
+    assert kinds["notes"].kind == "run-lines"
+    assert kinds["bad.yaml"].kind != "text" and kinds["bad.yaml"].diagnostics

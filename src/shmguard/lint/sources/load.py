@@ -92,9 +92,12 @@ def load_bytes(data: bytes, path: str) -> LoadedFile:
     if named_yaml or stripped[:1] in ("{", "[") or _YAML_START.match(text):
         yf = load_yaml(src)
         loaded = _from_yaml(path, src, yf)
+        # Only sniffed as YAML (a TOML or INI section header, code starting with a bracket):
+        # what does not parse is not a broken manifest but another format, read as text below.
+        sniffed_other = not named_yaml and any(not d.info for d in yf.diagnostics)
         # YAML of no known kind that mentions docker run (a script or prose that merely
         # looked like YAML) is searched for run lines instead
-        if loaded.kind != "yaml" or named_yaml or not MENTION.search(text):
+        if not sniffed_other and (loaded.kind != "yaml" or named_yaml or not MENTION.search(text)):
             return loaded
     if not MENTION.search(text):
         return LoadedFile(path, "text", src)
