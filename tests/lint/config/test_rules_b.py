@@ -1,0 +1,53 @@
+"""SHM005, SHM020, SHM022, SHM026 and SHM029 on fixtures, with exact line:column."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from shmguard.lint.check import check_loaded
+from shmguard.lint.config import RULES
+from shmguard.lint.engine import Rule
+from shmguard.lint.sources.load import load_bytes, load_path
+from shmguard.model.finding import Finding
+
+FIXTURES = Path(__file__).parent / "fixtures_rules_b"
+
+
+def _only(code: str) -> list[Rule]:  # type: ignore[type-arg]
+    return [r for r in RULES if r.code == code]
+
+
+def findings(name: str, code: str) -> list[Finding]:
+    return list(check_loaded(load_path(str(FIXTURES / name)), rules=_only(code)).findings)
+
+
+def at(fs: list[Finding]) -> list[tuple[str, str, int, int]]:
+    out = []
+    for f in fs:
+        assert f.location is not None
+        out.append((f.code, f.severity.value, f.location.line or 0, f.location.column or 0))
+    return out
+
+
+def test_shm005_decimal_beside_binary_and_exa() -> None:
+    fs = findings("shm005_decimal.yaml", "SHM005")
+    assert at(fs) == [
+        ("SHM005", "info", 7, 45),
+        ("SHM005", "info", 14, 28),
+        ("SHM005", "info", 28, 26),  # E flagged even where nothing else is binary
+    ]
+    assert "'16G' is decimal (16 x 10^9 bytes)" in fs[0].message
+    assert "'64Gi'" in fs[0].message and "write 16Gi" in fs[0].message
+    assert (
+        fs[0].fix is not None and fs[0].fix.edits == () and fs[0].fix.title.startswith("Write 16Gi")
+    )
+    assert "500Mi" in fs[1].message
+    assert "2 exabytes" in fs[2].message and fs[2].fix is None
+
+
+def test_shm005_silent_on_decimal_only_and_exponent() -> None:
+    src = (
+        b"apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: a\n    image: x\n"
+        b"    resources: {limits: {memory: 2G}, requests: {memory: 1e9}}\n"
+    )
+    assert check_loaded(load_bytes(src, "p.yaml"), rules=_only("SHM005")).findings == ()
