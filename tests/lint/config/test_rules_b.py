@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from shmguard.lint.check import check_loaded
+from shmguard.lint.check import check_loaded, fix_file
 from shmguard.lint.config import RULES
 from shmguard.lint.engine import Rule
 from shmguard.lint.sources.load import load_bytes, load_path
@@ -51,3 +52,26 @@ def test_shm005_silent_on_decimal_only_and_exponent() -> None:
         b"    resources: {limits: {memory: 2G}, requests: {memory: 1e9}}\n"
     )
     assert check_loaded(load_bytes(src, "p.yaml"), rules=_only("SHM005")).findings == ()
+
+
+def test_shm022_daemon_json_number_is_spliced_as_a_string() -> None:
+    (f,) = findings("daemon_number.json", "SHM022")
+    assert at([f]) == [("SHM022", "error", 3, 23)]
+    assert 'invalid size: "2147483648"' in f.message
+    assert f.fix is not None and f.fix.applicability.value == "safe"
+    src = (FIXTURES / "daemon_number.json").read_bytes()
+    fixed = fix_file(src, "daemon.json").data
+    assert json.loads(fixed) == {"log-driver": "json-file", "default-shm-size": "2g"}
+    assert fixed == src.replace(b"2147483648", b'"2g"')
+
+
+def test_shm022_kubernetes_suffix_and_small_number() -> None:
+    (f,) = findings("daemon_gi.json", "SHM022")
+    assert at([f]) == [("SHM022", "error", 2, 23)]
+    assert "invalid suffix: 'gi'" in f.message
+    fixed = fix_file((FIXTURES / "daemon_gi.json").read_bytes(), "daemon.json").data
+    assert json.loads(fixed)["default-shm-size"] == "2g"
+    (f,) = findings("daemon_small.json", "SHM022")
+    assert at([f]) == [("SHM022", "error", 1, 22)]
+    assert f.fix is not None and f.fix.edits == () and "under 1 MiB" in f.message
+    assert findings("daemon_good.json", "SHM022") == []

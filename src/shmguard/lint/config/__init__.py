@@ -24,6 +24,7 @@ from shmguard.lint.config import (
     shm018_mem_limit_differs,
     shm019_shm_size_only_under_build,
     shm021_tmpfs_size_syntax,
+    shm022_daemon_shm_size,
     shm023_host_shm_shared,
     shm025_shm_remount,
 )
@@ -47,6 +48,7 @@ RULES: tuple[Rule[Unit, CheckOptions], ...] = (
     shm018_mem_limit_differs.RULE,
     shm019_shm_size_only_under_build.RULE,
     shm021_tmpfs_size_syntax.RULE,
+    shm022_daemon_shm_size.RULE,
     shm023_host_shm_shared.RULE,
     shm025_shm_remount.RULE,
 )
