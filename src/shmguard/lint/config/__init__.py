@@ -27,6 +27,7 @@ from shmguard.lint.config import (
     shm022_daemon_shm_size,
     shm023_host_shm_shared,
     shm025_shm_remount,
+    shm029_ecs_shm_units,
 )
 from shmguard.lint.config._base import CheckOptions, Unit
 from shmguard.lint.engine import Rule
@@ -51,4 +52,5 @@ RULES: tuple[Rule[Unit, CheckOptions], ...] = (
     shm022_daemon_shm_size.RULE,
     shm023_host_shm_shared.RULE,
     shm025_shm_remount.RULE,
+    shm029_ecs_shm_units.RULE,
 )
