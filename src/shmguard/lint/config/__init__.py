@@ -27,6 +27,7 @@ from shmguard.lint.config import (
     shm022_daemon_shm_size,
     shm023_host_shm_shared,
     shm025_shm_remount,
+    shm026_kuberay_shm,
     shm029_ecs_shm_units,
 )
 from shmguard.lint.config._base import CheckOptions, Unit
@@ -52,5 +53,6 @@ RULES: tuple[Rule[Unit, CheckOptions], ...] = (
     shm022_daemon_shm_size.RULE,
     shm023_host_shm_shared.RULE,
     shm025_shm_remount.RULE,
+    shm026_kuberay_shm.RULE,
     shm029_ecs_shm_units.RULE,
 )
