@@ -27,6 +27,7 @@ from shmguard.lint import suppress
 from shmguard.lint.config._base import CheckOptions, Unit
 from shmguard.lint.engine import Rule, run_rules
 from shmguard.lint.sources.detect import (
+    ecs_workload,
     pod_container_workload,
     run_workload,
     service_workload,
@@ -63,7 +64,8 @@ class FileResult:
 
 
 def units(lf: LoadedFile) -> Iterator[Unit]:
-    """The units of a loaded file: Compose services, pod specs and run lines, in file order."""
+    """The units of a loaded file: Compose services, pod specs, run lines, ECS task
+    definitions (``ml`` when any container is) and daemon.json, in file order."""
     src = lf.src
     if src is None:
         return
@@ -77,6 +79,12 @@ def units(lf: LoadedFile) -> Iterator[Unit]:
         yield Unit(src, "kubernetes", wl, pod=pod, containers=cs)
     for rl in lf.run_lines:
         yield Unit(src, "run", run_workload(rl), run=rl)
+    for td in lf.ecs:
+        ws = [ecs_workload(c) for c in td.containers]
+        ml = [w for w in ws if w.cls == "ml"]
+        yield Unit(src, "ecs", ml[0] if ml else Workload("container"), ecs=td)
+    for dc in lf.daemon:
+        yield Unit(src, "daemon-json", Workload("container"), daemon=dc)
 
 
 def _rules() -> tuple[Rule[Unit, CheckOptions], ...]:

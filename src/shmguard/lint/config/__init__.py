@@ -12,6 +12,7 @@ from shmguard.lint.config import (
     shm002_kubernetes_suffix,
     shm003_docker_suffix_in_quantity,
     shm004_milli_quantity,
+    shm005_decimal_quantity,
     shm006_emptydir_medium,
     shm008_unbounded_memory_emptydir,
     shm009_size_limit_above_memory,
@@ -22,9 +23,13 @@ from shmguard.lint.config import (
     shm017_deploy_memory_integer,
     shm018_mem_limit_differs,
     shm019_shm_size_only_under_build,
+    shm020_swarm_shm,
     shm021_tmpfs_size_syntax,
+    shm022_daemon_shm_size,
     shm023_host_shm_shared,
     shm025_shm_remount,
+    shm026_kuberay_shm,
+    shm029_ecs_shm_units,
 )
 from shmguard.lint.config._base import CheckOptions, Unit
 from shmguard.lint.engine import Rule
@@ -34,6 +39,7 @@ RULES: tuple[Rule[Unit, CheckOptions], ...] = (
     shm002_kubernetes_suffix.RULE,
     shm003_docker_suffix_in_quantity.RULE,
     shm004_milli_quantity.RULE,
+    shm005_decimal_quantity.RULE,
     shm006_emptydir_medium.RULE,
     shm008_unbounded_memory_emptydir.RULE,
     shm009_size_limit_above_memory.RULE,
@@ -44,7 +50,11 @@ RULES: tuple[Rule[Unit, CheckOptions], ...] = (
     shm017_deploy_memory_integer.RULE,
     shm018_mem_limit_differs.RULE,
     shm019_shm_size_only_under_build.RULE,
+    shm020_swarm_shm.RULE,
     shm021_tmpfs_size_syntax.RULE,
+    shm022_daemon_shm_size.RULE,
     shm023_host_shm_shared.RULE,
     shm025_shm_remount.RULE,
+    shm026_kuberay_shm.RULE,
+    shm029_ecs_shm_units.RULE,
 )

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from shmguard.estimate.policy import Policy, default_shm_size
 from shmguard.lint.sources.compose import ComposeService
+from shmguard.lint.sources.jsonfiles import DaemonConfig, EcsTaskDefinition
 from shmguard.lint.sources.k8s import PodSpec
 from shmguard.lint.sources.k8s_model import Container
 from shmguard.lint.sources.runline import Flag, RunLine
@@ -49,11 +50,13 @@ RUN_SIZE_FLAGS = ("--shm-size", "--memory", "--memory-swap", "--memory-reservati
 
 @dataclass(frozen=True)
 class Unit:
-    """One thing a rule checks: exactly one of ``service``, ``pod`` and ``run`` is set.
+    """One thing a rule checks: exactly one of ``service``, ``pod``, ``run``, ``ecs`` and
+    ``daemon`` is set.
 
     Attributes:
         src: the file's text (bytes, offsets, line/column).
-        kind: ``compose``, ``kubernetes`` or ``run``.
+        kind: ``compose``, ``kubernetes``, ``run``, ``ecs`` (an ECS task definition or Batch
+            job definition) or ``daemon-json``.
         workload: the unit's class and evidence (for a pod: ``ml`` when any main container is).
         containers: for a pod, each main (non-init) container with its own workload.
     """
@@ -64,6 +67,8 @@ class Unit:
     service: ComposeService | None = None
     pod: PodSpec | None = None
     run: RunLine | None = None
+    ecs: EcsTaskDefinition | None = None
+    daemon: DaemonConfig | None = None
     containers: tuple[tuple[Container, Workload], ...] = ()
 
     @property
