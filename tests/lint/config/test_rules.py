@@ -31,6 +31,7 @@ def test_compose_fixture() -> None:
         ("SHM002", "error", 11, 15, "safe"),
         ("SHM012", "warning", 11, 15, None),
         ("SHM023", "warning", 19, 9, None),
+        ("SHM013", "error", 22, 10, "safe"),  # serve is not ipc: shareable
         ("SHM011", "warning", 23, 15, None),
     ]
 

@@ -1,0 +1,105 @@
+"""SHM007, SHM010, SHM013 and SHM024 on small sources: exact line:column, severity, fix."""
+
+from __future__ import annotations
+
+from shmguard.lint.check import check_loaded
+from shmguard.lint.sources.load import load_bytes
+
+
+def found(src: str, name: str, code: str) -> list[tuple[str, int, int, str | None, str]]:
+    r = check_loaded(load_bytes(src.encode(), name))
+    out = []
+    for f in r.findings:
+        if f.code != code:
+            continue
+        assert f.location is not None
+        app = f.fix.applicability.value if f.fix is not None and f.fix.edits else None
+        out.append((f.severity.value, f.location.line or 0, f.location.column or 0, app, f.message))
+    return out
+
+
+def fixed(src: str, name: str, code: str, *, unsafe: bool = False) -> str:
+    """``src`` with the edits of every ``code`` finding applied (they never overlap here)."""
+    data = src.encode()
+    edits = []
+    for f in check_loaded(load_bytes(data, name)).findings:
+        if f.code != code or f.fix is None or not f.fix.edits:
+            continue
+        if unsafe or f.fix.applicability.value == "safe":
+            edits.extend(f.fix.edits)
+    for e in sorted(edits, key=lambda e: e.start, reverse=True):
+        data = data[: e.start] + e.content.encode() + data[e.end :]
+    return data.decode()
+
+
+COMPOSE_DONOR = """\
+services:
+  server:
+    image: vllm/vllm-openai
+    shm_size: "8g"
+  sidecar:
+    image: busybox
+    ipc: "service:server"
+  priv:
+    image: busybox
+    ipc: private
+  joins_priv:
+    image: busybox
+    ipc: service:priv
+  share:
+    image: busybox
+    ipc: shareable
+  joins_share:
+    image: busybox
+    ipc: service:share
+  joins_outside:
+    image: busybox
+    ipc: service:elsewhere
+"""
+
+
+def test_shm013_compose_donor_without_shareable() -> None:
+    got = found(COMPOSE_DONOR, "compose.yaml", "SHM013")
+    assert [g[:4] for g in got] == [("error", 7, 10, "safe"), ("error", 13, 10, "safe")]
+    assert "non-shareable IPC" in got[0][4] and "'server'" in got[0][4]
+
+
+def test_shm013_compose_fix_sets_donor_shareable() -> None:
+    out = fixed(COMPOSE_DONOR, "compose.yaml", "SHM013")
+    assert out.startswith("services:\n  server:\n    ipc: shareable\n    image: vllm/vllm-openai\n")
+    assert "  priv:\n    image: busybox\n    ipc: shareable\n" in out
+    assert found(out, "compose.yaml", "SHM013") == []
+
+
+def test_shm013_not_for_podman_compose_or_host_donor() -> None:
+    from shmguard.lint.check import CheckOptions
+    from shmguard.lint.target import parse_target
+
+    opts = CheckOptions(target=parse_target("compose=podman-compose"))
+    r = check_loaded(load_bytes(COMPOSE_DONOR.encode(), "c.yaml"), opts)
+    assert [f for f in r.findings if f.code == "SHM013"] == []
+    host = "services:\n  a:\n    image: x\n    ipc: host\n  b:\n    image: y\n    ipc: service:a\n"
+    assert found(host, "c.yaml", "SHM013") == []
+
+
+RUN = """\
+docker run -d --name donor --shm-size=8g vllm/vllm-openai
+docker run --rm --ipc=container:donor busybox ls /dev/shm
+docker run -d --name shared --ipc=shareable busybox sleep 1
+docker run --ipc=container:shared busybox true
+podman run -d --name pdonor busybox sleep 1
+podman run --ipc=container:pdonor busybox true
+docker run --ipc=container:unknown busybox true
+"""
+
+
+def test_shm013_run_line_donor_in_same_file() -> None:
+    got = found(RUN, "run.sh", "SHM013")
+    assert [g[:4] for g in got] == [("error", 2, 17, "safe")]
+    assert "started on line 1" in got[0][4]
+    out = fixed(RUN, "run.sh", "SHM013")
+    assert (
+        out.splitlines()[0]
+        == "docker run --ipc=shareable -d --name donor --shm-size=8g vllm/vllm-openai"
+    )
+    assert found(out, "run.sh", "SHM013") == []
