@@ -26,6 +26,7 @@ from shmguard.lint.config import (
     shm019_shm_size_only_under_build,
     shm021_tmpfs_size_syntax,
     shm023_host_shm_shared,
+    shm024_ipc_sysctl_for_shm,
     shm025_shm_remount,
 )
 from shmguard.lint.config._base import CheckOptions, Unit
@@ -50,5 +51,6 @@ RULES: tuple[Rule[Unit, CheckOptions], ...] = (
     shm019_shm_size_only_under_build.RULE,
     shm021_tmpfs_size_syntax.RULE,
     shm023_host_shm_shared.RULE,
+    shm024_ipc_sysctl_for_shm.RULE,
     shm025_shm_remount.RULE,
 )
