@@ -312,3 +312,15 @@ def test_shm007_volume_mounted_nowhere_and_not_a_tmp_emptydir() -> None:
     )
     assert found(only_tmp, "pod.yaml", "SHM007") == []
     assert len(found(only_tmp, "pod.yaml", "SHM001")) == 1
+
+
+def test_shm024_host_ipc_in_compose_and_run_is_an_error() -> None:
+    compose = (
+        "services:\n  a:\n    image: pytorch/pytorch\n    ipc: host\n"
+        "    sysctls: {kernel.msgmax: 65536, net.core.somaxconn: 1024}\n"
+    )
+    got = found(compose, "compose.yaml", "SHM024")
+    assert [g[:4] for g in got] == [("error", 5, 15, None)]
+    assert "host IPC" in got[0][4]
+    run = "docker run --ipc=host --sysctl kernel.shmmax=1 pytorch/pytorch\n"
+    assert [g[:4] for g in found(run, "run.sh", "SHM024")] == [("error", 1, 23, None)]

@@ -9,15 +9,16 @@ Kubernetes Cluster") calls them namespaced but, except ``kernel.shm_rmid_forced`
 safe set: the kubelet rejects the pod (``SysctlForbidden``) unless ``--allowed-unsafe-sysctls``
 lists them, and with ``hostIPC: true`` it refuses every IPC sysctl (kubelet
 ``pkg/kubelet/sysctl`` allowlist: ``not allowed with host ipc enabled``). Docker and Podman set
-namespaced IPC sysctls (``--sysctl``, Compose ``sysctls:``) without complaint: there the finding
-is info, they size nothing.
+namespaced IPC sysctls (``--sysctl``, Compose ``sysctls:``): there the finding is info, they
+size nothing; with ``--ipc=host`` both refuse IPC sysctls (Docker ``docker run --sysctl`` and
+Podman ``podman-run(1)`` ``--sysctl`` docs), an error.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, flag_loc
+from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, flag_loc, ipc_mode
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.lint.sources.k8s_model import text
 from shmguard.lint.sources.yamlnode import YMap, YNode, YScalar, YSeq
@@ -103,23 +104,38 @@ def _docker_msg(name: str, how: str) -> str:
     )
 
 
+def _docker(name: str, where: str, loc: Location, host: bool) -> Iterator[Violation]:
+    """A Compose or run line sysctl: with host IPC any IPC sysctl is refused (error), else the
+    shm ones are info."""
+    if host and is_ipc_sysctl(name):
+        msg = (
+            f"{where} {name} with host IPC: Docker and Podman refuse IPC sysctls in the host's "
+            "IPC namespace, so the container does not start"
+        )
+        yield Violation(msg, loc, _fix(False))
+    elif name in _SHM:
+        yield Violation(_docker_msg(name, where), loc, _fix(False), "compose-or-run")
+
+
 def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
-    """Flag IPC sysctls: refused ones in Kubernetes, shm ones (info) in Compose and run lines."""
+    """Flag IPC sysctls: refused ones (Kubernetes unsafe ones, any with host IPC) as errors,
+    the shm ones in Compose and run lines as info."""
     if unit.pod is not None:
         yield from _pod(unit)
     elif unit.service is not None:
+        # podman-compose never reads ipc: (runtime_truth.md F)
+        host = (
+            ipc_mode(text(unit.service.ipc)) == "host"
+            and options.target.compose != "podman-compose"
+        )
         for name, loc in _names(unit.service.sysctls):
-            if name.strip() in _SHM:
-                yield Violation(
-                    _docker_msg(name.strip(), "sysctl"), loc, _fix(False), "compose-or-run"
-                )
+            yield from _docker(name.strip(), "sysctl", loc, host)
     elif unit.run is not None:
+        ipc = unit.run.last("--ipc")
+        host = ipc is not None and ipc_mode(ipc.value) == "host"
         for f in unit.run.get("--sysctl"):
             name = (f.value or "").partition("=")[0].strip()
-            if name in _SHM:
-                yield Violation(
-                    _docker_msg(name, "--sysctl"), flag_loc(unit, f), _fix(False), "compose-or-run"
-                )
+            yield from _docker(name, "--sysctl", flag_loc(unit, f), host)
 
 
 DOC = RuleDoc(
@@ -130,10 +146,13 @@ An IPC sysctl in a Kubernetes pod's `securityContext.sysctls`: `kernel.shm*` (bu
 `hostIPC: true` (error). In Compose `sysctls:` and `docker|podman run --sysctl`,
 `kernel.shmmax`, `kernel.shmall` and `kernel.shmmni` get an **info** finding (variant
 `compose-or-run`): Docker and Podman set these namespaced sysctls, they just do not size
-/dev/shm. Kubernetes docs, "Using sysctls in a Kubernetes Cluster" (safe and namespaced
-sysctls, `--allowed-unsafe-sysctls`, `SysctlForbidden`); kubelet `pkg/kubelet/sysctl` (IPC
-sysctls refused with host IPC); kernel `Documentation/admin-guide/sysctl/kernel.rst` (shmmax,
-shmall, shmmni: System V shared memory). Sources: {SOURCES}.
+/dev/shm; with `ipc: host` / `--ipc=host` any IPC sysctl is an error (Docker's `docker run
+--sysctl` and Podman's `podman-run(1)` `--sysctl` docs: not allowed with host IPC; not flagged
+under `--target compose=podman-compose`, which ignores `ipc:`). Kubernetes docs, "Using
+sysctls in a Kubernetes Cluster" (safe and namespaced sysctls, `--allowed-unsafe-sysctls`,
+`SysctlForbidden`); kubelet `pkg/kubelet/sysctl` (IPC sysctls refused with host IPC); kernel
+`Documentation/admin-guide/sysctl/kernel.rst` (shmmax, shmall, shmmni: System V shared
+memory). Sources: {SOURCES}.
 """,
     why="""\
 /dev/shm is a tmpfs: its size is a mount option (`--shm-size`, `shm_size`, an emptyDir's
