@@ -324,3 +324,15 @@ def test_shm024_host_ipc_in_compose_and_run_is_an_error() -> None:
     assert "host IPC" in got[0][4]
     run = "docker run --ipc=host --sysctl kernel.shmmax=1 pytorch/pytorch\n"
     assert [g[:4] for g in found(run, "run.sh", "SHM024")] == [("error", 1, 23, None)]
+
+
+def test_shm007_not_with_host_ipc_and_shm013_by_container_name() -> None:
+    host = POD_UNMOUNTED.replace("spec:\n", "spec:\n  hostIPC: true\n", 1)
+    assert found(host, "pod.yaml", "SHM007") == []
+    compose = (
+        "services:\n  a:\n    image: x\n    container_name: donor\n"
+        "  b:\n    image: y\n    ipc: container:donor\n"
+    )
+    got = found(compose, "c.yaml", "SHM013")
+    assert [g[:4] for g in got] == [("error", 7, 10, "safe")]
+    assert fixed(compose, "c.yaml", "SHM013").startswith("services:\n  a:\n    ipc: shareable\n")
