@@ -2,7 +2,7 @@
 
 Codes are stable and never reused. They follow the rule table of
 ../shared/research/config_formats.md ("Lint rules we could implement"), so codes of rules not
-built yet (SHM005, SHM007, SHM010, ...) stay reserved for the rule that table gives them.
+built yet (SHM015, SHM027, SHM028, ...) stay reserved for the rule that table gives them.
 """
 
 from __future__ import annotations
