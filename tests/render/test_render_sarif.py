@@ -49,7 +49,7 @@ def test_fixture_log_is_valid_sarif_with_every_rule() -> None:
     assert shm001["help"]["markdown"].startswith("## SHM001 `ml-workload-without-shm-size`")
     assert run["columnKind"] == "unicodeCodePoints"
     assert run["invocations"] == [{"executionSuccessful": True, "toolExecutionNotifications": []}]
-    assert len(run["results"]) == 21  # compose_bad: SHM019 alone for train (no SHM001 beside it)
+    assert len(run["results"]) == 22  # SHM019 alone for train; SHM013 on the ipc donor
     for res in run["results"]:
         assert driver["rules"][res["ruleIndex"]]["id"] == res["ruleId"]
 

@@ -53,7 +53,10 @@ def test_build_size_in_bytes_written_in_go_units_and_unsafe_above_the_memory_lim
     ]
     assert fix_file(src, "compose.yaml").data == src
     fixed = fix_file(src, "compose.yaml", unsafe=True).data
-    assert fixed == src.replace(b"  t:\n", b'  t:\n    shm_size: "8g"\n')
+    # then SHM010 (8 GiB of shm beside a 4 GiB limit) raises the limit by the policy: 9g
+    assert fixed == src.replace(b"  t:\n", b'  t:\n    shm_size: "8g"\n').replace(
+        b"mem_limit: 4g", b"mem_limit: 9g"
+    )
     (f,) = check_loaded(load_bytes(src, "compose.yaml")).findings
     assert f.fix is not None and [(c.setting, c.value) for c in f.fix.changes] == [
         (Setting.SHM_SIZE, 8 << 30)

@@ -51,9 +51,9 @@ def test_json_validates_and_counts() -> None:
     assert doc["schema"] == "shmguard.check/1" and code == 1
     codes = [f["code"] for file in doc["files"] for f in file["findings"]]
     # compose_bad's train has its size only under build: SHM019, not SHM001
-    assert "SHM023" not in codes and codes.count("SHM001") == 2
+    assert "SHM023" not in codes and codes.count("SHM001") == 1 and "SHM007" in codes
     s = doc["summary"]
-    assert (s["error"], s["warning"], s["files"], s["exit_status"]) == (7, 10, 4, 1)
+    assert (s["error"], s["warning"], s["files"], s["exit_status"]) == (9, 9, 4, 1)
     first = doc["files"][0]["findings"][0]
     assert first["code"] == "SHM019"
     assert first["location"]["path"] == "services.train.build.shm_size"
@@ -110,23 +110,32 @@ def test_fix_changes_only_the_edits_and_twice_is_a_no_op(tmp_path: Path) -> None
     fixed = target.read_bytes()
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
     # byte for byte: the original up to the service's first key, the inserted line (with the
-    # file's CRLF), the original up to the value inside the quotes of "2Gi", 2g, the rest
+    # file's CRLF), the original up to the value inside the quotes of "2Gi", 2g, the donor's
+    # ipc: shareable (SHM013), the rest
     line = b'    shm_size: "8g"\r\n'
     at, value_at = original.index(b"    image"), original.index(b"2Gi")
+    serve_at = original.index(b"  serve:\r\n") + len(b"  serve:\r\n")
     assert fixed == (
-        original[:at] + line + original[at:value_at] + b"2g" + original[value_at + 3 :]
+        original[:at]
+        + line
+        + original[at:serve_at]
+        + b"    ipc: shareable\r\n"
+        + original[serve_at:value_at]
+        + b"2g"
+        + original[value_at + 3 :]
     )
     assert fixed == original.replace(b'"2Gi"', b'"2g"').replace(
         b"  train:\r\n", b'  train:\r\n    shm_size: "8g"\r\n'
-    )
+    ).replace(b"  serve:\r\n", b"  serve:\r\n    ipc: shareable\r\n")
     lines = out.splitlines()
     # what was fixed, one line each, at its place in the file before the fix
-    assert lines[:2] == [
+    assert lines[:3] == [
         f'fixed: {target}:8:17: SHM019 (Add shm_size: "8g" to the service)',
         f"fixed: {target}:11:15: SHM002 (Write 2g)",
+        f"fixed: {target}:22:10: SHM013 (Set ipc: shareable on 'serve')",
     ]
-    assert lines[-1] == "3 findings (0 errors, 3 warnings, 0 info) in 1 file; 2 fixed"
-    remaining = [line.split(": ")[1].split()[0] for line in lines[2:-1] if ": SHM" in line]
+    assert lines[-1] == "3 findings (0 errors, 3 warnings, 0 info) in 1 file; 3 fixed"
+    remaining = [line.split(": ")[1].split()[0] for line in lines[3:-1] if ": SHM" in line]
     assert remaining == ["SHM012", "SHM023", "SHM011"] and code == 1
     code, out, _ = run("check", "--fix", str(target))
     assert target.read_bytes() == fixed and "fixed" not in out.splitlines()[-1]

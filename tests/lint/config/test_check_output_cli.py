@@ -39,7 +39,7 @@ def test_sarif_of_the_fixtures_validates() -> None:
     log = json.loads(out)
     jsonschema.Draft4Validator(SARIF).validate(log)
     results = log["runs"][0]["results"]
-    assert code == 1 and len(results) == 21
+    assert code == 1 and len(results) == 22
     assert {r["level"] for r in results} == {"error", "warning"}
     # a fix exactly where the JSON output has applicable edits
     _, out, _ = run("check", "--json", str(FIXTURES))
@@ -54,7 +54,7 @@ def test_sarif_of_the_fixtures_validates() -> None:
         for r in results
         if "fixes" in r
     ]
-    assert with_fixes == fixable and len(fixable) == 10  # 8, plus the k8s SHM001 and SHM008 fixes
+    assert with_fixes == fixable and len(fixable) == 11  # 8, the k8s SHM001, SHM008, SHM013
 
 
 def test_github_annotations_and_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

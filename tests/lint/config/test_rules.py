@@ -31,6 +31,7 @@ def test_compose_fixture() -> None:
         ("SHM002", "error", 11, 15, "safe"),
         ("SHM012", "warning", 11, 15, None),
         ("SHM023", "warning", 19, 9, None),
+        ("SHM013", "error", 22, 10, "safe"),  # serve is not ipc: shareable
         ("SHM011", "warning", 23, 15, None),
     ]
 
@@ -43,7 +44,7 @@ def test_kubernetes_fixture() -> None:
         ("SHM006", "error", 21, 34, "safe"),
         ("SHM003", "error", 21, 53, "safe"),
         ("SHM023", "warning", 23, 32, None),
-        ("SHM001", "warning", 41, 17, "safe"),
+        ("SHM007", "error", 41, 17, "safe"),  # dshm is mounted in vllm, not in plain
         ("SHM009", "warning", 47, 24, None),
         ("SHM008", "warning", 65, 21, "unsafe"),
     ]

@@ -2,7 +2,7 @@
 
 Codes are stable and never reused. They follow the rule table of
 ../shared/research/config_formats.md ("Lint rules we could implement"), so codes of rules not
-built yet (SHM005, SHM007, SHM010, ...) stay reserved for the rule that table gives them.
+built yet (SHM015, SHM027, SHM028, ...) stay reserved for the rule that table gives them.
 """
 
 from __future__ import annotations
@@ -14,10 +14,13 @@ from shmguard.lint.config import (
     shm004_milli_quantity,
     shm005_decimal_quantity,
     shm006_emptydir_medium,
+    shm007_dshm_not_mounted,
     shm008_unbounded_memory_emptydir,
     shm009_size_limit_above_memory,
+    shm010_shm_size_near_memory_limit,
     shm011_shm_size_ignored_by_ipc,
     shm012_shm_size_ignored_by_mount,
+    shm013_ipc_donor_not_shareable,
     shm014_compose_float_size,
     shm016_zero_size,
     shm017_deploy_memory_integer,
@@ -27,6 +30,7 @@ from shmguard.lint.config import (
     shm021_tmpfs_size_syntax,
     shm022_daemon_shm_size,
     shm023_host_shm_shared,
+    shm024_ipc_sysctl_for_shm,
     shm025_shm_remount,
     shm026_kuberay_shm,
     shm029_ecs_shm_units,
@@ -41,10 +45,13 @@ RULES: tuple[Rule[Unit, CheckOptions], ...] = (
     shm004_milli_quantity.RULE,
     shm005_decimal_quantity.RULE,
     shm006_emptydir_medium.RULE,
+    shm007_dshm_not_mounted.RULE,
     shm008_unbounded_memory_emptydir.RULE,
     shm009_size_limit_above_memory.RULE,
+    shm010_shm_size_near_memory_limit.RULE,
     shm011_shm_size_ignored_by_ipc.RULE,
     shm012_shm_size_ignored_by_mount.RULE,
+    shm013_ipc_donor_not_shareable.RULE,
     shm014_compose_float_size.RULE,
     shm016_zero_size.RULE,
     shm017_deploy_memory_integer.RULE,
@@ -54,6 +61,7 @@ RULES: tuple[Rule[Unit, CheckOptions], ...] = (
     shm021_tmpfs_size_syntax.RULE,
     shm022_daemon_shm_size.RULE,
     shm023_host_shm_shared.RULE,
+    shm024_ipc_sysctl_for_shm.RULE,
     shm025_shm_remount.RULE,
     shm026_kuberay_shm.RULE,
     shm029_ecs_shm_units.RULE,

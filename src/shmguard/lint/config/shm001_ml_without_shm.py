@@ -33,6 +33,7 @@ from shmguard.lint.config._base import (
     span_loc,
 )
 from shmguard.lint.config._k8sfix import shm_mount_edits
+from shmguard.lint.config.shm007_dshm_not_mounted import unmounted_shm_volume
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.lint.sources.k8s_model import Container, Volume, text
 from shmguard.lint.sources.workload import Workload
@@ -197,6 +198,8 @@ def _pod(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
             continue
         if at_shm or (runtime is not None and memory_volumes):
             continue
+        if unmounted_shm_volume(unit, c, wl) is not None:
+            continue  # the pod has a /dev/shm emptyDir this container lacks: SHM007
         ev = f" ({wl.evidence[0].what})" if wl.evidence else ""
         extra = (
             f"; the TrainingRuntime {runtime!r} it uses mounts none unless it says so"
@@ -259,7 +262,8 @@ Not flagged: `ipc: host` / `--ipc=host` (the host's /dev/shm), `ipc: service:x` 
 `--ipc=container:x` (the donor's), a tmpfs or bind mount at /dev/shm, `hostIPC: true`, KubeRay
 pods (the operator mounts /dev/shm into the Ray container itself), MPIJob launchers,
 Compose services that only define an image to build (`build:` and nothing that runs), and
-services whose size is only under `build:` (SHM019 reports them, with their own size).
+services whose size is only under `build:` (SHM019 reports them, with their own size), and
+containers of a pod whose /dev/shm emptyDir they do not mount (SHM007 reports them).
 KubeRay: kuberay `ray-operator/controllers/ray/common/pod.go` (`addEmptyDir`). Sources: {SOURCES}.
 """,
     why="""\
