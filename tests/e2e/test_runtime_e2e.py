@@ -24,20 +24,16 @@ or, on about 5% of runs, hangs (../shared/research/torch_shm.md section 2, S01);
 
 from __future__ import annotations
 
-import io
 import json
-import os
 import shlex
 import shutil
-import subprocess
 import sys
-import tarfile
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from runtime_support import Runtime, docker, imported, podman, run_script, shmguard_cli, unavailable
 
 import shmguard.examples
 
@@ -53,74 +49,6 @@ SHM_FAILURES = (
     "DataLoader timed out",
 )
 JOB_TIMEOUT_S = 240
-
-
-def _required(runtime: str) -> bool:
-    return runtime in os.environ.get("SHMGUARD_E2E_REQUIRE", "").split(",")
-
-
-def _unavailable(runtime: str, reason: str) -> None:
-    if _required(runtime):
-        pytest.fail(f"{reason} (SHMGUARD_E2E_REQUIRE names {runtime})")
-    pytest.skip(reason)
-
-
-@dataclass
-class Runtime:
-    """A container CLI, the environment it runs in, and the image imported for the test."""
-
-    cli: str
-    env: dict[str, str]
-    image: str = ""
-    #: the default /dev/shm size SHM001's message names (moby config.DefaultShmSize; Podman's
-    #: containers.conf shm_size = "65536k")
-    default_shm: str = ""
-
-    def run(self, *args: str, timeout: float = 60, stdin: bytes | None = None) -> str:
-        r = subprocess.run(
-            [self.cli, *args],
-            input=stdin,
-            capture_output=True,
-            timeout=timeout,
-            env=self.env,
-            check=False,
-        )
-        if r.returncode != 0:
-            raise RuntimeError(f"{self.cli} {args[0]} failed ({r.returncode}): {r.stderr.decode()}")
-        return r.stdout.decode()
-
-
-def _rootfs_tar() -> bytes:
-    """A tar of a rootfs with no files but ld.so.cache: everything else is bind-mounted."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-
-        def add(
-            name: str,
-            *,
-            mode: int = 0o755,
-            kind: bytes = tarfile.DIRTYPE,
-            data: bytes = b"",
-            link: str = "",
-        ) -> None:
-            info = tarfile.TarInfo(name)
-            info.type, info.mode, info.mtime, info.linkname = kind, mode, 0, link
-            info.size = len(data) if kind == tarfile.REGTYPE else 0
-            tar.addfile(info, io.BytesIO(data) if kind == tarfile.REGTYPE else None)
-
-        for d in ("etc", "proc", "sys", "dev", "root", "usr", "run", "var"):
-            add(d)
-        add("tmp", mode=0o1777)
-        for name in ("bin", "lib", "lib64", "sbin"):
-            add(name, kind=tarfile.SYMTYPE, link=f"usr/{name}")
-        files = {
-            "etc/passwd": b"root:x:0:0:root:/root:/bin/sh\n",
-            "etc/group": b"root:x:0:\n",
-            "etc/ld.so.cache": Path("/etc/ld.so.cache").read_bytes(),
-        }
-        for name, data in files.items():
-            add(name, mode=0o644, kind=tarfile.REGTYPE, data=data)
-    return buf.getvalue()
 
 
 def _binds() -> list[str]:
@@ -140,37 +68,6 @@ def _binds() -> list[str]:
     return binds
 
 
-def _docker() -> Runtime:
-    rt = Runtime("docker", dict(os.environ), default_shm="64 MiB")
-    try:
-        rt.run("version", "--format", "{{.Server.Version}}", timeout=20)
-    except (RuntimeError, subprocess.TimeoutExpired) as e:
-        _unavailable(
-            "docker",
-            f"no Docker daemon reachable (DOCKER_HOST={os.environ.get('DOCKER_HOST', 'unset')}); "
-            f"start one as .ci/dockerd.sh does: {str(e).strip()[:200]}",
-        )
-    return rt
-
-
-def _podman(root: Path) -> Runtime:
-    conf, storage = root / "containers.conf", root / "storage.conf"
-    conf.write_text(
-        '[containers]\ndefault_ulimits = []\n[engine]\ncgroup_manager = "cgroupfs"\n'
-        'events_logger = "file"\n'
-    )
-    storage.write_text(
-        f'[storage]\ndriver = "vfs"\ngraphroot = "{root}/graph"\nrunroot = "{root}/run"\n'
-    )
-    env = dict(os.environ, CONTAINERS_CONF=str(conf), CONTAINERS_STORAGE_CONF=str(storage))
-    rt = Runtime("podman", env, default_shm="65,536,000 bytes")
-    try:
-        rt.run("info", "--format", "{{.Version.Version}}", timeout=60)
-    except (RuntimeError, subprocess.TimeoutExpired) as e:
-        _unavailable("podman", f"podman does not run here: {str(e).strip()[:300]}")
-    return rt
-
-
 @pytest.fixture(
     scope="module",
     params=[
@@ -185,31 +82,13 @@ def runtime(
     whole storage) removed afterwards."""
     name: str = request.param
     if shutil.which(name) is None:
-        _unavailable(name, f"the {name} CLI is not installed (.ci/run installs it)")
+        unavailable(name, f"the {name} CLI is not installed (.ci/run installs it)")
     pytest.importorskip("torch")
     root = tmp_path_factory.mktemp(f"{name}-e2e")
-    rt = _docker() if name == "docker" else _podman(root)
+    rt = docker() if name == "docker" else podman(root)
     # The image name carries "pytorch": the evidence SHM001 finds on the line (an ML image).
-    rt.image = f"localhost/{IMAGE}:{uuid.uuid4().hex[:12]}"
-    rt.run("import", "-", rt.image, stdin=_rootfs_tar())
-    try:
-        yield rt
-    finally:
-        subprocess.run(
-            [rt.cli, "rmi", "-f", rt.image],
-            capture_output=True,
-            timeout=60,
-            env=rt.env,
-            check=False,
-        )
-        if name == "podman":
-            subprocess.run(
-                ["podman", "system", "reset", "--force"],
-                capture_output=True,
-                timeout=120,
-                env=rt.env,
-                check=False,
-            )
+    with imported(rt, f"localhost/{IMAGE}:{uuid.uuid4().hex[:12]}") as ready:
+        yield ready
 
 
 def _script(rt: Runtime, name: str) -> str:
@@ -228,32 +107,7 @@ def _script(rt: Runtime, name: str) -> str:
 
 def _run_job(rt: Runtime, script: Path, name: str) -> tuple[int, str]:
     """Run the script; on a timeout kill the container (by its --name) and fail."""
-    try:
-        r = subprocess.run(
-            ["sh", str(script)],
-            capture_output=True,
-            text=True,
-            timeout=JOB_TIMEOUT_S,
-            env=rt.env,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as e:
-        subprocess.run([rt.cli, "kill", name], capture_output=True, timeout=60, env=rt.env)
-        out = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-        pytest.fail(
-            f"the job ran past {JOB_TIMEOUT_S} s (a hang the DataLoader timeout missed)\n{out}"
-        )
-    return r.returncode, r.stdout + r.stderr
-
-
-def _shmguard(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "shmguard", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_script(rt, script, name, JOB_TIMEOUT_S, " (a hang the DataLoader timeout missed)")
 
 
 def test_run_line_fails_at_the_default_is_flagged_fixed_and_then_runs(
@@ -273,7 +127,7 @@ def test_run_line_fails_at_the_default_is_flagged_fixed_and_then_runs(
     assert seen, f"the job failed, but not of /dev/shm (rc {rc}):\n{out}"
 
     # 2. check flags the line: SHM001 at the CLI's word, with a safe fix.
-    r = _shmguard("check", "--json", str(script))
+    r = shmguard_cli("check", "--json", str(script))
     assert r.returncode == 1, r.stdout + r.stderr
     doc = json.loads(r.stdout)
     (entry,) = doc["files"]
@@ -289,11 +143,11 @@ def test_run_line_fails_at_the_default_is_flagged_fixed_and_then_runs(
     assert finding["fix"]["changes"][0]["value"] == 1 << 30
 
     # 3. check --fix rewrites only that line, and a second check finds nothing.
-    r = _shmguard("check", "--fix", str(script))
+    r = shmguard_cli("check", "--fix", str(script))
     assert r.returncode == 0, r.stdout + r.stderr
     fixed = script.read_text()
     assert fixed == original.replace(f"{rt.cli} run --rm", f"{rt.cli} run --shm-size=1g --rm", 1)
-    r = _shmguard("check", str(script))
+    r = shmguard_cli("check", str(script))
     assert r.returncode == 0, r.stdout + r.stderr
 
     # 4. The rewritten line runs the job to completion.
