@@ -253,33 +253,36 @@ class YMap(_Collection):
     def get(self, key: str) -> YNode | None:
         """The value view of ``key``, or None."""
         if self._entries is None:
-            # fast path: a plain mapping (no merge key) looked up without building every view
+            # fast path: a plain mapping (no merge key) looked up without building every view;
+            # the same view for the same key, so its own lazily built lookups are kept
+            kids = self._kids
+            if key in kids:
+                return kids[key]
             raw = self._raw
             if raw is None:
-                raw = {}
-                for k, v in self.node.value:
-                    if not isinstance(k, yaml.ScalarNode):
-                        continue
-                    if k.tag == _MERGE_TAG:
-                        raw = {}
-                        break
-                    raw[str(k.value)] = v
-                else:
-                    self._raw = raw
-            if self._raw is not None:
-                # the same view for the same key, so its own lazily built lookups are kept
-                if key in self._kids:
-                    return self._kids[key]
-                v = self._raw.get(key)
+                raw = self._raw = self._plain()
+            if raw is not None:
+                v = raw.get(key)
                 kid = (
                     None
                     if v is None
                     else wrap(v, child_path(self.path, key), self.src, self._shared_child(v))
                 )
-                self._kids[key] = kid
+                kids[key] = kid
                 return kid
         pair = self.entries.get(key)
         return pair[1] if pair else None
+
+    def _plain(self) -> dict[str, yaml.Node] | None:
+        """Key -> value node of a mapping without merge keys (last wins); None with one."""
+        raw: dict[str, yaml.Node] = {}
+        for k, v in self.node.value:
+            if not isinstance(k, yaml.ScalarNode):
+                continue
+            if k.tag == _MERGE_TAG:
+                return None
+            raw[str(k.value)] = v
+        return raw
 
     def key_node(self, key: str) -> YScalar | None:
         """The key's own view (where ``key:`` is written), or None."""
