@@ -93,7 +93,8 @@ MAX_EXPANDED = 500_000
 _TEMPLATE = re.compile(r"\{\{|\{%")
 _HELM = re.compile(r"\{\{-|\{\{[^}]*\.(?:Values|Release|Chart)\b|\{\{-?\s*(?:include|if|range)\b")
 _DEEP_INDENT = re.compile(rf"^[ \t]{{{MAX_DEPTH // 2},}}", re.M)
-_DASHES = re.compile(rf"(?:-[ \t]+){{{MAX_DEPTH // 2},}}")
+# (?:-[ \t]+){500,}, written to start with a literal so the search skips to each "-"
+_DASHES = re.compile(rf"-[ \t]+(?:-[ \t]+){{{MAX_DEPTH // 2 - 1},}}")
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,8 @@ def _too_deep(text: str) -> bool:
             return True
     deep_indent = " " * (MAX_DEPTH // 2) in text or "\t" in text
     return bool(
-        (deep_indent and _DEEP_INDENT.search(text)) or ("- -" in text and _DASHES.search(text))
+        (deep_indent and _DEEP_INDENT.search(text))
+        or ("- -" in text and text.count("-") >= MAX_DEPTH // 2 and _DASHES.search(text))
     )
 
 
