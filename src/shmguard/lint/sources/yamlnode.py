@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -33,6 +33,7 @@ _STYLES = {None: "plain", "": "plain", "'": "single", '"': "double", "|": "liter
 #: envsubst ``$X``/``${X}``, Helm/Jinja/Go ``{{ }}``, ``__X__``, ``<X>`` placeholders.
 _PLACEHOLDER = re.compile(r"\$\{?[A-Za-z_]|\{\{|\{%|__[A-Z][A-Z0-9_]*__|<[A-Za-z][\w -]*>")
 _CONSTRUCTOR = yaml.SafeLoader("")
+_V = TypeVar("_V", bound="YNode")
 
 
 def child_path(parent: str, key: str | int) -> str:
@@ -56,13 +57,24 @@ class YNode:
             lives in an anchor that other places use too.
     """
 
-    __slots__ = ("node", "path", "shared", "src")
+    __slots__ = ("_key", "_parent", "_path", "node", "shared", "src")
 
     def __init__(self, node: yaml.Node, path: str, src: SourceText, shared: bool = False):
         self.node = node
-        self.path = path
+        self._path: str | None = path
+        self._parent: YNode | None = None
+        self._key: str | int = ""
         self.src = src
         self.shared = shared
+
+    @property
+    def path(self) -> str:
+        """The logical YAML path ("" for a document root); a child's is built on first use."""
+        path = self._path
+        if path is None:
+            assert self._parent is not None
+            path = self._path = child_path(self._parent.path, self._key)
+        return path
 
     @property
     def start(self) -> int:
@@ -182,7 +194,7 @@ class YSeq(_Collection):
         """The element views (built on first access)."""
         if self._items is None:
             self._items = [
-                wrap(n, child_path(self.path, i), self.src, self._shared_child(n))
+                _wrap_child(n, self, i, self._shared_child(n))
                 for i, n in enumerate(self.node.value)
             ]
         return self._items
@@ -236,11 +248,11 @@ class YMap(_Collection):
                 continue
             key = str(k.value)
             shared = not top or self._shared_child(v)
-            kv = YScalar(k, child_path(self.path, key), self.src, shared)
+            kv = _child(YScalar, k, self, key, shared)
             if key in own:
                 overridden.setdefault(key, []).append(own[key][0])
                 del own[key]  # re-inserted below: "last wins" keeps the last one's order
-            own[key] = (kv, wrap(v, kv.path, self.src, shared))
+            own[key] = (kv, _wrap_child(v, self, key, shared))
         if top:
             self._dups = list(overridden.items())
         for m in merges:
@@ -263,11 +275,7 @@ class YMap(_Collection):
                 raw = self._raw = self._plain()
             if raw is not None:
                 v = raw.get(key)
-                kid = (
-                    None
-                    if v is None
-                    else wrap(v, child_path(self.path, key), self.src, self._shared_child(v))
-                )
+                kid = None if v is None else _wrap_child(v, self, key, self._shared_child(v))
                 kids[key] = kid
                 return kid
         pair = self.entries.get(key)
@@ -307,6 +315,23 @@ def wrap(node: yaml.Node, path: str, src: SourceText, shared: bool = False) -> Y
     if isinstance(node, yaml.SequenceNode):
         return YSeq(node, path, src, shared)
     return YScalar(node, path, src, shared)
+
+
+def _child(cls: type[_V], node: yaml.Node, parent: YNode, key: str | int, shared: bool) -> _V:
+    """A view of ``node`` at ``key`` under ``parent``, its path built only when read."""
+    view = cls(node, "", parent.src, shared)
+    view._path = None
+    view._parent = parent
+    view._key = key
+    return view
+
+
+def _wrap_child(node: yaml.Node, parent: YNode, key: str | int, shared: bool) -> YNode:
+    cls = _KINDS.get(type(node), YScalar)
+    return _child(cls, node, parent, key, shared)
+
+
+_KINDS: dict[type, type[YNode]] = {yaml.MappingNode: YMap, yaml.SequenceNode: YSeq}
 
 
 def walk(root: YNode, limit: int = 1_000_000) -> Iterator[YNode]:
