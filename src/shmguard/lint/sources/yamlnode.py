@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any, TypeVar
+from typing import Any
 
 import yaml
 
@@ -33,7 +33,6 @@ _STYLES = {None: "plain", "": "plain", "'": "single", '"': "double", "|": "liter
 #: envsubst ``$X``/``${X}``, Helm/Jinja/Go ``{{ }}``, ``__X__``, ``<X>`` placeholders.
 _PLACEHOLDER = re.compile(r"\$\{?[A-Za-z_]|\{\{|\{%|__[A-Z][A-Z0-9_]*__|<[A-Za-z][\w -]*>")
 _CONSTRUCTOR = yaml.SafeLoader("")
-_V = TypeVar("_V", bound="YNode")
 
 
 def child_path(parent: str, key: str | int) -> str:
@@ -59,11 +58,20 @@ class YNode:
 
     __slots__ = ("_key", "_parent", "_path", "node", "shared", "src")
 
-    def __init__(self, node: yaml.Node, path: str, src: SourceText, shared: bool = False):
+    def __init__(
+        self,
+        node: yaml.Node,
+        path: str | None,
+        src: SourceText,
+        shared: bool = False,
+        parent: YNode | None = None,
+        key: str | int = "",
+    ):
+        # path None: the child ``key`` of ``parent``, its path built when first read
         self.node = node
-        self._path: str | None = path
-        self._parent: YNode | None = None
-        self._key: str | int = ""
+        self._path = path
+        self._parent = parent
+        self._key = key
         self.src = src
         self.shared = shared
 
@@ -185,8 +193,16 @@ class YSeq(_Collection):
 
     __slots__ = ("_items",)
 
-    def __init__(self, node: yaml.Node, path: str, src: SourceText, shared: bool = False):
-        super().__init__(node, path, src, shared)
+    def __init__(
+        self,
+        node: yaml.Node,
+        path: str | None,
+        src: SourceText,
+        shared: bool = False,
+        parent: YNode | None = None,
+        key: str | int = "",
+    ):
+        super().__init__(node, path, src, shared, parent, key)
         self._items: list[YNode] | None = None
 
     @property
@@ -215,8 +231,16 @@ class YMap(_Collection):
 
     __slots__ = ("_dups", "_entries", "_kids", "_raw")
 
-    def __init__(self, node: yaml.Node, path: str, src: SourceText, shared: bool = False):
-        super().__init__(node, path, src, shared)
+    def __init__(
+        self,
+        node: yaml.Node,
+        path: str | None,
+        src: SourceText,
+        shared: bool = False,
+        parent: YNode | None = None,
+        key: str | int = "",
+    ):
+        super().__init__(node, path, src, shared, parent, key)
         self._entries: dict[str, tuple[YScalar, YNode]] | None = None
         self._dups: list[tuple[str, list[YScalar]]] = []
         self._raw: dict[str, yaml.Node] | None = None
@@ -248,7 +272,7 @@ class YMap(_Collection):
                 continue
             key = str(k.value)
             shared = not top or self._shared_child(v)
-            kv = _child(YScalar, k, self, key, shared)
+            kv = YScalar(k, None, self.src, shared, self, key)
             if key in own:
                 overridden.setdefault(key, []).append(own[key][0])
                 del own[key]  # re-inserted below: "last wins" keeps the last one's order
@@ -317,18 +341,9 @@ def wrap(node: yaml.Node, path: str, src: SourceText, shared: bool = False) -> Y
     return YScalar(node, path, src, shared)
 
 
-def _child(cls: type[_V], node: yaml.Node, parent: YNode, key: str | int, shared: bool) -> _V:
-    """A view of ``node`` at ``key`` under ``parent``, its path built only when read."""
-    view = cls(node, "", parent.src, shared)
-    view._path = None
-    view._parent = parent
-    view._key = key
-    return view
-
-
 def _wrap_child(node: yaml.Node, parent: YNode, key: str | int, shared: bool) -> YNode:
-    cls = _KINDS.get(type(node), YScalar)
-    return _child(cls, node, parent, key, shared)
+    """The view of ``node`` at ``key`` under ``parent``, its path built only when read."""
+    return _KINDS.get(type(node), YScalar)(node, None, parent.src, shared, parent, key)
 
 
 _KINDS: dict[type, type[YNode]] = {yaml.MappingNode: YMap, yaml.SequenceNode: YSeq}
