@@ -75,11 +75,10 @@ class _Loader(_Base):  # type: ignore[misc]
                 _TAGS[value] = tag
         return tag
 
-    def descend_resolver(self, current_node: object, current_index: object) -> None:
-        return None
-
-    def ascend_resolver(self) -> None:
-        return None
+    # The composer calls these once per node and ignores what they return; C builtins (not
+    # bound as methods) cost less than Python no-ops: ``{}.get(parent, index)``, ``tuple()``.
+    descend_resolver = dict[object, object]().get
+    ascend_resolver = tuple
 
 
 #: The loader used: :class:`_Loader`, or PyYAML's own if a path resolver was registered.
