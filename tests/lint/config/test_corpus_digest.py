@@ -4,7 +4,7 @@
 end line and column, byte offsets, YAML path, message, why, fix with its changes and edits,
 for every file, in order) and of the bytes each file with edits becomes when they are applied
 (the first round of ``fix_file``, any applicability). It was computed with the code of main at
-commit f6ccc26, before the speed-ups of issue 8 (lazy locations, memoised workload detection):
+commit f6ccc26, before the speed-ups of issue 8 (tag resolution, lazy evidence locations and paths):
 a change that should only make ``check`` faster must leave it equal. Only the rules that
 existed then are run, so rules added later do not move it (their own tests cover them).
 
