@@ -152,6 +152,8 @@ class Config:
 
     def enabled(self, code: str, file: str | None = None) -> bool:
         """Whether findings of ``code`` are reported (in ``file``, when given)."""
+        if not (self.select or self.ignore or self.per_file_ignores):
+            return True
         if self.select and not any(code.startswith(p) for p in self.select):
             return False
         if any(code.startswith(p) for p in self.ignore):

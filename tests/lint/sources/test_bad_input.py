@@ -61,3 +61,14 @@ def test_alias_bomb_bound_counts_expansion() -> None:
 def test_documents_before_an_error_are_kept() -> None:
     yf = load_yaml(b"a: 1\n---\nb: [\n")
     assert len(yf.documents) == 1 and yf.diagnostics[0].kind is DiagnosticKind.INVALID_YAML
+
+
+def test_depth_guard_on_compact_dashes_and_indentation() -> None:
+    from shmguard.lint.sources.yamlload import MAX_DEPTH, _too_deep
+
+    n = MAX_DEPTH // 2
+    assert _too_deep("- " * n + "x\n")
+    assert not _too_deep("- " * (n - 1) + "x\n")
+    assert not _too_deep("- -- x\n" + "# " + "-" * 2 * n + "\n")  # many dashes, no nesting
+    assert _too_deep("a:\n" + " " * n + "b: 1\n")
+    assert not _too_deep("a:\n" + " " * (n - 1) + "b: 1\n")

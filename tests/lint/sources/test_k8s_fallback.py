@@ -56,3 +56,12 @@ def test_an_object_past_the_node_limit_still_loads_and_checks() -> None:
         found = [p.path for p in lf.pod_specs]
         assert found == (["spec.template.spec"] if spec else [])
         assert check_loaded(lf).diagnostics == ()
+
+
+def test_a_containers_key_without_a_list_of_mappings_is_no_pod() -> None:
+    schema = (
+        "spec:\n  containers: {type: array, items: {type: object}}\n  c2:\n    containers: []\n"
+    )
+    assert _pods(HEAD + schema) == []
+    aliased = HEAD + "x: &c {name: main, image: pytorch/pytorch:2.3}\nspec:\n  containers: [*c]\n"
+    assert _pods(aliased) == [("spec", ["main"])]

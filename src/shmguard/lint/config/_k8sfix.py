@@ -91,7 +91,8 @@ def _placeable(pod: PodSpec, *nodes: YNode | None) -> bool:
     """True when every node lies inside its object and in no anchored text used twice."""
     obj = pod.obj.node.node
     lo, hi = obj.start_mark.index, obj.end_mark.index
-    shared = _shared_ranges(obj)
+    # a node can occur twice in the graph only through an alias, so only with an anchor
+    shared = _shared_ranges(obj) if "&" in pod.obj.node.src.text else []
     for node in nodes:
         if node is None:
             continue

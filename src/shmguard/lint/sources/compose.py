@@ -61,6 +61,10 @@ class ComposeService:
     _found: dict[str, YNode | None] = field(
         default_factory=dict, init=False, repr=False, compare=False, hash=False
     )
+    #: The service and its bases (``extends``), computed on first use.
+    _bases: list[YMap] = field(
+        default_factory=list, init=False, repr=False, compare=False, hash=False
+    )
 
     @property
     def key(self) -> YScalar | None:
@@ -68,7 +72,12 @@ class ComposeService:
         services = dig(self.file.root, "services")
         return services.key_node(self.name) if isinstance(services, YMap) else None
 
-    def _chain(self) -> Iterator[YMap]:
+    def _chain(self) -> list[YMap]:
+        if not self._bases:
+            self._bases.extend(self._walk_chain())
+        return self._bases
+
+    def _walk_chain(self) -> Iterator[YMap]:
         seen = {self.name}
         node: YMap | None = self.node
         while node is not None:
@@ -84,15 +93,17 @@ class ComposeService:
     def get(self, path: str) -> YNode | None:
         """The node at a dotted ``path`` (``deploy.resources.limits.memory``), from the service
         or the first base service (``extends``) that sets it."""
-        if path in self._found:
-            return self._found[path]
+        found_before = self._found
+        if path in found_before:
+            return found_before[path]
         result = None
+        keys = path.split(".")
         for node in self._chain():
-            found = dig(node, *path.split("."))
+            found = dig(node, *keys)
             if found is not None:
                 result = found
                 break
-        self._found[path] = result
+        found_before[path] = result
         return result
 
     @property

@@ -1,15 +1,23 @@
-"""Workload detection (:mod:`~shmguard.lint.sources.workload`) for each source's containers."""
+"""Workload detection (:mod:`~shmguard.lint.sources.workload`) for each source's containers.
+
+Positions are handed over as functions (:data:`~shmguard.lint.sources.workload.Where`): only
+what becomes evidence gets its location computed.
+"""
 
 from __future__ import annotations
 
+from shmguard.config import ANNOTATIONS
 from shmguard.lint.sources.compose import ComposeService
 from shmguard.lint.sources.jsonfiles import EcsContainer
 from shmguard.lint.sources.k8s import PodSpec
 from shmguard.lint.sources.k8s_model import Container, scalars, text
 from shmguard.lint.sources.runline import RunLine
-from shmguard.lint.sources.workload import Workload, classify
+from shmguard.lint.sources.workload import Where, Workload, classify
 from shmguard.lint.sources.yamlnode import YMap, YNode, YScalar, YSeq
 from shmguard.model.finding import Location
+
+#: The annotation and label names :func:`classify` reads.
+_READ = frozenset(ANNOTATIONS.values())
 
 
 def _words(node: YNode | None) -> str:
@@ -18,12 +26,14 @@ def _words(node: YNode | None) -> str:
     return " ".join(s.value for s in scalars(node)) if isinstance(node, YSeq) else ""
 
 
-def _loc(node: YNode | None) -> Location | None:
-    return node.location() if node is not None else None
+def _loc(node: YNode | None) -> Where:
+    return node.location if node is not None else None
 
 
-def _ann(meta: dict[str, YNode]) -> dict[str, tuple[str, Location | None]]:
-    return {k: (v.value, v.location()) for k, v in meta.items() if isinstance(v, YScalar)}
+def _ann(meta: dict[str, YNode]) -> dict[str, tuple[str, Where]]:
+    return {
+        k: (v.value, v.location) for k, v in meta.items() if k in _READ and isinstance(v, YScalar)
+    }
 
 
 def pod_container_workload(pod: PodSpec, c: Container) -> Workload:
@@ -31,10 +41,10 @@ def pod_container_workload(pod: PodSpec, c: Container) -> Workload:
     request, and the pod's ``shmguard.io/`` annotations and labels."""
     cmd = " ".join(x for x in (_words(c.command), _words(c.args)) if x)
     return classify(
-        images=[(c.image.value, c.image.location())] if isinstance(c.image, YScalar) else [],
+        images=[(c.image.value, c.image.location)] if isinstance(c.image, YScalar) else [],
         commands=[(cmd, _loc(c.command or c.args))] if cmd else [],
-        env=[(e.name, e.node.location()) for e in c.env],
-        gpus=[(f"GPU request {c.gpu.raw}", c.gpu.location())] if c.gpu is not None else [],
+        env=[(e.name, e.node.location) for e in c.env],
+        gpus=[(f"GPU request {c.gpu.raw}", c.gpu.location)] if c.gpu is not None else [],
         annotations={**_ann(pod.labels), **_ann(pod.annotations)},
     )
 
@@ -43,24 +53,26 @@ def service_workload(svc: ComposeService) -> Workload:
     """The class of a Compose service (image, command/entrypoint, environment, GPU devices,
     ``gpus:``, ``runtime: nvidia`` and ``shmguard.io/`` labels)."""
     cmd = " ".join(x for x in (_words(svc.entrypoint), _words(svc.command)) if x)
-    gpus = [("deploy.resources.reservations.devices: gpu", d.location()) for d in svc.gpu_devices]
+    gpus: list[tuple[str, Where]] = [
+        ("deploy.resources.reservations.devices: gpu", d.location) for d in svc.gpu_devices
+    ]
     for key in ("gpus", "runtime"):
         n = svc.get(key)
         if n is not None and (key == "gpus" or text(n) == "nvidia"):
-            gpus.append((f"{key}: {n.raw}", n.location()))
+            gpus.append((f"{key}: {n.raw}", n.location))
     labels = svc.get("labels")
-    ann: dict[str, tuple[str, Location | None]] = {}
+    ann: dict[str, tuple[str, Where]] = {}
     if isinstance(labels, YMap):
         ann = _ann({k: v for k, (_, v) in labels.entries.items()})
     else:
         for s in scalars(labels):
             k, _, v = s.value.partition("=")
-            ann[k] = (v, s.location())
+            ann[k] = (v, s.location)
     image = svc.image
     return classify(
-        images=[(image.value, image.location())] if isinstance(image, YScalar) else [],
+        images=[(image.value, image.location)] if isinstance(image, YScalar) else [],
         commands=[(cmd, _loc(svc.command or svc.entrypoint))] if cmd else [],
-        env=[(e.name, e.node.location()) for e in svc.environment],
+        env=[(e.name, e.node.location) for e in svc.environment],
         gpus=gpus,
         annotations=ann,
     )
@@ -100,10 +112,10 @@ def run_workload(rl: RunLine) -> Workload:
 def ecs_workload(c: EcsContainer) -> Workload:
     """The class of an ECS container definition."""
     return classify(
-        images=[(c.image.value, c.image.location())] if isinstance(c.image, YScalar) else [],
+        images=[(c.image.value, c.image.location)] if isinstance(c.image, YScalar) else [],
         commands=[(_words(c.command), _loc(c.command))] if c.command is not None else [],
-        env=[(e.name, e.node.location()) for e in c.env],
-        gpus=[(f"GPU {c.gpu.raw}", c.gpu.location())] if c.gpu is not None else [],
+        env=[(e.name, e.node.location) for e in c.env],
+        gpus=[(f"GPU {c.gpu.raw}", c.gpu.location)] if c.gpu is not None else [],
         annotations=_ann(
             {k: v for k, (_, v) in lab.entries.items()}
             if isinstance(lab := c.node.get("dockerLabels"), YMap)

@@ -89,7 +89,9 @@ def _walk_plain(root: Path) -> Iterator[Path]:
             p = Path(e.path)
             is_dir = e.is_dir(follow_symlinks=False)
             if e.name == ".git" or any(
-                _ignored(p.relative_to(base).as_posix(), is_dir, rules) for base, rules in scopes
+                _ignored(p.relative_to(base).as_posix(), is_dir, rules)
+                for base, rules in scopes
+                if rules
             ):
                 continue
             if is_dir:
@@ -109,8 +111,10 @@ def discover(paths: list[str], skip: Iterable[Path] = ()) -> Iterator[str]:
         if path == "-" or not p.is_dir():
             yield path
             continue
-        files = [f for f in _walk_plain(p) if f.resolve() not in left_out]
+        files = list(_walk_plain(p))
+        if left_out:
+            files = [f for f in files if f.resolve() not in left_out]
         ignored = _git_ignored(p, files)
         for f in files:
-            if ignored is None or f.resolve() not in ignored:
+            if not ignored or f.resolve() not in ignored:
                 yield str(f)

@@ -304,7 +304,9 @@ def _trainjob(obj: K8sObject) -> PodSpec:
 
 def _has_containers_key(root: yaml.Node, limit: int) -> bool:
     """True when some mapping in ``root``'s composed graph (anchors, aliases and merge sources
-    included: they are nodes of the same graph) has the scalar key ``containers``, or when the
+    included: they are nodes of the same graph) has the scalar key ``containers`` with a
+    sequence holding a mapping as its value (what :func:`_fallback` looks for; a
+    CustomResourceDefinition's schema has ``containers: {type: array, ...}``), or when the
     graph has more than ``limit`` nodes (then the full walk decides, and raises). A walk over
     PyYAML's nodes, without views: most objects searched by :func:`_fallback` (Services, RBAC,
     CRs of unknown kinds) have no such key, and this costs a fraction of wrapping every node."""
@@ -319,7 +321,12 @@ def _has_containers_key(root: yaml.Node, limit: int) -> bool:
             return True
         if isinstance(n, yaml.MappingNode):
             for k, v in n.value:
-                if isinstance(k, yaml.ScalarNode) and k.value == "containers":
+                if (
+                    isinstance(k, yaml.ScalarNode)
+                    and k.value == "containers"
+                    and isinstance(v, yaml.SequenceNode)
+                    and any(isinstance(c, yaml.MappingNode) for c in v.value)
+                ):
                     return True
                 stack.append(k)
                 stack.append(v)

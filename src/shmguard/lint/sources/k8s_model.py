@@ -95,8 +95,9 @@ class Container:
         res = node.get(resources_key)
         gpu = None
         for part in ("limits", "requests"):
+            sub = dig(res, part)
             for g in GPU_RESOURCES:
-                gpu = gpu or dig(res, part, g)
+                gpu = gpu or dig(sub, g)
         env = tuple(
             EnvVar(str(text(e.get("name"))), e.get("value"), e)
             for e in seq_maps(node.get("env"))

@@ -10,6 +10,7 @@ needs *byte* offsets into the file as read, so every source converts through
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass, field
 
 from shmguard.lint.sources.diagnostics import DiagnosticKind, SourceDiagnostic
@@ -21,6 +22,8 @@ MAX_BYTES = 16 * 1024 * 1024
 BINARY_PROBE = 8000
 
 _BOM = b"\xef\xbb\xbf"
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
 @dataclass(frozen=True)
@@ -79,12 +82,11 @@ class SourceText:
         src = cls(file, data, text, bias)
         if not text.isascii():
             extra = 0
-            for i, ch in enumerate(text):
-                o = ord(ch)
-                if o >= 0x80:
-                    extra += 1 if o < 0x800 else 2 if o < 0x10000 else 3
-                    src._wide.append(i)
-                    src._extra.append(extra)
+            for m in _NON_ASCII.finditer(text):
+                o = ord(m.group())
+                extra += 1 if o < 0x800 else 2 if o < 0x10000 else 3
+                src._wide.append(m.start())
+                src._extra.append(extra)
         return src
 
     def byte_offset(self, index: int) -> int:

@@ -21,8 +21,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from markdown_it import MarkdownIt
-
 from shmguard.lint.sources.runline import RunLine, parse_run
 from shmguard.lint.sources.shell import split_commands
 from shmguard.lint.sources.text import SourceText
@@ -98,6 +96,8 @@ def markdown_run_lines(src: SourceText) -> Iterator[RunLine]:
 
     def pos(line: int) -> int:
         return starts[line] if line < len(starts) else len(text)
+
+    from markdown_it import MarkdownIt  # imported here: a check of YAML files never needs it
 
     for tok in MarkdownIt("commonmark").parse(text):
         if tok.map is None:

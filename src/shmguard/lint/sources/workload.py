@@ -15,7 +15,7 @@ never from guessing (config.py :data:`~shmguard.config.ANNOTATIONS`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from shmguard.config import ANNOTATIONS
@@ -36,6 +36,26 @@ _COMMAND = re.compile(
     re.I,
 )
 _ENV = re.compile(r"^(?:NCCL_|TORCH_NCCL_|TORCH_DISTRIBUTED|PYTORCH_|TORCHELASTIC_)")
+# The same patterns, case-sensitive, for lower-cased ASCII text (several times faster than
+# ``re.I``, and the same matches for ASCII, whose case mapping is one to one), and words one of
+# which every command match contains (a command without any is not searched).
+_IMAGE_LOWER = re.compile(_IMAGE.pattern)
+_COMMAND_LOWER = re.compile(_COMMAND.pattern)
+_COMMAND_WORDS = (
+    "torch",
+    "accelerate",
+    "deepspeed",
+    "vllm",
+    "sglang",
+    "text-generation-launcher",
+    "tritonserver",
+    "lmdeploy",
+    "ray",
+)
+
+#: Where something was seen: a location, a function giving it (called only when it becomes
+#: evidence, so sources need not compute positions for what is not), or None.
+Where = Location | Callable[[], Location | None] | None
 
 
 @dataclass(frozen=True)
@@ -72,13 +92,36 @@ def parse_loader(value: str) -> dict[str, str]:
     return out
 
 
+def _at(where: Where) -> Location | None:
+    return where() if callable(where) else where
+
+
+def _search_image(image: str) -> str | None:
+    if image.isascii():
+        m = _IMAGE_LOWER.search(image.lower())
+        return image[m.start() : m.end()] if m else None
+    m = _IMAGE.search(image)
+    return m.group(0) if m else None
+
+
+def _search_command(cmd: str) -> str | None:
+    if cmd.isascii():
+        low = cmd.lower()
+        if not any(w in low for w in _COMMAND_WORDS):
+            return None
+        m = _COMMAND_LOWER.search(low)
+        return cmd[m.start() : m.end()] if m else None
+    m = _COMMAND.search(cmd)
+    return m.group(0) if m else None
+
+
 def classify(
     *,
-    images: Iterable[tuple[str, Location | None]] = (),
-    commands: Iterable[tuple[str, Location | None]] = (),
-    env: Iterable[tuple[str, Location | None]] = (),
-    gpus: Iterable[tuple[str, Location | None]] = (),
-    annotations: Mapping[str, tuple[str, Location | None]] | None = None,
+    images: Iterable[tuple[str, Where]] = (),
+    commands: Iterable[tuple[str, Where]] = (),
+    env: Iterable[tuple[str, Where]] = (),
+    gpus: Iterable[tuple[str, Where]] = (),
+    annotations: Mapping[str, tuple[str, Where]] | None = None,
 ) -> Workload:
     """The class of one container from what a source exposes about it.
 
@@ -86,25 +129,28 @@ def classify(
         images: image references; commands: command lines (each a string, words joined);
         env: variable names; gpus: descriptions of accelerator requests; annotations:
         annotation/label name -> (value, location), where ``shmguard.io/`` ones are read.
+        Each comes with where it was seen (:data:`Where`: a location or a function that
+        gives one, called only for what becomes evidence).
     """
     ann = annotations or {}
     ev: list[Evidence] = []
     for image, loc in images:
-        if m := _IMAGE.search(image):
-            ev.append(Evidence("image", f"image {image} ({m.group(0)})", loc))
+        if (hit := _search_image(image)) is not None:
+            ev.append(Evidence("image", f"image {image} ({hit})", _at(loc)))
     for cmd, loc in commands:
-        if m := _COMMAND.search(cmd):
-            ev.append(Evidence("command", f"command runs {m.group(0)}", loc))
+        if (hit := _search_command(cmd)) is not None:
+            ev.append(Evidence("command", f"command runs {hit}", _at(loc)))
     for name, loc in env:
         if _ENV.match(name):
-            ev.append(Evidence("env", f"environment variable {name}", loc))
+            ev.append(Evidence("env", f"environment variable {name}", _at(loc)))
     for desc, loc in gpus:
-        ev.append(Evidence("gpu", desc, loc))
+        ev.append(Evidence("gpu", desc, _at(loc)))
     cls = "ml" if ev else "container"
     stated = ann.get(ANNOTATIONS["workload"])
     if stated is not None and stated[0] in ("ml", "container"):
         cls = stated[0]
-        ev.insert(0, Evidence("annotation", f"{ANNOTATIONS['workload']}={stated[0]}", stated[1]))
+        what = f"{ANNOTATIONS['workload']}={stated[0]}"
+        ev.insert(0, Evidence("annotation", what, _at(stated[1])))
     loader = ann.get(ANNOTATIONS["dataloader"])
     shm = ann.get(ANNOTATIONS["shm-size"])
     ign = ann.get(ANNOTATIONS["ignore"])

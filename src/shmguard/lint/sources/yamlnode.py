@@ -56,13 +56,33 @@ class YNode:
             lives in an anchor that other places use too.
     """
 
-    __slots__ = ("node", "path", "shared", "src")
+    __slots__ = ("_key", "_parent", "_path", "node", "shared", "src")
 
-    def __init__(self, node: yaml.Node, path: str, src: SourceText, shared: bool = False):
+    def __init__(
+        self,
+        node: yaml.Node,
+        path: str | None,
+        src: SourceText,
+        shared: bool = False,
+        parent: YNode | None = None,
+        key: str | int = "",
+    ):
+        # path None: the child ``key`` of ``parent``, its path built when first read
         self.node = node
-        self.path = path
+        self._path = path
+        self._parent = parent
+        self._key = key
         self.src = src
         self.shared = shared
+
+    @property
+    def path(self) -> str:
+        """The logical YAML path ("" for a document root); a child's is built on first use."""
+        path = self._path
+        if path is None:
+            assert self._parent is not None
+            path = self._path = child_path(self._parent.path, self._key)
+        return path
 
     @property
     def start(self) -> int:
@@ -173,8 +193,16 @@ class YSeq(_Collection):
 
     __slots__ = ("_items",)
 
-    def __init__(self, node: yaml.Node, path: str, src: SourceText, shared: bool = False):
-        super().__init__(node, path, src, shared)
+    def __init__(
+        self,
+        node: yaml.Node,
+        path: str | None,
+        src: SourceText,
+        shared: bool = False,
+        parent: YNode | None = None,
+        key: str | int = "",
+    ):
+        super().__init__(node, path, src, shared, parent, key)
         self._items: list[YNode] | None = None
 
     @property
@@ -182,7 +210,7 @@ class YSeq(_Collection):
         """The element views (built on first access)."""
         if self._items is None:
             self._items = [
-                wrap(n, child_path(self.path, i), self.src, self._shared_child(n))
+                _wrap_child(n, self, i, self._shared_child(n))
                 for i, n in enumerate(self.node.value)
             ]
         return self._items
@@ -203,8 +231,16 @@ class YMap(_Collection):
 
     __slots__ = ("_dups", "_entries", "_kids", "_raw")
 
-    def __init__(self, node: yaml.Node, path: str, src: SourceText, shared: bool = False):
-        super().__init__(node, path, src, shared)
+    def __init__(
+        self,
+        node: yaml.Node,
+        path: str | None,
+        src: SourceText,
+        shared: bool = False,
+        parent: YNode | None = None,
+        key: str | int = "",
+    ):
+        super().__init__(node, path, src, shared, parent, key)
         self._entries: dict[str, tuple[YScalar, YNode]] | None = None
         self._dups: list[tuple[str, list[YScalar]]] = []
         self._raw: dict[str, yaml.Node] | None = None
@@ -236,11 +272,11 @@ class YMap(_Collection):
                 continue
             key = str(k.value)
             shared = not top or self._shared_child(v)
-            kv = YScalar(k, child_path(self.path, key), self.src, shared)
+            kv = YScalar(k, None, self.src, shared, self, key)
             if key in own:
                 overridden.setdefault(key, []).append(own[key][0])
                 del own[key]  # re-inserted below: "last wins" keeps the last one's order
-            own[key] = (kv, wrap(v, kv.path, self.src, shared))
+            own[key] = (kv, _wrap_child(v, self, key, shared))
         if top:
             self._dups = list(overridden.items())
         for m in merges:
@@ -253,33 +289,32 @@ class YMap(_Collection):
     def get(self, key: str) -> YNode | None:
         """The value view of ``key``, or None."""
         if self._entries is None:
-            # fast path: a plain mapping (no merge key) looked up without building every view
+            # fast path: a plain mapping (no merge key) looked up without building every view;
+            # the same view for the same key, so its own lazily built lookups are kept
+            kids = self._kids
+            if key in kids:
+                return kids[key]
             raw = self._raw
             if raw is None:
-                raw = {}
-                for k, v in self.node.value:
-                    if not isinstance(k, yaml.ScalarNode):
-                        continue
-                    if k.tag == _MERGE_TAG:
-                        raw = {}
-                        break
-                    raw[str(k.value)] = v
-                else:
-                    self._raw = raw
-            if self._raw is not None:
-                # the same view for the same key, so its own lazily built lookups are kept
-                if key in self._kids:
-                    return self._kids[key]
-                v = self._raw.get(key)
-                kid = (
-                    None
-                    if v is None
-                    else wrap(v, child_path(self.path, key), self.src, self._shared_child(v))
-                )
-                self._kids[key] = kid
+                raw = self._raw = self._plain()
+            if raw is not None:
+                v = raw.get(key)
+                kid = None if v is None else _wrap_child(v, self, key, self._shared_child(v))
+                kids[key] = kid
                 return kid
         pair = self.entries.get(key)
         return pair[1] if pair else None
+
+    def _plain(self) -> dict[str, yaml.Node] | None:
+        """Key -> value node of a mapping without merge keys (last wins); None with one."""
+        raw: dict[str, yaml.Node] = {}
+        for k, v in self.node.value:
+            if not isinstance(k, yaml.ScalarNode):
+                continue
+            if k.tag == _MERGE_TAG:
+                return None
+            raw[str(k.value)] = v
+        return raw
 
     def key_node(self, key: str) -> YScalar | None:
         """The key's own view (where ``key:`` is written), or None."""
@@ -304,6 +339,14 @@ def wrap(node: yaml.Node, path: str, src: SourceText, shared: bool = False) -> Y
     if isinstance(node, yaml.SequenceNode):
         return YSeq(node, path, src, shared)
     return YScalar(node, path, src, shared)
+
+
+def _wrap_child(node: yaml.Node, parent: YNode, key: str | int, shared: bool) -> YNode:
+    """The view of ``node`` at ``key`` under ``parent``, its path built only when read."""
+    return _KINDS.get(type(node), YScalar)(node, None, parent.src, shared, parent, key)
+
+
+_KINDS: dict[type, type[YNode]] = {yaml.MappingNode: YMap, yaml.SequenceNode: YSeq}
 
 
 def walk(root: YNode, limit: int = 1_000_000) -> Iterator[YNode]:

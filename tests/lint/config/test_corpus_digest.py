@@ -1,0 +1,95 @@
+"""Every finding over ../shared/corpus, in full, is the same as when the digest was recorded.
+
+:data:`DIGEST` is the SHA-256 of the finding lists (code, name, severity, file, line, column,
+end line and column, byte offsets, YAML path, message, why, fix with its changes and edits,
+for every file, in order) and of the bytes each file with edits becomes when they are applied
+(the first round of ``fix_file``, any applicability). It was computed with the code of main at
+commit f6ccc26, before the speed-ups of issue 8 (tag resolution, lazy evidence locations and paths):
+a change that should only make ``check`` faster must leave it equal. Only the rules that
+existed then are run, so rules added later do not move it (their own tests cover them).
+
+A change meant to alter findings updates :data:`DIGEST` (and the per-code snapshot of
+test_corpus_check.py) in the same commit.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from shmguard.lint.check import check_loaded
+from shmguard.lint.config import RULES
+from shmguard.lint.sources.discover import discover
+from shmguard.lint.sources.load import load_bytes
+from shmguard.model.finding import Edit, Finding, apply_edits
+
+CORPUS = Path(__file__).resolve().parents[3] / ".." / "shared" / "corpus"
+pytestmark = pytest.mark.skipif(
+    not CORPUS.is_dir(), reason="../shared/corpus (next to the repository) is absent"
+)
+
+#: The rules of main at f6ccc26.
+CODES = frozenset(
+    {"SHM001", "SHM002", "SHM003", "SHM004", "SHM006", "SHM008", "SHM009", "SHM011", "SHM012"}
+    | {"SHM014", "SHM016", "SHM017", "SHM018", "SHM019", "SHM021", "SHM023", "SHM025"}
+)
+
+DIGEST = "91701d86f3eca12243d0d0edcdb381c5b70073f0bbd96f66b84731d2a17da275"
+
+
+def _files() -> list[tuple[str, bytes]]:
+    out = [
+        (f, Path(f).read_bytes()) for f in discover([str(CORPUS / "compose"), str(CORPUS / "k8s")])
+    ]
+    with (CORPUS / "docker_run_lines.tsv").open() as fh:
+        for row in csv.DictReader(fh, delimiter="\t"):
+            out.append((row["corpus_path"] + ".sh", row["command"].encode()))
+    return out
+
+
+def _repr(f: Finding) -> str:
+    # Dataclass reprs name every field (Location, Fix, Change, Edit); the paths are made
+    # relative to the corpus so the digest does not depend on where the checkout is.
+    return repr(f).replace(str(CORPUS), "<corpus>")
+
+
+def _first_round(data: bytes, findings: tuple[Finding, ...]) -> bytes:
+    """``data`` with the edits of every finding (any applicability) applied, in file order,
+    a finding overlapping an edit already taken left out (``fix_file``'s first round)."""
+    taken: list[Edit] = []
+    for f in findings:
+        if f.fix is None or not f.fix.edits:
+            continue
+        spans = [(e.start, e.end) for e in f.fix.edits]
+        if any(a == t.start or (a < t.end and t.start < b) for a, b in spans for t in taken):
+            continue
+        taken.extend(f.fix.edits)
+    return apply_edits(data, taken)
+
+
+def corpus_digest() -> tuple[str, int]:
+    """The SHA-256 of every finding and fixed file over the corpus, and the finding count."""
+    rules = tuple(r for r in RULES if r.code in CODES)
+    assert sorted(r.code for r in rules) == sorted(CODES)
+    h = hashlib.sha256()
+    n = 0
+    for name, data in _files():
+        rel = name.replace(str(CORPUS), "<corpus>")
+        result = check_loaded(load_bytes(data, name), rules=rules)
+        h.update(f"\0{rel}\0{len(result.findings)}\n".encode())
+        for f in result.findings:
+            h.update(_repr(f).encode() + b"\n")
+        n += len(result.findings)
+        edits = [e for f in result.findings if f.fix is not None for e in f.fix.edits]
+        if edits:
+            h.update(hashlib.sha256(_first_round(data, result.findings)).digest())
+    return h.hexdigest(), n
+
+
+def test_corpus_findings_unchanged() -> None:
+    digest, n = corpus_digest()
+    assert n > 0
+    assert digest == DIGEST
