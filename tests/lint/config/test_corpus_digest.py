@@ -37,7 +37,9 @@ CODES = frozenset(
     | {"SHM014", "SHM016", "SHM017", "SHM018", "SHM019", "SHM021", "SHM023", "SHM025"}
 )
 
-DIGEST = "91701d86f3eca12243d0d0edcdb381c5b70073f0bbd96f66b84731d2a17da275"
+#: Recorded again after SHM007 landed (SHM001 leaves a container SHM007 reports to it: one
+#: finding less); the code before and after the speed-ups gives this same value.
+DIGEST = "09af2ea26462b0167ffb2c24fc6f0598a75a219793c355dfb8a1d9d635f8b102"
 
 
 def _files() -> list[tuple[str, bytes]]:
