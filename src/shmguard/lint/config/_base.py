@@ -21,7 +21,7 @@ from shmguard.estimate.policy import Policy, default_shm_size
 from shmguard.lint.sources.compose import ComposeService
 from shmguard.lint.sources.jsonfiles import DaemonConfig, EcsTaskDefinition
 from shmguard.lint.sources.k8s import PodSpec
-from shmguard.lint.sources.k8s_model import Container
+from shmguard.lint.sources.k8s_model import Container, Volume, text
 from shmguard.lint.sources.runline import Flag, RunLine
 from shmguard.lint.sources.text import SourceText
 from shmguard.lint.sources.workload import Workload
@@ -292,6 +292,36 @@ def container_memory_limit(c: Container) -> int | None:
         return k8s_quantity_bytes(node.value) or None
     except SizeError:
         return None
+
+
+def mounts_at_shm(c: Container, volume: str | None) -> bool:
+    """Whether container ``c`` mounts the volume named ``volume`` at /dev/shm."""
+    return any(m.name == volume and is_dev_shm(text(m.mount_path)) for m in c.volume_mounts)
+
+
+def sized_shm_mounts(unit: Unit) -> Iterator[tuple[Volume, YScalar, int, Container, int]]:
+    """Each memory-backed emptyDir with a ``sizeLimit`` that parses, with each container of
+    ``unit`` that mounts it at /dev/shm and has a memory limit: (volume, the sizeLimit scalar,
+    its bytes, container, the limit's bytes). SHM009 and SHM010 compare the two sizes."""
+    from shmguard.units import k8s_quantity_bytes
+
+    pod = unit.pod
+    if pod is None:
+        return
+    for v in pod.volumes:
+        node = v.size_limit
+        if text(v.medium) != "Memory" or not isinstance(node, YScalar) or node.placeholder:
+            continue
+        try:
+            size = k8s_quantity_bytes(node.value)
+        except SizeError:
+            continue
+        for c, _ in unit.containers:
+            if not mounts_at_shm(c, v.name):
+                continue
+            limit = container_memory_limit(c)
+            if limit is not None:
+                yield v, node, size, c, limit
 
 
 #: The sources every SHM rule's facts come from (user docs: ``shmguard rule``,

@@ -22,6 +22,7 @@ from shmguard.lint.config._base import (
     container_memory_limit,
     fix_size,
     is_dev_shm,
+    mounts_at_shm,
 )
 from shmguard.lint.config._k8sfix import reusable_volume, shm_mount_edits
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
@@ -76,7 +77,7 @@ def _where(pod: PodSpec, v: Volume) -> str:
     users = [
         ("init container " if c.init else "container ") + repr(c.name)
         for c in (*pod.containers, *pod.init_containers)
-        if any(m.name == v.name and is_dev_shm(text(m.mount_path)) for m in c.volume_mounts)
+        if mounts_at_shm(c, v.name)
     ]
     if not users:
         return "is mounted by no container"

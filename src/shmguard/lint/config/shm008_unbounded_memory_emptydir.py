@@ -13,7 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, fix_size, is_dev_shm
+from shmguard.lint.config._base import (
+    SOURCES,
+    CheckOptions,
+    Unit,
+    fix_size,
+    mounts_at_shm,
+)
 from shmguard.lint.config._k8sfix import add_size_limit
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.lint.sources.k8s import PodSpec
@@ -44,11 +50,7 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
     for v in pod.volumes:
         if v.empty_dir is None or text(v.medium) != "Memory" or v.size_limit is not None:
             continue
-        users = [
-            c
-            for c, _ in unit.containers
-            if any(m.name == v.name and is_dev_shm(text(m.mount_path)) for m in c.volume_mounts)
-        ]
+        users = [c for c, _ in unit.containers if mounts_at_shm(c, v.name)]
         if not users or any(c.memory_limit is not None for c in users):
             continue
         names = ", ".join(repr(c.name) for c in users)

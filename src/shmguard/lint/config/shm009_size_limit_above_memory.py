@@ -11,19 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.lint.config._base import (
-    SOURCES,
-    CheckOptions,
-    Unit,
-    container_memory_limit,
-    is_dev_shm,
-)
+from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, sized_shm_mounts
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
-from shmguard.lint.sources.k8s_model import text
-from shmguard.lint.sources.yamlnode import YScalar
 from shmguard.model import Severity
 from shmguard.model.finding import Fix
-from shmguard.units import SizeError, format_iec, k8s_quantity_bytes
+from shmguard.units import format_iec
 
 CODE = "SHM009"
 NAME = "size-limit-above-memory-limit"
@@ -37,37 +29,21 @@ WHY = (
 
 def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
     """Flag a sizeLimit above the memory limit of a container mounting it at /dev/shm."""
-    pod = unit.pod
-    if pod is None:
-        return
-    for v in pod.volumes:
-        node = v.size_limit
-        if text(v.medium) != "Memory" or not isinstance(node, YScalar) or node.placeholder:
+    for v, node, size, c, limit in sized_shm_mounts(unit):
+        if size <= limit:
             continue
-        try:
-            size = k8s_quantity_bytes(node.value)
-        except SizeError:
-            continue
-        for c, _ in unit.containers:
-            if not any(
-                m.name == v.name and is_dev_shm(text(m.mount_path)) for m in c.volume_mounts
-            ):
-                continue
-            limit = container_memory_limit(c)
-            if limit is None or size <= limit:
-                continue
-            yield Violation(
-                f"volume {v.name!r}: sizeLimit {node.value} ({format_iec(size)}) is above the "
-                f"memory limit of container {c.name!r} ({format_iec(limit)}): shm pages are "
-                "charged to that limit, so the container is OOM-killed first",
-                node.location(),
-                Fix(
-                    "Raise the memory limit or lower sizeLimit",
-                    f"Raise the memory limit of container {c.name!r} to at least "
-                    f"{format_iec(size)} plus what the job uses besides /dev/shm and a margin, "
-                    "or lower sizeLimit.",
-                ),
-            )
+        yield Violation(
+            f"volume {v.name!r}: sizeLimit {node.value} ({format_iec(size)}) is above the "
+            f"memory limit of container {c.name!r} ({format_iec(limit)}): shm pages are "
+            "charged to that limit, so the container is OOM-killed first",
+            node.location(),
+            Fix(
+                "Raise the memory limit or lower sizeLimit",
+                f"Raise the memory limit of container {c.name!r} to at least "
+                f"{format_iec(size)} plus what the job uses besides /dev/shm and a margin, "
+                "or lower sizeLimit.",
+            ),
+        )
 
 
 DOC = RuleDoc(

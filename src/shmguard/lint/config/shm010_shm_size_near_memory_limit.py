@@ -20,12 +20,12 @@ from shmguard.lint.config._base import (
     SOURCES,
     CheckOptions,
     Unit,
-    container_memory_limit,
     flag_loc,
     ipc_mode,
     is_dev_shm,
     replace_flag_value,
     replace_scalar,
+    sized_shm_mounts,
 )
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.lint.sources.k8s_model import text
@@ -38,7 +38,6 @@ from shmguard.units import (
     format_docker_size,
     format_iec,
     format_k8s_quantity,
-    k8s_quantity_bytes,
     parse_docker_size,
 )
 
@@ -164,44 +163,29 @@ def _run(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
 
 
 def _pod(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
-    pod = unit.pod
-    assert pod is not None
-    for v in pod.volumes:
-        node = v.size_limit
-        if text(v.medium) != "Memory" or not isinstance(node, YScalar) or node.placeholder:
-            continue
-        try:
-            shm = k8s_quantity_bytes(node.value)
-        except SizeError:
-            continue
-        for c, _ in unit.containers:
-            if not any(
-                m.name == v.name and is_dev_shm(text(m.mount_path)) for m in c.volume_mounts
-            ):
-                continue
-            limit = container_memory_limit(c)
-            if limit is None or shm > limit or not _too_close(shm, limit, options):
-                continue  # above the limit: SHM009 reports it
-            new = _new_limit(shm, limit, options)
-            new_text = format_k8s_quantity(new)
-            mem = c.memory_limit
-            edit = replace_scalar(mem, new_text) if isinstance(mem, YScalar) else None
-            loc: Location = node.location()
-            yield Violation(
-                f"volume {v.name!r}: sizeLimit {node.value} in container {c.name!r}: "
-                f"{_what(shm, limit, options)}",
-                loc,
-                _fix(
-                    shm,
-                    new,
-                    options,
-                    "kubernetes",
-                    edit,
-                    "sizeLimit",
-                    f"the memory limit of {c.name!r}",
-                    new_text,
-                ),
-            )
+    for v, node, shm, c, limit in sized_shm_mounts(unit):
+        if shm > limit or not _too_close(shm, limit, options):
+            continue  # above the limit: SHM009 reports it
+        new = _new_limit(shm, limit, options)
+        new_text = format_k8s_quantity(new)
+        mem = c.memory_limit
+        edit = replace_scalar(mem, new_text) if isinstance(mem, YScalar) else None
+        loc: Location = node.location()
+        yield Violation(
+            f"volume {v.name!r}: sizeLimit {node.value} in container {c.name!r}: "
+            f"{_what(shm, limit, options)}",
+            loc,
+            _fix(
+                shm,
+                new,
+                options,
+                "kubernetes",
+                edit,
+                "sizeLimit",
+                f"the memory limit of {c.name!r}",
+                new_text,
+            ),
+        )
 
 
 def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
