@@ -27,7 +27,8 @@ from shmguard.lint.sources.text import SourceText
 from shmguard.lint.sources.workload import Workload
 from shmguard.lint.sources.yamlnode import YMap, YNode, YScalar
 from shmguard.lint.target import Target
-from shmguard.model.finding import Edit, Location
+from shmguard.model.finding import Applicability, Edit, Fix, Location
+from shmguard.model.fix import Change
 from shmguard.units import DOCKER_DEFAULT_SHM, SizeError, parse_docker_size
 
 DEV_SHM = "/dev/shm"
@@ -146,6 +147,14 @@ def replace_scalar(node: YScalar, new: str) -> Edit | None:
     if quoted and raw[1:-1] == node.value:
         return Edit(node.start + 1, node.end - 1, new)
     return None
+
+
+def edit_fix(title: str, description: str, changes: tuple[Change, ...], edit: Edit | None) -> Fix:
+    """A fix that applies ``edit`` with ``--fix`` (safe), or is only shown when no edit could be
+    made (a value reached through an anchor, a placeholder)."""
+    if edit is None:
+        return Fix(title, description, changes, (), Applicability.DISPLAY_ONLY)
+    return Fix(title, description, changes, (edit,), Applicability.SAFE)
 
 
 def replace_flag_value(src: SourceText, flag: Flag, new: str) -> Edit | None:

@@ -23,6 +23,7 @@ from shmguard.lint.config._base import (
     Unit,
     compose_memory_limit,
     container_memory_limit,
+    edit_fix,
     fix_size,
     insert_key,
     insert_run_flag,
@@ -97,14 +98,13 @@ def _fix(unit: Unit, options: CheckOptions, runtime: str, memory: int | None) ->
     else:
         edit = insert_run_flag(unit, f"--shm-size={format_docker_size(size)}")
         flag = f"--shm-size={format_docker_size(size)}"
-    return Fix(
+    return edit_fix(
         f"Add {flag}",
         f"Give /dev/shm {format_iec(size)} (the sizing policy's default unless --shm-size, the "
         "shmguard.io/shm-size annotation or the configuration says otherwise; measure the real "
         "need with `shmguard measure`).",
         change,
-        (edit,) if edit is not None else (),
-        Applicability.SAFE if edit is not None else Applicability.DISPLAY_ONLY,
+        edit,
     )
 
 

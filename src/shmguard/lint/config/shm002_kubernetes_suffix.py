@@ -19,6 +19,7 @@ from shmguard.lint.config._base import (
     SOURCES,
     CheckOptions,
     Unit,
+    edit_fix,
     flag_loc,
     replace_flag_value,
     replace_scalar,
@@ -26,7 +27,7 @@ from shmguard.lint.config._base import (
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.lint.sources.yamlnode import YNode, YScalar, YSeq
 from shmguard.model import Severity
-from shmguard.model.finding import Applicability, Edit, Fix, Location
+from shmguard.model.finding import Edit, Fix, Location
 from shmguard.model.fix import Change, Setting
 from shmguard.units import SizeError, format_docker_size, parse_docker_size
 
@@ -60,12 +61,11 @@ def k8s_suffixed(value: str) -> int | None:
 
 def _fix(n: int, edit: Edit | None, what: str) -> Fix:
     new = format_docker_size(n)
-    return Fix(
+    return edit_fix(
         f"Write {new}",
         f"Write {what} as {new} (the same bytes: go-units is binary, 1g = 1 GiB).",
         (Change(Setting.SHM_SIZE, n),) if n > 0 and "shm" in what else (),
-        (edit,) if edit is not None else (),
-        Applicability.SAFE if edit is not None else Applicability.DISPLAY_ONLY,
+        edit,
     )
 
 

@@ -11,10 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, pod_quantities, replace_scalar
+from shmguard.lint.config._base import (
+    SOURCES,
+    CheckOptions,
+    Unit,
+    edit_fix,
+    pod_quantities,
+    replace_scalar,
+)
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
-from shmguard.model.finding import Applicability, Fix
 from shmguard.units import SizeError, format_k8s_quantity, parse_docker_size, parse_k8s_quantity
 
 CODE = "SHM003"
@@ -59,12 +65,11 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
             f"{what}: {node.value!r} is Docker syntax, not a Kubernetes quantity ({err}); "
             f"write {new}",
             node.location(),
-            Fix(
+            edit_fix(
                 f"Write {new}",
                 f"Write {new}: the bytes Docker would read from {node.value!r} (binary units).",
                 (),
-                (edit,) if edit is not None else (),
-                Applicability.SAFE if edit is not None else Applicability.DISPLAY_ONLY,
+                edit,
             ),
         )
 

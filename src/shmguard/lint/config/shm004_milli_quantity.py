@@ -10,10 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, pod_quantities, replace_scalar
+from shmguard.lint.config._base import (
+    SOURCES,
+    CheckOptions,
+    Unit,
+    edit_fix,
+    pod_quantities,
+    replace_scalar,
+)
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
-from shmguard.model.finding import Applicability, Fix
 from shmguard.units import MiB, SizeError, format_k8s_quantity, parse_k8s_quantity
 
 CODE = "SHM004"
@@ -44,12 +50,11 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
             f"{what}: {node.value!r} is {number} millibytes ({float(q):g} bytes), not "
             f"mebibytes" + (f"; write {new}" if new else ""),
             node.location(),
-            Fix(
+            edit_fix(
                 f"Write {new}",
                 f"Write {new} ({number} MiB), what `{value}` means in Docker's syntax.",
                 (),
-                (edit,) if edit is not None else (),
-                Applicability.SAFE if edit is not None else Applicability.DISPLAY_ONLY,
+                edit,
             )
             if new
             else None,

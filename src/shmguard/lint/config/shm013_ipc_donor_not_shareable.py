@@ -20,6 +20,7 @@ from shmguard.lint.config._base import (
     SOURCES,
     CheckOptions,
     Unit,
+    edit_fix,
     flag_loc,
     insert_key,
     insert_run_flag,
@@ -35,7 +36,7 @@ from shmguard.lint.sources.text import SourceText
 from shmguard.lint.sources.workload import Workload
 from shmguard.lint.sources.yamlnode import YScalar
 from shmguard.model import Severity
-from shmguard.model.finding import Applicability, Edit, Fix
+from shmguard.model.finding import Edit, Fix
 
 CODE = "SHM013"
 NAME = "ipc-donor-not-shareable"
@@ -52,13 +53,12 @@ _NOT_SHAREABLE = (None, "private", "none")
 
 def _donor_fix(edit: Edit | None, donor: str, compose: bool) -> Fix:
     setting = "ipc: shareable" if compose else "--ipc=shareable"
-    return Fix(
+    return edit_fix(
         f"Set {setting} on {donor!r}",
         f"Give the donor {donor!r} `{setting}`: its /dev/shm can then be joined (it stays "
         "private to the containers that join it).",
         (),
-        (edit,) if edit is not None else (),
-        Applicability.SAFE if edit is not None else Applicability.DISPLAY_ONLY,
+        edit,
     )
 
 

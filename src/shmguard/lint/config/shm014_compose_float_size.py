@@ -14,12 +14,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, replace_scalar
+from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, edit_fix, replace_scalar
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.lint.sources.compose_types import applied_size, typed
 from shmguard.lint.sources.yamlnode import YScalar
 from shmguard.model import Severity
-from shmguard.model.finding import Applicability, Fix
 from shmguard.model.fix import Change, Setting
 
 CODE = "SHM014"
@@ -74,13 +73,12 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
         n = _intended(node)
         edit = replace_scalar(node, f'"{n}"') if n is not None and node.plain else None
         example = f"the {n} bytes written" if n is not None else 'e.g. "1536m"'
-        fix = Fix(
+        fix = edit_fix(
             f'Write "{n}"' if n is not None else "Write a size with a unit",
             "Write the size as a quoted string with a unit or as integer bytes "
             f"({example}), which every Compose reads the same.",
             (Change(Setting.SHM_SIZE, n, ("compose",)),) if n is not None else (),
-            (edit,) if edit is not None else (),
-            Applicability.SAFE if edit is not None else Applicability.DISPLAY_ONLY,
+            edit,
         )
         yield Violation(f"{field}: {what} (target {tool})", node.location(), fix)
 

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, replace_scalar
+from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, edit_fix, replace_scalar
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.lint.sources.compose_types import typed
 from shmguard.lint.sources.yamlnode import YScalar
 from shmguard.model import Severity
-from shmguard.model.finding import Applicability, Fix
 
 CODE = "SHM017"
 NAME = "deploy-memory-integer"
@@ -46,12 +45,11 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
         yield Violation(
             f"{field}: {node.value} is an integer: {effect} (target {tool})",
             node.location(),
-            Fix(
+            edit_fix(
                 f'Write "{v}"',
                 'Quote the value (integer bytes as a string) or write it with a unit ("2g").',
                 (),
-                (edit,) if edit is not None else (),
-                Applicability.SAFE if edit is not None else Applicability.DISPLAY_ONLY,
+                edit,
             ),
         )
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, is_dev_shm
+from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, edit_fix, is_dev_shm
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.lint.sources.compose import ComposeFile, Mount
 from shmguard.lint.sources.k8s_model import dig, text
@@ -106,14 +106,13 @@ def _string_size(m: Mount) -> Violation | None:
         "the file (tmpfs.size must be a integer)"
         + (f"; write {n}" if n is not None else "; write an integer of bytes"),
         node.location(),
-        Fix(
+        edit_fix(
             f"Write {n}" if n is not None else "Write an integer of bytes",
             f"Write {n} (the same bytes as an integer, which Compose reads alike)."
             if n is not None
             else "Write the size as an integer of bytes.",
             (),
-            (edit,) if edit is not None else (),
-            Applicability.SAFE if edit is not None else Applicability.DISPLAY_ONLY,
+            edit,
         ),
         "string-size",
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, replace_scalar
+from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, edit_fix, replace_scalar
 from shmguard.lint.config.shm002_kubernetes_suffix import k8s_suffixed
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.lint.sources.yamlnode import YScalar
@@ -81,12 +81,11 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
         f'"default-shm-size": "{node.value}" has a Kubernetes suffix: dockerd 23 and later '
         f"reject it (invalid suffix: '{node.value.strip()[-2:].lower()}'); write \"{new}\"",
         node.location(),
-        Fix(
+        edit_fix(
             f'Write "{new}"',
             f'Write "{new}" (the same bytes: go-units is binary, 1g = 1 GiB).',
             (),
-            (edit,) if edit is not None else (),
-            Applicability.SAFE if edit is not None else Applicability.DISPLAY_ONLY,
+            edit,
         ),
     )
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, replace_scalar
+from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, edit_fix, replace_scalar
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.lint.sources.jsonfiles import EcsTaskDefinition
 from shmguard.lint.sources.k8s_model import scalars, text
@@ -75,14 +75,13 @@ def _check_value(what: str, node: YNode | None, shm: bool) -> Iterator[Violation
             f"{what}: {node.raw} is a string; ECS takes an integer of MiB"
             + (f": write {mib}" if mib is not None else ""),
             node.location(),
-            Fix(
+            edit_fix(
                 f"Write {mib}" if mib is not None else "Write an integer of MiB",
                 f"Write {mib} (MiB) as a JSON integer."
                 if mib is not None
                 else "Write the size as a JSON integer of MiB (2048 for 2 GiB).",
                 change_of(mib) if change_of and mib else (),
-                (edit,) if edit is not None else (),
-                Applicability.SAFE if edit is not None else Applicability.DISPLAY_ONLY,
+                edit,
             ),
         )
         return
