@@ -10,8 +10,8 @@ import re
 from pathlib import Path
 
 import pytest
+from _triage_helpers import CORPUS, heldout_ids
 
-CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
 BASELINE = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "public_reports.jsonl"
 KINDS = {
     "dataloader_shm", "nccl_shm", "nccl_shm_attach", "nccl_network", "nccl_system_error",
@@ -73,15 +73,14 @@ def test_no_personal_home_directories_left() -> None:
 
 def test_the_heldout_third_is_the_draw_its_header_describes() -> None:
     lines = (CORPUS / "heldout.txt").read_text().splitlines()
-    held = {x.strip() for x in lines if x.strip() and not x.startswith("#")}
+    held = heldout_ids()
     ids = sorted(str(r["id"]) for r in DRAWN_FROM)
     assert held == set(random.Random(HELDOUT_SEED).sample(ids, round(len(ids) / 3)))
     assert f"# {len(held)} of {len(ids)} ids" in lines[0]
 
 
 def test_reports_added_after_the_draw_are_not_held_out() -> None:
-    lines = (CORPUS / "heldout.txt").read_text().splitlines()
-    held = {x.strip() for x in lines if x.strip() and not x.startswith("#")}
+    held = heldout_ids()
     added = {r["id"] for r in REPORTS} - {r["id"] for r in DRAWN_FROM}
     assert added, "reports_added.jsonl holds the reports collected after the draw"
     assert not added & held

@@ -7,23 +7,15 @@ benchmarks/explain_accuracy.py)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 import pytest
-from _triage_helpers import diagnose_text
+from _triage_helpers import corpus_reports, diagnose_text
 
 from shmguard.triage.model import Signature
 from shmguard.triage.scoring import score
 
-CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
-REPORTS: dict[str, dict[str, Any]] = {
-    r["id"]: r
-    for path in sorted(CORPUS.glob("reports_*.jsonl"))
-    for r in (json.loads(line) for line in path.read_text().splitlines() if line.strip())
-}
+REPORTS = corpus_reports()
 
 #: Report id -> why explain cannot get it right today.
 KNOWN_MISSES = {

@@ -9,17 +9,13 @@ Only reports outside heldout.txt are listed; the held-out third is never read he
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from pathlib import Path
 
 import pytest
-from _triage_helpers import diagnose_text
+from _triage_helpers import corpus_reports, diagnose_text, heldout_ids
 
 from shmguard.triage.model import Signature
 from shmguard.triage.scoring import accepts, score
-
-CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
 
 #: report id -> the signature explain should rank first.
 EXPECTED_TOP = {
@@ -72,29 +68,12 @@ EXPECTED_TOP = {
 }
 
 
-def _heldout() -> set[str]:
-    lines = (CORPUS / "heldout.txt").read_text().splitlines()
-    return {x.strip() for x in lines if x.strip() and not x.startswith("#")}
-
-
-def _reports() -> dict[str, dict[str, object]]:
-    held = _heldout()
-    out: dict[str, dict[str, object]] = {}
-    for path in sorted(CORPUS.glob("reports_*.jsonl")):
-        for line in path.read_text().splitlines():
-            if not line.strip():
-                continue
-            r = json.loads(line)
-            if r["id"] in EXPECTED_TOP and r["id"] not in held:
-                out[str(r["id"])] = r
-    return out
-
-
-REPORTS = _reports()
+HELDOUT = heldout_ids()
+REPORTS = {i: r for i, r in corpus_reports().items() if i in EXPECTED_TOP and i not in HELDOUT}
 
 
 def test_every_listed_report_exists_and_is_not_held_out() -> None:
-    assert not set(EXPECTED_TOP) & _heldout()
+    assert not set(EXPECTED_TOP) & HELDOUT
     assert set(REPORTS) == set(EXPECTED_TOP)
 
 

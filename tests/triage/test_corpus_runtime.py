@@ -5,22 +5,14 @@ log does not show is listed below with the reason. The formerly held-out third i
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 import pytest
-from _triage_helpers import diagnose_text
+from _triage_helpers import corpus_reports, diagnose_text
 
 from shmguard.triage.model import Signature
 
-CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
-REPORTS: dict[str, dict[str, Any]] = {
-    r["id"]: r
-    for path in sorted(CORPUS.glob("reports_*.jsonl"))
-    for r in (json.loads(line) for line in path.read_text().splitlines() if line.strip())
-}
+REPORTS = corpus_reports()
 
 _NO_MARKER = "no line of the log names a runtime: the label comes from the thread"
 _HINT = (

@@ -6,29 +6,17 @@ Only reports outside heldout.txt are listed; the held-out third is never read he
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
-from _triage_helpers import diagnose_text
+from _triage_helpers import corpus_reports, diagnose_text, heldout_ids
 
 from shmguard.triage.model import Signature
 from shmguard.triage.scoring import score
 
-CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
-HELDOUT = {
-    x.strip()
-    for x in (CORPUS / "heldout.txt").read_text().splitlines()
-    if x.strip() and not x.startswith("#")
-}
-REPORTS = {
-    r["id"]: r
-    for path in sorted(CORPUS.glob("reports_*.jsonl"))
-    for r in (json.loads(line) for line in path.read_text().splitlines() if line.strip())
-    if r["id"] not in HELDOUT
-}
+HELDOUT = heldout_ids()
+REPORTS = {i: r for i, r in corpus_reports().items() if i not in HELDOUT}
 
 #: Report id -> (top signature, the report's check found in its ``decide`` text). The top
 #: cause is not the label's kind, and explain says what decides it.
