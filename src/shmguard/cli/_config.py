@@ -3,9 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
+
+import typer
 
 from shmguard.cli._common import fail
 from shmguard.config import Config, ConfigError, load_config
+
+#: The ``--config FILE`` option of the commands that read the configuration.
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        metavar="FILE",
+        help="Configuration file (.shmguard.toml or a pyproject.toml with "
+        "[tool.shmguard]); default: the nearest one from the current directory up.",
+    ),
+]
 
 
 def settings(path: Path | None) -> Config:

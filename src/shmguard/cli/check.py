@@ -15,7 +15,7 @@ import typer
 
 from shmguard.cli._app import PlainUsage, app
 from shmguard.cli._common import error_line, fail, size_option
-from shmguard.cli._config import settings
+from shmguard.cli._config import ConfigOption, settings
 from shmguard.model import FailOn
 
 if TYPE_CHECKING:
@@ -140,15 +140,7 @@ def check(
             show_default=False,
         ),
     ] = None,
-    config: Annotated[
-        Path | None,
-        typer.Option(
-            "--config",
-            metavar="FILE",
-            help="Configuration file (.shmguard.toml or a pyproject.toml with "
-            "[tool.shmguard]); default: the nearest one from the current directory up.",
-        ),
-    ] = None,
+    config: ConfigOption = None,
 ) -> None:
     """Check config files for /dev/shm problems; exit 1 on findings at --fail-on or above,
     2 when a file could not be read.

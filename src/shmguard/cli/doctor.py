@@ -16,7 +16,7 @@ import typer
 
 from shmguard.cli._app import app
 from shmguard.cli._common import fail, size_option
-from shmguard.cli._config import settings
+from shmguard.cli._config import ConfigOption, settings
 from shmguard.model import FailOn
 
 
@@ -71,15 +71,7 @@ def doctor(
             "container, or auto (detected from the shm holders, leftover torch files, GPUs).",
         ),
     ] = Workload.AUTO,
-    config: Annotated[
-        Path | None,
-        typer.Option(
-            "--config",
-            metavar="FILE",
-            help="Configuration file (.shmguard.toml or a pyproject.toml with "
-            "[tool.shmguard]); default: the nearest one from the current directory up.",
-        ),
-    ] = None,
+    config: ConfigOption = None,
     root: Annotated[
         Path,
         typer.Option(
