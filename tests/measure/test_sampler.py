@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from shmguard.measure.sampler import ShmSampler, Timeline, shm_usage
+from shmguard.measure.sampler import EVENT_POLLS, ShmSampler, Timeline, shm_usage
 from shmguard.measure.sandbox import Sandbox, SandboxSpec
 from shmguard.units import MiB
 
@@ -88,3 +88,27 @@ def test_a_watcher_on_the_host_path_stops_cleanly() -> None:
     assert tl.path == "/dev/shm"
     assert tl.n_samples >= 1
     assert tl.owners == ()
+
+
+def test_an_allocation_freed_within_one_interval_is_seen(
+    root_only: None, no_leftovers: None
+) -> None:
+    # With a 0.5 s clock the polls alone would almost never land inside the few milliseconds
+    # the file exists; the inotify event after fallocate triggers a poll that does.
+    script = "sleep 0.1; fallocate -l 8M /dev/shm/x; rm /dev/shm/x; sleep 0.1"
+    for _ in range(3):
+        tl = _sampled(SandboxSpec(("sh", "-c", script), 16 * MiB), interval=0.5)
+        assert tl.peak == 8 * MiB
+        assert tl.n_samples < 10  # the clock alone polled only a few times
+
+
+def test_a_stream_of_writes_does_not_turn_into_a_busy_poll(
+    root_only: None, no_leftovers: None
+) -> None:
+    # 4 KiB writes for ~0.3 s: thousands of IN_MODIFY events, at most EVENT_POLLS extra polls
+    # per 50 ms interval.
+    script = "head -c 12M /dev/zero | dd of=/dev/shm/x bs=4k status=none; sleep 0.05"
+    tl = _sampled(SandboxSpec(("sh", "-c", script), 16 * MiB), interval=0.05)
+    assert tl.peak == 12 * MiB
+    end = tl.samples[-1][0]
+    assert tl.n_samples <= (end / 0.05 + 2) * (EVENT_POLLS + 1)

@@ -10,7 +10,9 @@ Two threads:
   Used = ``(f_blocks - f_bfree) * f_frsize``, what ``df`` shows. The extra-batch spikes last
   about 1 ms, so measure/probe use 2 ms; long-running watchers use 10 ms or more. The thread
   asks for SCHED_FIFO (root only) so busy DataLoader workers on few cores cannot starve it; it
-  sleeps between polls, so that costs next to nothing.
+  sleeps between polls, so that costs next to nothing. Between polls it also waits on inotify
+  (:mod:`shmguard.measure._inotify`): a write or ``fallocate`` to a file in the directory
+  triggers an extra poll at once, so an allocation freed within one interval is still seen.
 * the **slow loop** (optional) attributes the space to owner kinds with
   :func:`shmguard.inspect.holders.scan_holders` over the given process tree, sums the tree's
   RSS and CPU time (psutil) and reads the memory cgroup's current usage.
@@ -32,12 +34,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shmguard.measure._inotify import open_waker
 from shmguard.measure._threads import start_thread
 
 #: Keep at most this many change points (about 3 MB of tuples); later points are thinned.
 MAX_POINTS = 200_000
 #: PyTorch's shm block names: ``/torch_<pid>_<random>_<counter>`` (at::MapAllocator;
 #: docs/background.md).
+#: At most this many extra polls on inotify events between two clock polls: a stream of small
+#: writes must not turn the fast loop into a busy poll.
+EVENT_POLLS = 8
 _TORCH_NAME = re.compile(r"/torch_(\d+)_\d+_\d+$")
 
 
@@ -151,6 +157,8 @@ class ShmSampler:
         usage_file: a memory cgroup's current-usage file, read by the slow loop.
         realtime: ask for SCHED_FIFO priority 10 for the fast loop (ignored when not allowed).
         scan: the holders scan to use (default :func:`shmguard.inspect.holders.scan_holders`).
+        events: also poll when inotify reports a write to a file in ``path`` (at most one
+            extra polls per interval, :data:`EVENT_POLLS`); False polls on the clock only.
     """
 
     def __init__(
@@ -162,6 +170,7 @@ class ShmSampler:
         usage_file: Path | None = None,
         realtime: bool = True,
         scan: Callable[..., Any] | None = None,
+        events: bool = True,
     ) -> None:
         if interval <= 0 or owner_interval <= 0:
             raise ValueError("sampling intervals must be > 0")
@@ -172,6 +181,7 @@ class ShmSampler:
         self.usage_file = usage_file
         self.realtime_wanted = realtime
         self._scan = scan
+        self.events = events
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
@@ -294,34 +304,45 @@ class ShmSampler:
         points, t0, cap = self._points, self._t0, MAX_POINTS
         used, peak = self._used, self._peak
         n, max_gap, last = self._n, 0.0, self._last_t
-        due = last
-        while not is_set():
-            due += interval
-            delay = due - last
-            if delay > 0:
-                sleep(delay)
-            else:
-                due = last  # behind: do not burst to catch up
-            try:
-                st = statvfs(path)
-            except OSError as err:
-                if err.errno not in (errno.ENOENT, errno.ESRCH):  # gone: the run is over
-                    self._errors.setdefault(f"{path}: {err.strerror}", None)
-                break
-            now = monotonic()
-            if now - last > max_gap:
-                max_gap = now - last
-            last = now
-            n += 1
-            value = (st.f_blocks - st.f_bfree) * st.f_frsize
-            if value != used:
-                used = self._used = value
-                self._last_change = now
-                if len(points) < cap:
-                    points.append((now - t0, value))
-                if value > peak:
-                    peak = self._peak = value
-                    self._peak_t = now
+        waker = open_waker(path) if self.events else None
+        wait = waker.wait if waker is not None else None
+        burst = 0  # event-triggered polls since the last clock poll
+        due = last + interval
+        try:
+            while not is_set():
+                delay = due - last
+                if delay <= 0:
+                    due, burst = last + interval, 0  # behind: do not burst to catch up
+                elif wait is None or burst >= EVENT_POLLS:
+                    sleep(delay)
+                    due, burst = due + interval, 0
+                elif wait(delay):
+                    burst += 1
+                else:
+                    due, burst = due + interval, 0
+                try:
+                    st = statvfs(path)
+                except OSError as err:
+                    if err.errno not in (errno.ENOENT, errno.ESRCH):  # gone: the run is over
+                        self._errors.setdefault(f"{path}: {err.strerror}", None)
+                    break
+                now = monotonic()
+                if now - last > max_gap:
+                    max_gap = now - last
+                last = now
+                n += 1
+                value = (st.f_blocks - st.f_bfree) * st.f_frsize
+                if value != used:
+                    used = self._used = value
+                    self._last_change = now
+                    if len(points) < cap:
+                        points.append((now - t0, value))
+                    if value > peak:
+                        peak = self._peak = value
+                        self._peak_t = now
+        finally:
+            if waker is not None:
+                waker.close()
         self._n, self._max_gap, self._last_t = n, max_gap, last
 
     def _slow(self) -> None:
