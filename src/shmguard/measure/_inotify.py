@@ -16,7 +16,6 @@ reached, not a directory) :func:`open_waker` returns None and the sampler only p
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import select
 import time
@@ -70,7 +69,9 @@ class Waker:
 def open_waker(directory: str) -> Waker | None:
     """A :class:`Waker` on ``directory``, or None where inotify cannot watch it."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        # The process's own symbols include libc's; ctypes.util.find_library would run
+        # ldconfig (tens of ms, long enough to miss what the watch is for).
+        libc = ctypes.CDLL(None, use_errno=True)
         init1, add_watch = libc.inotify_init1, libc.inotify_add_watch
     except (OSError, AttributeError):
         return None

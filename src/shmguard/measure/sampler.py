@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from shmguard.measure._inotify import open_waker
+from shmguard.measure._inotify import Waker, open_waker
 from shmguard.measure._threads import start_thread
 
 #: Keep at most this many change points (about 3 MB of tuples); later points are thinned.
@@ -182,6 +182,7 @@ class ShmSampler:
         self.realtime_wanted = realtime
         self._scan = scan
         self.events = events
+        self._waker: Waker | None = None
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
@@ -255,6 +256,8 @@ class ShmSampler:
         # than a spike lasts; 0.5 ms keeps the worst gap near the poll interval.
         self._switch = sys.getswitchinterval()
         sys.setswitchinterval(min(self._switch, 0.0005))
+        # The watch is set before start() returns, so nothing the caller starts next is missed.
+        self._waker = open_waker(self.path) if self.events else None
         self._threads.append(start_thread(self._fast, name="shm-sampler"))
         if self.pids is not None or self.usage_file is not None:
             self._threads.append(start_thread(self._slow, name="shm-owners"))
@@ -304,7 +307,7 @@ class ShmSampler:
         points, t0, cap = self._points, self._t0, MAX_POINTS
         used, peak = self._used, self._peak
         n, max_gap, last = self._n, 0.0, self._last_t
-        waker = open_waker(path) if self.events else None
+        waker, self._waker = self._waker, None
         wait = waker.wait if waker is not None else None
         burst = 0  # event-triggered polls since the last clock poll
         due = last + interval

@@ -119,6 +119,8 @@ class RunInterrupted(Exception):
 
 
 #: Signals that mean "the user wants this to stop" when shmguard receives them.
+#: What :meth:`Sandbox.wait` waits on: the forwarded signals and SIGCHLD.
+_WAIT_SIGNALS = frozenset({*FORWARD, signal.SIGCHLD})
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
@@ -199,6 +201,7 @@ class Sandbox:
         self._interrupted: str | None = None
         self._result: SandboxResult | None = None
         self._gate_w: int | None = None
+        self._premask: set[int | signal.Signals] | None = None
         self._tmpdir: str | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -208,6 +211,7 @@ class Sandbox:
 
     def __exit__(self, *exc: object) -> None:
         self._close_gate()
+        self._restore_mask()
         if self.proc is not None and self.proc.poll() is None:
             self.kill("aborted")
             self.proc.wait()
@@ -344,12 +348,29 @@ class Sandbox:
             self.release()
 
     def release(self) -> None:
-        """Let a command started with ``hold=True`` run (a no-op when already released)."""
+        """Let a command started with ``hold=True`` run (a no-op when already released).
+
+        In the main thread the signals :meth:`wait` forwards are blocked first, so one sent to
+        shmguard between here and :meth:`wait` stays pending and is forwarded, rather than
+        ending shmguard by its default action while the command runs on.
+        """
         if self._gate_w is None:
             return
+        if self._premask is None and threading.current_thread() is threading.main_thread():
+            self._premask = signal.pthread_sigmask(signal.SIG_BLOCK, _WAIT_SIGNALS)
         with contextlib.suppress(OSError):
             os.write(self._gate_w, b"g")
         self._close_gate()
+
+    def _restore_mask(self) -> None:
+        """Unblock what :meth:`release` or :meth:`wait` blocked, dropping pending SIGCHLDs
+        rather than delivering them to ourselves."""
+        if self._premask is None:
+            return
+        while signal.sigtimedwait({signal.SIGCHLD}, 0) is not None:
+            pass
+        signal.pthread_sigmask(signal.SIG_SETMASK, self._premask)
+        self._premask = None
 
     def _close_gate(self) -> None:
         if self._gate_w is not None:
@@ -456,11 +477,18 @@ class Sandbox:
         """
         if self.proc is None:
             raise SandboxError("sandbox not started")
-        if self._result is not None:
-            return self._result
         main = threading.current_thread() is threading.main_thread()
-        wanted = {*FORWARD, signal.SIGCHLD}
-        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, wanted) if main else None
+        if self._result is not None:
+            if main:
+                self._restore_mask()
+            return self._result
+        wanted = _WAIT_SIGNALS
+        old_mask = None
+        if main:
+            old_mask = self._premask
+            if old_mask is None:
+                old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, wanted)
+            self._premask = None
         kill_at: float | None = None
         pending_name: str | None = None
         try:
@@ -491,10 +519,8 @@ class Sandbox:
                     pending_name = _signame(sig)
         finally:
             if old_mask is not None:
-                # Drop what arrived meanwhile rather than deliver it to ourselves on unblock.
-                while signal.sigtimedwait({signal.SIGCHLD}, 0) is not None:
-                    pass
-                signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+                self._premask = old_mask
+                self._restore_mask()
         self.proc.wait()
         self._finish_threads()
         self._result = self._build_result()
