@@ -2,13 +2,21 @@
 
 * :mod:`~shmguard.estimate.policy`: rounding, headroom, the memory-limit rule and the default
   size, used by every command that prints or writes a size;
-* :mod:`~shmguard.estimate.dataloader`: the measured bound of a DataLoader's shm use;
+* :mod:`~shmguard.estimate.dataloader`: the DataLoader shm model (steady level, peak);
 * :mod:`~shmguard.estimate.recommend`: a measured or probed run's figures -> sizes to ship.
 """
 
 from __future__ import annotations
 
-from shmguard.estimate.dataloader import dataloader_bound
+from shmguard.estimate.dataloader import (
+    LoaderPrediction,
+    LoaderSpec,
+    batch_leaves,
+    dataloader_bound,
+    max_workers,
+    padded_bytes,
+    predict,
+)
 from shmguard.estimate.policy import (
     DEFAULT_HEADROOM,
     DEFAULT_SHM_SIZE,
@@ -24,13 +32,19 @@ from shmguard.estimate.recommend import Recommendation, recommend
 __all__ = [
     "DEFAULT_HEADROOM",
     "DEFAULT_SHM_SIZE",
+    "LoaderPrediction",
+    "LoaderSpec",
     "Policy",
     "Recommendation",
     "Sized",
+    "batch_leaves",
     "clean_size",
     "dataloader_bound",
     "default_shm_size",
+    "max_workers",
     "memory_limit_for",
+    "padded_bytes",
+    "predict",
     "recommend",
     "shm_size_for",
 ]

@@ -1,8 +1,10 @@
 """Hang detection for a running measurement: /dev/shm full and nothing progressing.
 
-A failed allocation in the live output is recognised by the triage catalogue (the one
-classifier; :mod:`shmguard.measure.outcome` turns a finished run into a cause), cheaply: a
-literal pre-filter over each chunk, the catalogue's regular expressions only on a hit.
+The verdict is the one stall verdict (:func:`shmguard.triage.stall.stall_verdict`); this
+module gathers its observations from a running sandbox. A failed allocation in the live output
+is recognised by the triage catalogue (the one classifier; :mod:`shmguard.measure.outcome`
+turns a finished run into a cause), cheaply: a literal pre-filter over each chunk, the
+catalogue's regular expressions only on a hit.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from shmguard.measure.outcome import is_shm_failure, shm_failures
 from shmguard.measure.sampler import ShmSampler
 from shmguard.triage.model import Signature
 from shmguard.triage.scanner import make_finder
+from shmguard.triage.stall import ShmObservation, failed_torch_blocks, stall_verdict
 from shmguard.triage.text import builtin_catalogue, classify_text
 
 
@@ -39,23 +42,21 @@ def _failure_finder() -> Callable[[bytes], list[int]]:
 _CARRY = 4096
 #: Bytes of output kept while /dev/shm is not yet near full, scanned once it is.
 _RECENT = 4096
-_PAGE = 4096
 
 
 class HangDetector:
-    """A ``stop_check`` for :meth:`Sandbox.wait`: "hang" when /dev/shm is full and nothing
-    progresses for ``after`` seconds.
+    """A ``stop_check`` for :meth:`Sandbox.wait`: "hang" when the stall verdict says so.
 
-    Full means: no free page left now, or free space (now or at the peak) below ``full_margin``
-    bytes (give the largest single allocation seen, about one batch) or 2% of the size **and**
-    the output has shown a failed allocation (what :func:`shm_failures` keeps of the
-    catalogue's results: ``No space left on device``, ``unable to allocate shared memory(shm)``,
-    a feeder-thread failure, a SIGBUS; a failed allocation frees its partial pages, so a hung
-    job can sit up to one batch below the limit). Without that evidence, a job that merely
-    holds most of its /dev/shm and idles (a ``fallocate`` then a sleep, a slow step) is not a
-    hang: calling it one made probe report sizes above the real minimum. No progress means:
-    used bytes unchanged, no output, and the tree's CPU time grew by less than 5% of one core
-    over the window.
+    Full means (:class:`~shmguard.triage.stall.ShmObservation`): no free page left now, or
+    free space (now or at the peak) below ``full_margin`` bytes (give the largest single
+    allocation seen, about one batch) or 2% of the size **and** a failed allocation: in the
+    output (what :func:`shm_failures` keeps of the catalogue's results: ``No space left on
+    device``, ``unable to allocate shared memory(shm)``, a feeder-thread failure, a SIGBUS) or
+    a new zero-block ``torch_*`` file. Without that evidence, a job that merely holds most of
+    its /dev/shm and idles (a ``fallocate`` then a sleep, a slow step) is not a hang: calling
+    it one made probe report sizes above the real minimum. No progress means: used bytes
+    unchanged, no output, and the tree's CPU time grew by less than 5% of one core over the
+    window.
 
     Args:
         sampler: the running sampler (its slow loop must be on for the CPU criterion).
@@ -82,6 +83,8 @@ class HangDetector:
         self.alloc_failed = False
         self._carry = b""
         self._pending = b""
+        self._blocks_before: frozenset[str] | None = None
+        self.failed_blocks = 0
 
     def saw_output(self, _stream: str = "", chunk: bytes = b"") -> None:
         """Record output activity, and whether it reports a failed shm allocation (use as the
@@ -106,30 +109,43 @@ class HangDetector:
             self.alloc_failed = bool(shm_failures(classify_text(data)))
         self._carry = data[data.rfind(b"\n") + 1 :][-_CARRY:]
 
+    def _observe(self, quiet: float = 0.0) -> ShmObservation:
+        s = self.sampler
+        return ShmObservation(
+            used=s.used,
+            total=s.total,
+            peak=s.peak,
+            margin=self.full_margin,
+            alloc_failed=self.alloc_failed,
+            failed_blocks=self.failed_blocks,
+            quiet=quiet,
+        )
+
     def _near_full(self) -> bool:
-        total = self.sampler.total
-        if total <= 0:
-            return False
-        margin = max(self.full_margin, total // 50)
-        return total - self.sampler.used < margin or total - self.sampler.peak < margin
+        return self._observe().near_full
 
     def full(self) -> bool:
-        """Whether /dev/shm counts as full (see the class docstring): no free page now, or near
-        the limit (now or at its peak) with a failed allocation in the output."""
-        total = self.sampler.total
-        if total <= 0:
-            return False
-        if total - self.sampler.used < _PAGE:
-            return True
-        if not self._near_full():
-            return False
+        """Whether /dev/shm counts as full (see the class docstring)."""
+        obs = self._observe()
+        if obs.full or not obs.near_full:
+            return obs.full
         if self._pending and not self.alloc_failed:
             self._scan(self._pending)
             self._pending = b""
-        return self.alloc_failed
+        if not self.alloc_failed:
+            self._count_failed_blocks()
+        return self._observe().full
+
+    def _count_failed_blocks(self) -> None:
+        # Listed only near full, where a failed allocation can happen; names already there at
+        # the first check (the baseline) are old leftovers and do not count.
+        names = failed_torch_blocks(self.sampler.path)
+        self.failed_blocks = len(names - (self._blocks_before or frozenset()))
 
     def __call__(self) -> str | None:
         now = self.clock()
+        if self._blocks_before is None:
+            self._blocks_before = failed_torch_blocks(self.sampler.path)
         if not self.full():
             self._cpu_mark = None
             return None
@@ -143,4 +159,4 @@ class HangDetector:
             self._cpu_mark = (now, cpu)
             return None
         quiet = min(now - since, now - self.last_output, self.sampler.since_change())
-        return "hang" if quiet >= self.after else None
+        return "hang" if stall_verdict(self._observe(quiet), self.after).stalled else None
