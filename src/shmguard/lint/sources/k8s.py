@@ -33,6 +33,7 @@ from shmguard.lint.sources.k8s_kinds import (
     EMBEDDED_OBJECTS,
     NOT_WORKLOADS,
     POD_SPEC_PATHS,
+    is_builtin_group,
 )
 from shmguard.lint.sources.k8s_model import Container, Volume, dig, seq_maps, text
 from shmguard.lint.sources.yamlload import YamlFile
@@ -180,7 +181,7 @@ def pod_specs(obj: K8sObject) -> Iterator[PodSpec]:
         return
     patterns = POD_SPEC_PATHS.get(key)
     if patterns is None:
-        if obj.kind not in NOT_WORKLOADS:
+        if obj.kind not in NOT_WORKLOADS and not is_builtin_group(key[0]):
             yield from _fallback(obj)
         return
     for pattern in patterns:

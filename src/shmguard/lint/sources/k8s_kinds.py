@@ -124,3 +124,19 @@ EMBEDDED_OBJECTS: dict[tuple[str, str], str] = {
 NOT_WORKLOADS = frozenset(
     {"CustomResourceDefinition", "ConfigMap", "Secret", "ValidatingAdmissionPolicy"}
 )
+
+#: Kubernetes' own API groups (the API reference, kubernetes.io/docs/reference/kubernetes-api):
+#: their kinds are all known, and the ones with a pod spec are in :data:`POD_SPEC_PATHS`, so
+#: a Service, a Role or a PersistentVolumeClaim needs no fallback search. Groups ending in
+#: ``.k8s.io`` (rbac, networking, storage, ...) are Kubernetes' own too, except the SIG
+#: projects' ``*.sigs.k8s.io`` (and ``*.x-k8s.io``, which that test never matches), whose
+#: custom resources may carry pod templates.
+BUILTIN_GROUPS = frozenset({"", "apps", "batch", "autoscaling", "policy"})
+
+
+def is_builtin_group(group: str) -> bool:
+    """Whether ``group`` (``apps``, ``rbac.authorization.k8s.io``, "" for core) is one of
+    Kubernetes' own API groups."""
+    return group in BUILTIN_GROUPS or (
+        group.endswith(".k8s.io") and not group.endswith(".sigs.k8s.io")
+    )
