@@ -183,7 +183,7 @@ def make_plan(request: PlanRequest, policy: Policy | None = None) -> Plan:
 
 
 @dataclass(frozen=True)
-class Fit:
+class PlanFit:
     """The plan against a /dev/shm: ``fits`` when the predicted peak is at most ``free``."""
 
     path: str
@@ -193,7 +193,9 @@ class Fit:
     fits: bool
 
 
-def check_fit(plan: Plan, free: int, *, path: str = "/dev/shm", total: int | None = None) -> Fit:
+def check_fit(
+    plan: Plan, free: int, *, path: str = "/dev/shm", total: int | None = None
+) -> PlanFit:
     """Compare the plan's predicted peak with ``free`` bytes (statvfs ``f_bavail``) of ``path``.
 
     Raises:
@@ -201,7 +203,7 @@ def check_fit(plan: Plan, free: int, *, path: str = "/dev/shm", total: int | Non
     """
     if free < 0:
         raise ValueError(f"negative free space: {free}")
-    return Fit(path, free, total, plan.prediction.peak, plan.prediction.peak <= free)
+    return PlanFit(path, free, total, plan.prediction.peak, plan.prediction.peak <= free)
 
 
 def workers_that_fit(request: PlanRequest, free: int) -> int:

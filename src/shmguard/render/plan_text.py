@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shmguard.estimate.plan import WORKERS_LIMIT, Fit, Plan
+from shmguard.estimate.plan import WORKERS_LIMIT, Plan, PlanFit
 from shmguard.render.measure_text import _kv, snippets_parts
 from shmguard.render.parts import Part
 from shmguard.render.snippets import fix_snippets
@@ -38,7 +38,7 @@ def loader_line(plan: Plan) -> str:
     return f"{r.num_workers} workers x prefetch {r.prefetch_factor}, {batch}{tail}"
 
 
-def plan_report(plan: Plan, fit: Fit | None = None) -> list[Part]:
+def plan_report(plan: Plan, fit: PlanFit | None = None) -> list[Part]:
     """The plan as parts: prediction, sizes with their basis, notes, snippets, and the check
     against this /dev/shm when ``fit`` is given."""
     from rich.text import Text
@@ -84,7 +84,14 @@ def plan_report(plan: Plan, fit: Fit | None = None) -> list[Part]:
     ]
     if p.notes:
         parts.append((Text("Notes", style="bold"), False))
-        parts += [(Text(f"- {n}"), False) for n in p.notes]
+        from rich.table import Table
+
+        notes = Table.grid(padding=(0, 1))
+        notes.add_column(no_wrap=True)
+        notes.add_column()
+        for n in p.notes:
+            notes.add_row("-", n)
+        parts.append((notes, False))
     if fit is not None:
         parts.append((Text(fit_line(fit)), False))
     if plan.changes:
@@ -93,7 +100,7 @@ def plan_report(plan: Plan, fit: Fit | None = None) -> list[Part]:
     return parts
 
 
-def fit_line(fit: Fit) -> str:
+def fit_line(fit: PlanFit) -> str:
     """``fits: ...`` or ``does not fit: ...``: the predicted peak against the free space."""
     total = f" of {format_iec(fit.total)}" if fit.total is not None else ""
     if fit.fits:
@@ -123,7 +130,7 @@ def max_workers_line(n: int, free: int, path: str, plan: Plan) -> str:
 
 
 def plan_body(
-    plan: Plan, fit: Fit | None = None, workers: int | None = None, free: int | None = None
+    plan: Plan, fit: PlanFit | None = None, workers: int | None = None, free: int | None = None
 ) -> dict[str, Any]:
     """The ``shmguard.plan/1`` body (docs/plan.md; schema in schemas/plan.schema.json)."""
     r = plan.request
