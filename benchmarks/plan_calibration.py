@@ -20,8 +20,9 @@ apart, against the model's bound (and the lowest level it expects from them).
 and compares ``shmguard plan``'s recommendation with the probed minimum; the JSON goes to
 benchmarks/results/plan_probe.json.
 
-Run (root, torch; minutes): ``python benchmarks/plan_calibration.py [--repeats N]
-[--only 3 7] [--probe]``; ``--from FILE`` reprints the tables from a saved jsonl.
+Run (root, torch; about 5 minutes on 2 cores): ``python benchmarks/plan_calibration.py
+[--repeats N] [--only 3 7] [--probe] [--markdown]``; ``--from FILE`` reprints the tables from a
+saved jsonl (with the model as it is now).
 """
 
 from __future__ import annotations
@@ -215,6 +216,12 @@ def report(rows: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
             abs(ev["steady_ratio"] - 1) <= 0.15 and abs(ev["peak_ratio"] - 1) <= 0.15 for ev in big
         )
         print(f"slow with q >= 4: steady and peak both within 15%: {within}/{len(big)}")
+        out = [
+            f"{label(c)} (peak {ev['peak_ratio']:.3f})"
+            for c, ev in rows
+            if c["consumer"] == "slow" and ev["q"] >= 4 and abs(ev["peak_ratio"] - 1) > 0.15
+        ]
+        print(f"slow with q >= 4 outside 15%: {out}")
     if fast:
         inside = sum(ev["fast_low"] <= ev["peak"] <= ev["pred_peak"] for ev in fast)
         print(
@@ -222,6 +229,28 @@ def report(rows: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
             f"peak ratio min {min(ev['peak_ratio'] for ev in fast):.4f} "
             f"max {max(ev['peak_ratio'] for ev in fast):.4f}"
         )
+
+
+def markdown(rows: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
+    """The same tables in Markdown (docs/model.md), sizes in bytes and MiB."""
+    for consumer in ("slow", "fast"):
+        low = " | model low MiB" if consumer == "fast" else ""
+        print(
+            f"\n| configuration | nw x pf | B' bytes | measured steady MiB | predicted steady MiB "
+            f"| ratio | measured peak MiB | predicted peak MiB | ratio{low} |"
+        )
+        print("|---" * (10 if consumer == "fast" else 9) + "|")
+        for cfg, ev in rows:
+            if cfg["consumer"] != consumer:
+                continue
+            line = (
+                f"| {label(cfg)} | {ev['q']} | {ev['batch_pages']:,} | {ev['steady'] / MiB:.3f} "
+                f"| {ev['pred_steady'] / MiB:.3f} | {ev['steady_ratio']:.3f} "
+                f"| {ev['peak'] / MiB:.3f} | {ev['pred_peak'] / MiB:.3f} | {ev['peak_ratio']:.3f}"
+            )
+            if consumer == "fast":
+                line += f" | {ev['fast_low'] / MiB:.3f}"
+            print(line + " |")
 
 
 def probe_seed() -> None:
@@ -262,6 +291,7 @@ def main() -> None:
     ap.add_argument("--from", dest="source", type=Path, help="reprint from a saved jsonl")
     ap.add_argument("--out", type=Path, default=JSONL, help=f"jsonl to write (default {JSONL})")
     ap.add_argument("--probe", action="store_true", help="also probe the seed configuration")
+    ap.add_argument("--markdown", action="store_true", help="also print Markdown tables")
     args = ap.parse_args()
     rows: list[tuple[dict[str, Any], dict[str, Any]]] = []
     if args.source:
@@ -282,6 +312,8 @@ def main() -> None:
                 print(f"[{n + 1}/{len(picked) * args.repeats}] {label(cfg)}", file=sys.stderr)
         print(f"grid: {len(rows)} runs in {time.monotonic() - t0:.0f} s (2 shared cores)")
     report(rows)
+    if args.markdown:
+        markdown(rows)
     if args.probe:
         probe_seed()
 

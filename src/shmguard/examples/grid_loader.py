@@ -57,6 +57,21 @@ def batch_storages(batch_mib: float, dtype: str, returns: str, batch_size: int =
     return out
 
 
+def make_sample(i: int, n: int, dtype: str, returns: str) -> Any:
+    """Sample ``i``: ``n`` elements of ``dtype`` as a tensor or numpy array with an int label,
+    or a dict (``image`` tensor, uint8 numpy ``mask``, int ``label``, str ``path``)."""
+    import numpy as np
+    import torch
+
+    if returns == "numpy":
+        return np.full(n, i % 200, dtype=dtype), i
+    data = torch.full((n,), i % 200, dtype=getattr(torch, dtype))
+    if returns == "dict":
+        mask = np.full(MASK_ELEMENTS, i % 2, dtype=np.uint8)
+        return {"image": data, "mask": mask, "label": i, "path": f"sample-{i}.bin"}
+    return data, i
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The loader's options (see the module docstring)."""
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
@@ -84,28 +99,19 @@ def main(argv: list[str] | None = None) -> None:
     """Run the loader and print one summary line."""
     import warnings
 
-    import numpy as np
-    import torch
     from torch.utils.data import DataLoader, Dataset
 
     args = parse_args(argv)
     # torch warns when num_workers exceeds the CPUs; the grid's 8 workers are the point here.
     warnings.filterwarnings("ignore", message="This DataLoader will create")
     n = sample_elements(args.batch_mib, args.dtype, args.batch_size)
-    tdtype = {"float32": torch.float32, "uint8": torch.uint8}[args.dtype]
 
     class Grid(Dataset):  # type: ignore[type-arg]
         def __len__(self) -> int:
             return int(args.batches * args.batch_size)
 
         def __getitem__(self, i: int) -> Any:
-            if args.returns == "numpy":
-                return np.full(n, i % 200, dtype=args.dtype), i
-            data = torch.full((n,), i % 200, dtype=tdtype)
-            if args.returns == "dict":
-                mask = np.full(MASK_ELEMENTS, i % 2, dtype=np.uint8)
-                return {"image": data, "mask": mask, "label": i, "path": f"sample-{i}.bin"}
-            return data, i
+            return make_sample(i, n, args.dtype, args.returns)
 
     loader = DataLoader(
         Grid(), batch_size=args.batch_size, num_workers=args.workers, prefetch_factor=args.prefetch
