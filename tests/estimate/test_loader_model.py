@@ -98,3 +98,16 @@ def test_bad_specs() -> None:
         LoaderSpec(IMAGE_BATCH, -1)
     with pytest.raises(ValueError):
         LoaderSpec(IMAGE_BATCH, 2, local_ranks=0)
+
+
+def test_the_fast_consumer_low_end_is_two_batches() -> None:
+    # The batch the loop holds and the next one arriving; the calibration measured a fast
+    # consumer at 0.625 x nw x pf x B (nw 2, pf 4, 20 MiB: 100.06 MiB = 5 batches), below the
+    # research's 0.75 x, and never below 2 batches (docs/model.md).
+    p = predict(LoaderSpec(IMAGE_BATCH, 4, 2, consumer="fast"))
+    assert p.fast_low == 2 * IMAGE_BATCH < p.steady
+    b20 = padded_bytes((20 * MiB, 32 * 8))
+    assert predict(LoaderSpec(b20, 2, 4)).fast_low <= 5 * b20
+    assert predict(LoaderSpec(IMAGE_BATCH, 4, 2, drops_batch=True)).fast_low == IMAGE_BATCH
+    node = predict(LoaderSpec(IMAGE_BATCH, 4, 2, local_ranks=2, loaders=2))
+    assert node.fast_low == 4 * 2 * IMAGE_BATCH

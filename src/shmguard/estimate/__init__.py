@@ -3,7 +3,9 @@
 * :mod:`~shmguard.estimate.policy`: rounding, headroom, the memory-limit rule and the default
   size, used by every command that prints or writes a size;
 * :mod:`~shmguard.estimate.dataloader`: the DataLoader shm model (steady level, peak);
-* :mod:`~shmguard.estimate.recommend`: a measured or probed run's figures -> sizes to ship.
+* :mod:`~shmguard.estimate.recommend`: a measured or probed run's figures -> sizes to ship;
+* :mod:`~shmguard.estimate.plan`: a DataLoader's parameters -> prediction, sizes and fix
+  (``shmguard plan``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,14 @@ from shmguard.estimate.dataloader import (
     max_workers,
     padded_bytes,
     predict,
+)
+from shmguard.estimate.plan import (
+    Plan,
+    PlanFit,
+    PlanRequest,
+    check_fit,
+    make_plan,
+    workers_that_fit,
 )
 from shmguard.estimate.policy import (
     DEFAULT_HEADROOM,
@@ -34,17 +44,23 @@ __all__ = [
     "DEFAULT_SHM_SIZE",
     "LoaderPrediction",
     "LoaderSpec",
+    "Plan",
+    "PlanFit",
+    "PlanRequest",
     "Policy",
     "Recommendation",
     "Sized",
     "batch_leaves",
+    "check_fit",
     "clean_size",
     "dataloader_bound",
     "default_shm_size",
+    "make_plan",
     "max_workers",
     "memory_limit_for",
     "padded_bytes",
     "predict",
     "recommend",
     "shm_size_for",
+    "workers_that_fit",
 ]

@@ -7,12 +7,20 @@ rounded up to a 4 KiB page:
 
 * **steady** ``(nw x pf + 1) x B' + (3 x nw + 8) pages``: a consumer slower than the workers
   keeps ``nw x pf`` batches queued (``_try_put_index``, ``max_tasks = prefetch_factor *
-  num_workers``) plus the one the loop holds; exact to 0.2% in 36/36 slow-consumer cells;
+  num_workers``) plus the one the loop holds; exact to 0.2% in 36/36 slow-consumer cells,
+  and equal to the measured plateau in 24/24 slow runs of shmguard's calibration;
 * **peak** ``(nw x pf + 2) x B' + sem``: inside ``next()`` the loop variable still holds the
-  previous batch while the next one has arrived; never exceeded in 72/72 cells. A loop that
+  previous batch while the next one has arrived; never exceeded in 72/72 cells nor in the
+  calibration's 32 runs. Whether the transient happens is a race (the worker allocating the
+  next batch against the loop freeing the last), so a slow consumer's measured peak lies
+  between the steady level and this bound. A loop that
   drops each batch (``del batch``) peaks at the steady level;
-* a **fast** consumer (queues rarely full) measured between 0.75x ``nw x pf x B`` and the
-  peak; any stall (evaluation, a checkpoint) fills the queues, so sizes use the peak.
+* a **fast** consumer (queues rarely full, production-limited) peaks anywhere between
+  ``2 x B'`` (the batch the loop holds and the next one arriving: any run of two or
+  more batches reaches it; ``1 x B'`` when the loop drops each batch) and the peak; any stall
+  (evaluation, a checkpoint) fills the queues, so sizes use the peak. The research's
+  0.75 x ``nw x pf x B`` low end did not hold: shmguard's calibration measured 0.625 x at
+  nw 2, pf 4, 20 MiB (docs/model.md).
 
 ``pin_memory`` (by code reading of ``_utils/pin_memory.py``; not measurable on the CPU build):
 the pin thread drains the worker queue eagerly, so shm stays at or below the unpinned figures
@@ -151,8 +159,9 @@ class LoaderPrediction:
     Attributes:
         steady: the level /dev/shm holds while the queues are full.
         peak: the highest level, transients included: what a size must cover.
-        fast_low: the least a fast consumer was seen to reach (0.75 x nw x pf x B), the other
-            end of the range for production-limited loops.
+        fast_low: the least any run of two or more batches reaches, ``2 x B'`` (``1 x B'``
+            with ``drops_batch``; semaphores not counted): the other end of the range for a
+            production-limited (fast) consumer, whose peak lies between this and ``peak``.
         per_iterator_steady: ``steady`` for one iterator of one rank.
         per_iterator_peak: ``peak`` for one iterator of one rank.
         semaphores: the fixed per-iterator overhead, ``(3 x nw + 8)`` pages.
@@ -187,7 +196,7 @@ def predict(spec: LoaderSpec) -> LoaderPrediction:
     steady_one = (queued + 1) * b + sem
     extra = 1 if spec.drops_batch else 2
     peak_one = (queued + extra) * b + sem
-    fast_low = int(0.75 * queued * b) * copies
+    fast_low = (1 if spec.drops_batch else 2) * b * copies
     pinned = (queued + 1) * b * copies if spec.pin_memory else 0
     if spec.pin_memory:
         notes.append(
@@ -202,8 +211,9 @@ def predict(spec: LoaderSpec) -> LoaderPrediction:
         )
     if spec.consumer == "fast":
         notes.append(
-            "fast consumer: runs were seen between 0.75 x nw x pf batches and the peak; any "
-            "stall (evaluation, checkpointing) fills the queues, so size for the peak"
+            "fast consumer: runs peak anywhere between 2 batches (the one held and the next) "
+            "and the peak; any stall (evaluation, checkpointing) fills the queues, so size for "
+            "the peak"
         )
     if copies > 1:
         notes.append(f"x{copies}: {spec.local_ranks} local rank(s) x {spec.loaders} loader(s)")

@@ -10,6 +10,8 @@ Each module is a script: ``python examples/<name>.py --help`` from the repositor
 * :mod:`numpy_loader`: the same shapes, but the dataset returns numpy arrays (fails the same way).
 * :mod:`fits_loader`: the same pipeline configured to fit 64 MiB: images stay uint8 (4x smaller)
   until they reach the model, about 42 MiB of /dev/shm (41 MiB probed with 0.1 s steps).
+* :mod:`grid_loader`: the calibration loader of benchmarks/plan_calibration.py (docs/model.md):
+  any workers, prefetch, batch size in MiB, dtype, return kind and consumer speed.
 """
 
 from __future__ import annotations
