@@ -119,6 +119,11 @@ def exec_command(argv: list[str]) -> None:
     os.execvp(argv[0], argv)
 
 
+def _prctl(option: int, value: int) -> bool:
+    """``prctl(option, value)``; whether it succeeded."""
+    return int(ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)) == 0
+
+
 def _exec_failure(prog: str, err: int) -> tuple[int, str]:
     """(status, message) for an ``execvp`` that failed with ``err``."""
     return (127 if err == errno.ENOENT else 126), f"{prog}: {os.strerror(err)}"
@@ -170,8 +175,7 @@ class Supervisor:
             raise RuntimeError("Supervisor.spawn must run in the main thread")
         self._mask = signal.pthread_sigmask(signal.SIG_BLOCK, WAIT_SET)
         if os.getpid() != 1:
-            libc = ctypes.CDLL(None, use_errno=True)
-            self.subreaper = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+            self.subreaper = _prctl(PR_SET_CHILD_SUBREAPER, 1)
         pipes = self._plan_pipes()
         gate_r, self._gate_w = os.pipe()
         self._err_r, err_w = os.pipe()
@@ -396,8 +400,8 @@ class Supervisor:
     # ----------------------------------------------------------------- close
 
     def close(self) -> None:
-        """Release a held command (it then exits 125), kill a command still running, and
-        restore the signal mask, dropping pending SIGCHLDs."""
+        """Release a held command (it then exits 125), kill a command still running, stop
+        being a subreaper, and restore the signal mask, dropping pending SIGCHLDs."""
         if self._gate_w is not None:
             os.close(self._gate_w)  # EOF: the held child exits 125 without executing
             self._gate_w = None
@@ -411,6 +415,8 @@ class Supervisor:
         if self._err_r is not None:
             os.close(self._err_r)
             self._err_r = None
+        if self.subreaper:
+            self.subreaper = not _prctl(PR_SET_CHILD_SUBREAPER, 0)
         if self._mask is not None:
             while signal.sigtimedwait({signal.SIGCHLD}, 0) is not None:
                 pass
