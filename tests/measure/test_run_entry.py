@@ -4,6 +4,7 @@ as PID 1 of a PID namespace), exit statuses, output passed through unchanged."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pty
 import signal
@@ -314,6 +315,32 @@ def test_watch_as_pid_1_gets_sigterm_forwards_it_and_reaps(root_only: None) -> N
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.root
+def test_a_stop_signal_during_the_banner_is_kept_and_nothing_starts(root_only: None) -> None:
+    # As PID 1 an unblocked SIGTERM is dropped; and `sleep`, exec'd as PID 1, would ignore it
+    # forever. Sent every 50 ms from the start, one lands while the banner is being made.
+    proc = subprocess.Popen(
+        ["unshare", "--pid", "--fork", "--mount-proc", *RUN, "--", "sleep", "60"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while proc.poll() is None and time.monotonic() < deadline:
+            for init in psutil.Process(proc.pid).children():
+                with contextlib.suppress(psutil.Error):
+                    init.send_signal(signal.SIGTERM)
+            time.sleep(0.05)
+        assert proc.wait(timeout=5) == 128 + signal.SIGTERM
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.stderr is not None
+    assert proc.stderr.read().decode().splitlines()[-1] == (
+        "shmguard run: SIGTERM received before the command started; not starting sleep 60"
+    )
 
 
 # ------------------------------------------------------------------------ library parts

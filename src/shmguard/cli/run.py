@@ -117,6 +117,11 @@ def run(
     """
     from pathlib import Path
 
+    from shmguard.measure.supervise import hold_signals
+
+    # First: a `docker stop` during the banner is then kept, not lost (see _not_stopped).
+    held = hold_signals()
+
     from shmguard.inspect.host import inspect_host
     from shmguard.lint.doctor import DoctorOptions, diagnose
     from shmguard.render.parts import print_parts
@@ -145,17 +150,33 @@ def run(
         assert needed is not None
         print_parts(err, require_failure_parts(report, needed, argv, snippets=brief))
         raise typer.Exit(EXIT_REQUIRE)
+    _not_stopped(argv)
     sys.stdout.flush()
     sys.stderr.flush()
     if not watch:
         from shmguard.measure.supervise import exec_command
 
         try:
-            exec_command(argv)
+            exec_command(argv, held)
         except OSError as e:
             code = EXIT_NOT_FOUND if isinstance(e, FileNotFoundError) else EXIT_NOT_EXECUTABLE
             _stop(f"{argv[0]}: {e.strerror or e}", code)
     _watch(argv, err, facts.runtime.name, conf.policy, stall_after, stop_timeout)
+
+
+def _not_stopped(argv: list[str]) -> None:
+    """Exit ``128+N`` without starting the command when stop signal N (``docker stop``,
+    Ctrl-C) arrived while the banner was being made."""
+    from shmguard.measure.supervise import pending_stop, signal_name
+    from shmguard.render.run_text import command_text
+
+    sig = pending_stop()
+    if sig is not None:
+        sys.stderr.write(
+            f"shmguard run: {signal_name(sig)} received before the command started; "
+            f"not starting {command_text(argv)}\n"
+        )
+        raise typer.Exit(128 + sig)
 
 
 def _watch(

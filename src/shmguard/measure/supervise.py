@@ -106,16 +106,32 @@ class _Tail:
         return bytes(self.data[-TAIL_BYTES:])
 
 
-def exec_command(argv: list[str]) -> None:
+def hold_signals() -> set[int | signal.Signals]:
+    """Block the forwarded signals from now on (call first thing): one that arrives while the
+    banner is being made stays pending, rather than being lost (PID 1 ignores a signal left at
+    its default action) or ending shmguard half-way. Returns the previous mask."""
+    return signal.pthread_sigmask(signal.SIG_BLOCK, FORWARD)
+
+
+def pending_stop() -> int | None:
+    """A stop signal (:data:`STOP_SIGNALS`) that is pending, or None."""
+    pending = signal.sigpending()
+    return next((int(s) for s in sorted(STOP_SIGNALS) if s in pending), None)
+
+
+def exec_command(argv: list[str], mask: set[int | signal.Signals] | None = None) -> None:
     """Replace this process with ``argv`` (``execvp``), as a shell's ``exec`` does: SIGPIPE and
     SIGXFSZ, which Python ignores and an ``execve`` would leave ignored, get their default
-    action back first. Returns only by raising.
+    action back, and the signal mask becomes ``mask`` (the one :func:`hold_signals`
+    returned; a mask is inherited across ``execve``). Returns only by raising.
 
     Raises:
         OSError: the command could not be executed (``FileNotFoundError`` when not found).
     """
     for sig in (signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(sig, signal.SIG_DFL)
+    if mask is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     os.execvp(argv[0], argv)
 
 
