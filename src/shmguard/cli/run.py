@@ -117,7 +117,7 @@ def run(
     """
     from pathlib import Path
 
-    from shmguard.measure.supervise import hold_signals
+    from shmguard.measure.execute import hold_signals
 
     # First: a `docker stop` during the banner is then kept, not lost (see _not_stopped).
     held = hold_signals()
@@ -154,7 +154,7 @@ def run(
     sys.stdout.flush()
     sys.stderr.flush()
     if not watch:
-        from shmguard.measure.supervise import exec_command
+        from shmguard.measure.execute import exec_command
 
         try:
             exec_command(argv, held)
@@ -167,7 +167,7 @@ def run(
 def _not_stopped(argv: list[str]) -> None:
     """Exit ``128+N`` without starting the command when stop signal N (``docker stop``,
     Ctrl-C) arrived while the banner was being made."""
-    from shmguard.measure.supervise import pending_stop, signal_name
+    from shmguard.measure.execute import pending_stop, signal_name
     from shmguard.render.run_text import command_text
 
     sig = pending_stop()

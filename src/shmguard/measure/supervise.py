@@ -44,23 +44,14 @@ from dataclasses import dataclass
 
 from shmguard.measure._nsinit import FORWARD, SI_KERNEL, TTY_SIGNALS, WAIT_SET
 from shmguard.measure._threads import start_thread
+from shmguard.measure.execute import STOP_SIGNALS, exec_failure, signal_name
 from shmguard.measure.sandbox import TAIL_BYTES
 
 #: prctl(2) option: orphaned descendants are reparented to this process (Linux 3.4+).
 PR_SET_CHILD_SUBREAPER = 36
-#: Signals that ask the command to stop; forwarding one marks the run as interrupted.
-STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT})
 #: Seconds the output pipes may take to drain after the command ended (a background process
 #: that inherited them could keep them open forever).
 DRAIN_S = 1.0
-
-
-def signal_name(sig: int) -> str:
-    """``SIGTERM`` for 15; ``signal 64`` for a number without a name."""
-    try:
-        return signal.Signals(sig).name
-    except ValueError:
-        return f"signal {sig}"
 
 
 @dataclass(frozen=True)
@@ -106,43 +97,9 @@ class _Tail:
         return bytes(self.data[-TAIL_BYTES:])
 
 
-def hold_signals() -> set[int | signal.Signals]:
-    """Block the forwarded signals from now on (call first thing): one that arrives while the
-    banner is being made stays pending, rather than being lost (PID 1 ignores a signal left at
-    its default action) or ending shmguard half-way. Returns the previous mask."""
-    return signal.pthread_sigmask(signal.SIG_BLOCK, FORWARD)
-
-
-def pending_stop() -> int | None:
-    """A stop signal (:data:`STOP_SIGNALS`) that is pending, or None."""
-    pending = signal.sigpending()
-    return next((int(s) for s in sorted(STOP_SIGNALS) if s in pending), None)
-
-
-def exec_command(argv: list[str], mask: set[int | signal.Signals] | None = None) -> None:
-    """Replace this process with ``argv`` (``execvp``), as a shell's ``exec`` does: SIGPIPE and
-    SIGXFSZ, which Python ignores and an ``execve`` would leave ignored, get their default
-    action back, and the signal mask becomes ``mask`` (the one :func:`hold_signals`
-    returned; a mask is inherited across ``execve``). Returns only by raising.
-
-    Raises:
-        OSError: the command could not be executed (``FileNotFoundError`` when not found).
-    """
-    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
-        signal.signal(sig, signal.SIG_DFL)
-    if mask is not None:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-    os.execvp(argv[0], argv)
-
-
 def _prctl(option: int, value: int) -> bool:
     """``prctl(option, value)``; whether it succeeded."""
     return int(ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)) == 0
-
-
-def _exec_failure(prog: str, err: int) -> tuple[int, str]:
-    """(status, message) for an ``execvp`` that failed with ``err``."""
-    return (127 if err == errno.ENOENT else 126), f"{prog}: {os.strerror(err)}"
 
 
 class Supervisor:
@@ -256,7 +213,7 @@ class Supervisor:
             code = err.errno or errno.ENOEXEC
             with contextlib.suppress(OSError):
                 os.write(err_w, str(code).encode())
-            os._exit(_exec_failure(self.argv[0], code)[0])
+            os._exit(exec_failure(self.argv[0], code)[0])
         finally:
             os._exit(125)
 
@@ -405,7 +362,7 @@ class Supervisor:
             os.close(self._err_r)
             self._err_r = None
             if data:
-                status, exec_error = _exec_failure(self.argv[0], int(data))
+                status, exec_error = exec_failure(self.argv[0], int(data))
                 return ChildExit(status, status, None, exec_error, interrupted, None, reaped)
         if os.WIFSIGNALED(st):
             sig = os.WTERMSIG(st)
