@@ -5,6 +5,7 @@ as PID 1 of a PID namespace), exit statuses, output passed through unchanged."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import pty
 import signal
@@ -257,6 +258,26 @@ def test_watch_passes_output_through_byte_for_byte() -> None:
     assert r.returncode == 0
     assert r.stdout == blob
     assert after_banner(r.stderr) == blob[::-1]
+
+
+def test_watch_relays_everything_to_a_non_blocking_stdout() -> None:
+    # O_NONBLOCK on a shared pipe (set by whoever else writes to it): EAGAIN is waited out.
+    r, w = os.pipe()
+    fcntl.fcntl(w, fcntl.F_SETFL, fcntl.fcntl(w, fcntl.F_GETFL) | os.O_NONBLOCK)
+    code = "import sys; sys.stdout.buffer.write(b'x' * 4_000_000)"
+    proc = subprocess.Popen(
+        [*RUN, "--brief", "--watch", "--", sys.executable, "-c", code],
+        stdout=w,
+        stderr=subprocess.DEVNULL,
+    )
+    os.close(w)
+    time.sleep(1.0)  # let the pipe fill while nobody reads
+    got = 0
+    while chunk := os.read(r, 1 << 20):
+        got += len(chunk)
+    os.close(r)
+    assert proc.wait(timeout=60) == 0
+    assert got == 4_000_000
 
 
 def test_watch_keeps_the_order_of_stdout_and_stderr_sharing_one_file() -> None:

@@ -36,6 +36,7 @@ import contextlib
 import ctypes
 import errno
 import os
+import select
 import signal
 import threading
 import time
@@ -100,6 +101,17 @@ class _Tail:
 def _prctl(option: int, value: int) -> bool:
     """``prctl(option, value)``; whether it succeeded."""
     return int(ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)) == 0
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data``; on a non-blocking fd (O_NONBLOCK set by whoever shares it) wait
+    until it is writable instead of dropping the rest."""
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            select.select([], [fd], [], 1.0)
 
 
 class Supervisor:
@@ -242,9 +254,7 @@ class Supervisor:
                 tail.add(chunk)
                 if relay:
                     try:
-                        view = memoryview(chunk)
-                        while view:
-                            view = view[os.write(out_fd, view) :]
+                        _write_all(out_fd, chunk)
                     except BrokenPipeError:
                         # Our reader is gone: close the pipe so the command sees EPIPE as it
                         # would have without us, rather than being drained forever.
