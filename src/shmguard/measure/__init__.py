@@ -8,6 +8,9 @@
 * :mod:`~shmguard.measure.hang`: hang detection while it runs;
 * :mod:`~shmguard.measure.run` (``measure``) and :mod:`~shmguard.measure.probe` (``probe``);
   the sizes they recommend come from :mod:`shmguard.estimate`.
+* :mod:`~shmguard.measure.watched` (``run --watch``): the command under the minimal init of
+  :mod:`~shmguard.measure.supervise`, the sampler, the stall verdict and the classifier beside
+  it; :mod:`~shmguard.measure.execute`: ``run``'s ``exec`` and the signals it holds.
 
 Submodules are imported explicitly; this package imports nothing, so the CLI stays fast.
 """

@@ -203,9 +203,12 @@ def report_parts(report: DoctorReport, fail_on: FailOn, code: int) -> list[Part]
     return parts
 
 
-def brief_parts(report: DoctorReport, fail_on: FailOn, code: int) -> list[Part]:
+def brief_parts(
+    report: DoctorReport, fail_on: FailOn, code: int, *, summary: str | None = None
+) -> list[Part]:
     """A one-screen banner (the /dev/shm line, one line per finding, the summary), then the
-    first fix and its first snippet below the panel, verbatim."""
+    first fix and its first snippet below the panel, verbatim. ``summary`` replaces the
+    summary's ``exit N (--fail-on ...)`` (``shmguard run``, whose status is not doctor's)."""
     worst = max((f.severity for f in report.findings), key=lambda s: s.rank, default=None)
     style = _STYLE[worst] if worst is not None else "green"
     lines: list[RenderableType] = [Text("/dev/shm: " + _shm_line(report.facts))]
@@ -215,7 +218,10 @@ def brief_parts(report: DoctorReport, fail_on: FailOn, code: int) -> list[Part]:
         line.append(f"{f.code} ", style="bold")
         line.append(f.message)
         lines.append(line)
-    lines.append(_summary(report.findings, fail_on, code))
+    if summary is None:
+        lines.append(_summary(report.findings, fail_on, code))
+    else:
+        lines.append(Text(f"{severity_counts(report.findings)} · {summary}", style="bold"))
     title = "shmguard doctor: " + ("OK" if worst is None else f"{worst.value}s found")
     parts: list[Part] = [
         (Panel(Group(*lines), title=title, border_style=style, expand=False), False)

@@ -40,11 +40,19 @@ def file_json_body(name: str, d: Diagnosis) -> Mapping[str, Any]:
     return {"file": name, **json_body(d)}
 
 
-def render(d: Diagnosis, console: Console, *, evidence: int = 3, show_exit: bool = True) -> None:
+def render(
+    d: Diagnosis,
+    console: Console,
+    *,
+    evidence: int = 3,
+    show_exit: bool = True,
+    runtime_from: str = "--runtime",
+) -> None:
     """Write the diagnosis to ``console``: header, ranked causes with evidence and fixes, the
     order of shm and OOM failures, consequences, and what to capture next. ``show_exit``:
     end the result line with the exit status (off for one file of ``--per-file``, whose
-    summary gives the status)."""
+    summary gives the status). ``runtime_from``: where a runtime given by the caller came
+    from (``run --watch`` passes the one it detected where the command ran)."""
     from rich.text import Text
 
     def line(*parts: tuple[str, str] | str, indent: int = 0) -> None:
@@ -63,7 +71,7 @@ def render(d: Diagnosis, console: Console, *, evidence: int = 3, show_exit: bool
     )
     line(("shmguard explain", "bold"), f": {names or 'no input'}")
     if d.runtime_source == "flag":
-        line(f"Runtime: {d.runtime} (from --runtime)")
+        line(f"Runtime: {d.runtime} (from {runtime_from})")
     elif d.runtime is not None:
         line(runtime_line(d))
     for note in d.notes:

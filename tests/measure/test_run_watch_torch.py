@@ -1,0 +1,75 @@
+"""`shmguard run --watch` around real PyTorch 2.13 DataLoaders in a real 64 MiB tmpfs (the
+sandbox gives the private /dev/shm a container would have): the seed's loader fails and the
+diagnosis says why, with the loader's own exit status; a loader that always hangs when /dev/shm
+is full (tests/fixtures/measure/hang_loader.py, torch_shm.md S09) is stopped by the stall
+verdict after the diagnosis is printed, with status 124."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from measure_helpers import processes_with
+
+from shmguard.render.run_text import command_text
+
+pytest.importorskip("torch")
+
+pytestmark = [pytest.mark.torch, pytest.mark.root, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+SEED = ROOT / "src" / "shmguard" / "examples" / "seed_loader.py"
+HANG = ROOT / "tests" / "fixtures" / "measure" / "hang_loader.py"
+WATCH = [sys.executable, "-m", "shmguard", "sandbox", "--shm-size", "64m", "--"]
+WATCH += [sys.executable, "-m", "shmguard", "run", "--brief", "--watch"]
+
+
+@pytest.mark.timeout(180)
+def test_seed_loader_failure_is_diagnosed_with_its_own_status(
+    root_only: None, no_leftovers: None
+) -> None:
+    # DataLoader(timeout=30) turns the rare silent hang (about 5% of runs) into an exception
+    # before the default 60 s stall time: either way the loader itself exits 1.
+    cmd = [sys.executable, str(SEED), "--batches", "20", "--quiet", "--timeout", "30"]
+    r = subprocess.run([*WATCH, "--", *cmd], capture_output=True, timeout=150, check=False)
+    err = r.stderr.decode()
+    assert r.returncode == 1, err
+    assert r.stdout.decode().startswith("loading 20 batches of 18.4 MiB")  # passed through
+    report = err[err.index(f"shmguard run: {command_text(cmd)} ") :].splitlines()
+    assert report[0].endswith("exited with status 1")
+    assert report[1].startswith("/dev/shm: peak ") and " of 64 MiB (" in report[1]
+    peak_pct = int(report[1].split(" of 64 MiB (")[1].split("%")[0])
+    assert peak_pct >= 60  # it filled most of /dev/shm before failing
+    assert report[2].startswith(("outcome: shm-exhausted: ", "outcome: hang: "))
+    body = "\n".join(report)
+    assert "shmguard explain: stderr (" in body
+    assert "The log shows: /dev/shm size 64 MiB (line 1)" in body  # from the mount line
+    assert "[torch-shm-alloc-failed]" in body or "[dataloader-timeout]" in body
+    assert "--shm-size=" in body  # the fix, in the runtime's syntax
+    assert processes_with(str(SEED)) == []
+
+
+@pytest.mark.timeout(180)
+def test_a_stall_is_diagnosed_then_stopped_with_124(root_only: None, no_leftovers: None) -> None:
+    cmd = [sys.executable, str(HANG)]
+    r = subprocess.run(
+        [*WATCH, "--stall-after", "3", "--stop-timeout", "5", "--", *cmd],
+        capture_output=True,
+        timeout=150,
+        check=False,
+    )
+    err = r.stderr.decode()
+    assert r.returncode == 124, err
+    shown = command_text(cmd)  # cut to 80 characters
+    stalled = err.index(f"shmguard run: {shown} stalled on a full /dev/shm; stopping it")
+    diagnosis = err.index("[dataloader-feeder-failure]")
+    stopped = err.index(f"shmguard run: stopped {shown} (stalled on a full /dev/shm)")
+    assert stalled < diagnosis < stopped  # diagnosed before it was stopped
+    evidence = err[stalled:].splitlines()[1]
+    assert evidence.startswith("evidence: /dev/shm ")
+    assert "no progress for" in evidence
+    assert "failed" in evidence  # a failed allocation in the output or zero-block files
+    assert err[stopped:].splitlines()[0].endswith("; exit 124")
+    assert processes_with(str(HANG)) == []
