@@ -33,12 +33,8 @@ def parse_args(description: str, argv: list[str] | None = None) -> argparse.Name
     return p.parse_args(argv)
 
 
-def run(
-    args: argparse.Namespace,
-    make_sample: Callable[[int], Any],
-    batch_bytes: int,
-) -> None:
-    """Iterate a DataLoader over ``make_sample(i)`` for ``args.batches`` batches."""
+def make_loader(args: argparse.Namespace, make_sample: Callable[[int], Any]) -> Any:
+    """The examples' DataLoader over ``make_sample(i)``, ``args.batches`` batches long."""
     import warnings
 
     from torch.utils.data import DataLoader, Dataset
@@ -53,13 +49,23 @@ def run(
         def __getitem__(self, i: int) -> Any:
             return make_sample(i)
 
-    loader: Any = DataLoader(
+    return DataLoader(
         Synthetic(),
         batch_size=args.batch_size,
         num_workers=args.workers,
         prefetch_factor=args.prefetch_factor if args.workers > 0 else None,
         timeout=args.timeout,
     )
+
+
+def run(
+    args: argparse.Namespace,
+    make_sample: Callable[[int], Any],
+    batch_bytes: int,
+) -> None:
+    """Iterate a DataLoader over ``make_sample(i)`` for ``args.batches`` batches (first through
+    ``check_dataloader`` and under ``guard`` when ``--check``/``--guard`` ask for it)."""
+    loader = make_loader(args, make_sample)
     if args.check != "off":
         from shmguard.torch import check_dataloader
 

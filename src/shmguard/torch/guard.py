@@ -98,7 +98,7 @@ class _Watch:
         self.stall_after = stall_after
         self.margin = margin
         self.sampler = ShmSampler(
-            path, interval=interval, realtime=False, events=False, fast_switch=False
+            path, interval=interval, realtime=False, events=True, fast_switch=False
         )
         self.before = failed_torch_blocks(path)
         self.sampler.start()
