@@ -4,11 +4,12 @@ slow batches are waited for, other errors and the program's own timeout pass thr
 from __future__ import annotations
 
 import time
+import weakref
 
 import pytest
 
 from shmguard.torch import ShmGuardError, guard
-from shmguard.torch.guard import recommended_timeout
+from shmguard.torch.guarded import recommended_timeout
 
 torch = pytest.importorskip("torch")
 from torch.utils.data import DataLoader, Dataset  # noqa: E402
@@ -39,6 +40,19 @@ def test_batches_come_through_unchanged_and_in_order() -> None:
     bare = [b.tolist() for b in loader]
     guarded = [b.tolist() for b in guard(loader)]
     assert guarded == bare and len(guarded) == 10
+
+
+def test_the_guard_keeps_no_batch_alive() -> None:
+    # A loop that drops its batch frees it at once, guarded as bare: the guard must not hold
+    # one more batch of /dev/shm.
+    loader = DataLoader(Slow(12), batch_size=4, num_workers=2)
+    for iterable in (loader, guard(loader)):
+        alive = []
+        for batch in iterable:
+            ref = weakref.ref(batch)
+            del batch
+            alive.append(ref() is not None)
+        assert alive == [False, False, False]
 
 
 def test_slow_batches_are_waited_for_across_many_polls() -> None:

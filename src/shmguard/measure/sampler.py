@@ -269,6 +269,15 @@ class ShmSampler:
         if self.pids is not None or self.usage_file is not None:
             self._threads.append(start_thread(self._slow, name="shm-owners"))
 
+    def cancel(self) -> None:
+        """Tell both loops to end at their next wake, without waiting for them (up to one
+        ``interval``) or building a :class:`Timeline`: for a watcher that only read the live
+        values, such as the PyTorch guard at the end of each epoch."""
+        self._stop.set()
+        self._threads = []
+        if self.fast_switch:
+            sys.setswitchinterval(self._switch)
+
     def stop(self) -> Timeline:
         """Stop both loops and return what they saw."""
         self._stop.set()

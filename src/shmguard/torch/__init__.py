@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from shmguard.torch.check import LoaderCheck, assess_dataloader, check_dataloader, rebuild_loader
 from shmguard.torch.errors import ShmExhaustedError, ShmGuardError, ShmInsufficientError, ShmState
-from shmguard.torch.guard import GuardedLoader, guard
+from shmguard.torch.guarded import GuardedLoader, guard
 from shmguard.torch.sizing import BatchSizing, shm_leaves, size_batches
 
 __all__ = [

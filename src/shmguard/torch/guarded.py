@@ -125,7 +125,7 @@ class _Watch:
         return stall_verdict(obs, self.stall_after)
 
     def stop(self) -> None:
-        self.sampler.stop()
+        self.sampler.cancel()  # no join: the thread ends within one interval on its own
 
 
 class GuardedLoader:
@@ -206,7 +206,12 @@ class GuardedLoader:
                 if n and wait > longest:
                     longest = wait
                 n += 1
-                yield batch
+                # Hand the batch over without keeping a reference in this frame: kept, it
+                # would hold one more batch of /dev/shm than the loop itself does (a loop that
+                # drops its batch would still peak at nw x pf + 2, torch_shm.md section 3).
+                slot = [batch]
+                del batch
+                yield slot.pop()
         finally:
             it._timeout = own_timeout
             watch.stop()
@@ -226,7 +231,9 @@ class GuardedLoader:
                     self._fail(it, watch, err, n, 0.0)
                     raise
                 n += 1
-                yield batch
+                slot = [batch]
+                del batch
+                yield slot.pop()
         finally:
             watch.stop()
 
