@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 import sys
 import time
 import warnings
@@ -49,6 +50,7 @@ def main() -> None:
             "cause": f"{type(cause).__name__}: {cause}" if cause is not None else None,
             "message": str(err),
             "elapsed": time.monotonic() - t0,
+            "pickles": str(pickle.loads(pickle.dumps(err))) == str(err),
         }
         print("RESULT " + json.dumps(result), flush=True)
         sys.exit(3)

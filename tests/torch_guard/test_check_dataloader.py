@@ -92,6 +92,16 @@ def test_raises_with_the_models_figures_and_a_sized_fix(tmp_path: Path) -> None:
     assert "not even num_workers=1, prefetch_factor=1 fits" in text
 
 
+def test_the_error_survives_pickling(tmp_path: Path) -> None:
+    import pickle
+
+    loader = DataLoader(Images(), batch_size=8, num_workers=2)
+    with pytest.raises(ShmInsufficientError) as info:
+        check_dataloader(loader, batch_bytes=_free(tmp_path), shm_path=str(tmp_path))
+    copy = pickle.loads(pickle.dumps(info.value))
+    assert str(copy) == str(info.value) and copy.need == info.value.need
+
+
 def test_the_fix_is_for_the_runtime_doctor_detects(tmp_path: Path) -> None:
     from shmguard.inspect.host import inspect_host
     from shmguard.units import format_docker_size

@@ -9,7 +9,7 @@ import weakref
 import pytest
 
 from shmguard.torch import ShmGuardError, guard
-from shmguard.torch.guarded import recommended_timeout
+from shmguard.torch.watch import recommended_timeout
 
 torch = pytest.importorskip("torch")
 from torch.utils.data import DataLoader, Dataset  # noqa: E402
@@ -67,12 +67,15 @@ def test_slow_batches_are_waited_for_across_many_polls() -> None:
 
 
 def test_the_programs_own_timeout_still_applies() -> None:
-    loader = DataLoader(Slow(2, delay=3.0), batch_size=1, num_workers=1, timeout=0.5)
-    start = time.monotonic()
-    with pytest.raises(RuntimeError, match=r"^DataLoader timed out after 0.5 seconds$") as info:
-        list(guard(loader, poll=0.1))
-    assert not isinstance(info.value, ShmGuardError)  # /dev/shm is not full
-    assert time.monotonic() - start < 2.5
+    for timeout, poll in ((0.5, 0.1), (0.3, 5.0)):  # shorter and longer than the guard's poll
+        loader = DataLoader(Slow(2, delay=3.0), batch_size=1, num_workers=1, timeout=timeout)
+        start = time.monotonic()
+        with pytest.raises(
+            RuntimeError, match=rf"^DataLoader timed out after {timeout} seconds$"
+        ) as info:
+            list(guard(loader, poll=poll))
+        assert not isinstance(info.value, ShmGuardError)  # /dev/shm is not full
+        assert time.monotonic() - start < 2.5
 
 
 def test_other_worker_errors_pass_through() -> None:

@@ -124,6 +124,7 @@ def test_guard_turns_a_real_hang_into_shm_exhausted(root_only: None) -> None:
     assert res["fix_size"] == shm_size_for(peak + res["baseline"]).bytes
     assert "no batch arrived while /dev/shm was full" in res["message"]
     assert res["elapsed"] < 60
+    assert res["pickles"]
 
 
 @pytest.mark.timeout(200)

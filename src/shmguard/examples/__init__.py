@@ -10,6 +10,10 @@ Each module is a script: ``python examples/<name>.py --help`` from the repositor
 * :mod:`numpy_loader`: the same shapes, but the dataset returns numpy arrays (fails the same way).
 * :mod:`fits_loader`: the same pipeline configured to fit 64 MiB: images stay uint8 (4x smaller)
   until they reach the model, about 42 MiB of /dev/shm (41 MiB probed with 0.1 s steps).
+
+Not in :data:`EXAMPLES` (it never ends in a small /dev/shm): :mod:`hang_loader`, one 24 MiB
+numpy array per item with ``batch_size=None``, which always *hangs* when /dev/shm is too small
+(every allocation happens in a worker's feeder thread); the guard's tests use it.
 """
 
 from __future__ import annotations

@@ -37,6 +37,10 @@ class ShmInsufficientError(ShmGuardError):
         self.free = check.space.free
         super().__init__(check.describe())
 
+    def __reduce__(self) -> tuple[type[ShmInsufficientError], tuple[LoaderCheck]]:
+        # Rebuilt from its value, so it survives pickling (a spawned rank's error sent home).
+        return (type(self), (self.check,))
+
 
 @dataclass(frozen=True)
 class ShmState:
@@ -122,6 +126,7 @@ class ShmExhaustedError(ShmGuardError):
         self.sizing = sizing
         self.fix = fix
         self.timeout = timeout
+        self._args = (kind, state, batches, evidence, sizing, fix, timeout, also)
         lines = [f"DataLoader ran out of /dev/shm after {batches} batch(es): {KINDS[kind]}."]
         lines += [f"  {e}" for e in evidence]
         lines.append(state.describe())
@@ -135,3 +140,6 @@ class ShmExhaustedError(ShmGuardError):
             "instead of hanging."
         )
         super().__init__("\n".join(lines))
+
+    def __reduce__(self) -> tuple[type[ShmExhaustedError], tuple[object, ...]]:
+        return (type(self), self._args)

@@ -48,8 +48,6 @@ Per-batch cost: two clock reads and a generator step (``benchmarks/guard_overhea
 
 from __future__ import annotations
 
-import math
-import os
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -64,68 +62,13 @@ from shmguard.torch.sizing import (
     size_batches,
     stated_sizing,
 )
-from shmguard.triage.stall import ShmObservation, StallVerdict, failed_torch_blocks, stall_verdict
-
-#: Default seconds without a batch, on a full /dev/shm, before the guard calls it a hang.
-DEFAULT_STALL_AFTER = 30.0
-#: Default seconds between the watcher's statvfs polls.
-DEFAULT_WATCH_INTERVAL = 0.05
-
-
-def recommended_timeout(longest_wait: float) -> int:
-    """Seconds for ``DataLoader(timeout=...)``: ten times the longest wait for a batch seen
-    (the first batch, with the workers' start, left out), rounded up to 10 s, at least 60."""
-    return max(60, math.ceil(longest_wait) * 10)
-
-
-def _failed_files(path: str, before: frozenset[str]) -> tuple[tuple[str, int], ...]:
-    out = []
-    for name in sorted(failed_torch_blocks(path) - before):
-        try:
-            out.append((name, os.stat(os.path.join(path, name)).st_size))
-        except OSError:
-            continue
-    return tuple(out)
-
-
-class _Watch:
-    """The watcher thread (the one sampler) and the stall verdict over what it saw."""
-
-    def __init__(self, path: str, interval: float, stall_after: float, margin: int) -> None:
-        from shmguard.measure.sampler import ShmSampler
-
-        self.path = path
-        self.stall_after = stall_after
-        self.margin = margin
-        self.sampler = ShmSampler(
-            path, interval=interval, realtime=False, events=True, fast_switch=False
-        )
-        self.before = failed_torch_blocks(path)
-        self.sampler.start()
-        self.baseline = self.sampler.used
-
-    def state(self) -> ShmState:
-        s = self.sampler
-        return ShmState(
-            self.path, s.used, s.total, s.peak, self.baseline, _failed_files(self.path, self.before)
-        )
-
-    def observe(self, waited: float, state: ShmState | None = None) -> StallVerdict:
-        state = state or self.state()
-        asked = max((n for _, n in state.failed_files), default=0)
-        quiet = min(waited, self.sampler.since_change())
-        obs = ShmObservation(
-            used=state.used,
-            total=state.total,
-            peak=state.peak,
-            margin=max(self.margin, padded_bytes((asked,)) if asked else 0),
-            failed_blocks=len(state.failed_files),
-            quiet=quiet,
-        )
-        return stall_verdict(obs, self.stall_after)
-
-    def stop(self) -> None:
-        self.sampler.cancel()  # no join: the thread ends within one interval on its own
+from shmguard.torch.watch import (
+    DEFAULT_STALL_AFTER,
+    DEFAULT_WATCH_INTERVAL,
+    Watch,
+    chain_text,
+    recommended_timeout,
+)
 
 
 class GuardedLoader:
@@ -171,7 +114,7 @@ class GuardedLoader:
             return
         margin = self._sizing.pages if self._sizing is not None else 0
         # Started before the workers, so the baseline is what others hold.
-        watch = _Watch(self.shm_path, self.watch_interval, self.stall_after, margin)
+        watch = Watch(self.shm_path, self.watch_interval, self.stall_after, margin)
         try:
             it = iter(self.loader)
         except BaseException:
@@ -182,8 +125,10 @@ class GuardedLoader:
             yield from self._errors_only(it)
             return
         own_timeout = float(it._timeout)
-        it._timeout = self.poll
-        poll_message = f"DataLoader timed out after {self.poll} seconds"
+        # A timeout of the program's own shorter than poll is kept as the poll.
+        poll = min(self.poll, own_timeout) if own_timeout else self.poll
+        it._timeout = poll
+        poll_message = f"DataLoader timed out after {poll} seconds"
         monotonic = time.monotonic
         n = 0
         longest = 0.0
@@ -219,7 +164,7 @@ class GuardedLoader:
     def _errors_only(self, it: Any) -> Iterator[Any]:
         """Iterate an iterator the guard cannot poll: shm failures are still turned into
         :class:`ShmExhaustedError`, hangs are not seen."""
-        watch = _Watch(self.shm_path, self.watch_interval, self.stall_after, 0)
+        watch = Watch(self.shm_path, self.watch_interval, self.stall_after, 0)
         n = 0
         try:
             while True:
@@ -240,7 +185,7 @@ class GuardedLoader:
     def _waited(
         self,
         it: Any,
-        watch: _Watch,
+        watch: Watch,
         err: RuntimeError,
         n: int,
         longest: float,
@@ -267,14 +212,14 @@ class GuardedLoader:
         if getattr(it, "_pin_memory", False) and pin is not None and not pin.is_alive():
             raise RuntimeError("Pin memory thread exited unexpectedly") from err
 
-    def _fail(self, it: Any, watch: _Watch, err: BaseException, n: int, longest: float) -> None:
+    def _fail(self, it: Any, watch: Watch, err: BaseException, n: int, longest: float) -> None:
         """Raise :class:`ShmExhaustedError` from ``err`` when it is a shm failure; return
         otherwise (the caller re-raises ``err``)."""
         from shmguard.measure.outcome import SIGBUS_SIGNATURES, shm_failures
         from shmguard.triage.text import classify_text
 
         state = watch.state()
-        results = classify_text(_chain_text(err))
+        results = classify_text(chain_text(err))
         failures = shm_failures(results)
         verdict = watch.observe(0.0, state)
         near = verdict.full or bool(verdict.evidence)
@@ -293,7 +238,7 @@ class GuardedLoader:
     def _exhausted(
         self,
         it: Any,
-        watch: _Watch,
+        watch: Watch,
         kind: str,
         state: ShmState,
         evidence: tuple[str, ...],
@@ -334,18 +279,6 @@ class GuardedLoader:
             pages = padded_bytes((asked,))
             return BatchSizing(pages, pages, 0, "failed-allocation")
         return None
-
-
-def _chain_text(err: BaseException) -> str:
-    """The text of ``err`` and every exception it was raised from or during."""
-    parts: list[str] = []
-    seen: set[int] = set()
-    e: BaseException | None = err
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
-        parts.append(f"{type(e).__name__}: {e}")
-        e = e.__cause__ or e.__context__
-    return "\n".join(reversed(parts))
 
 
 def guard(
