@@ -64,6 +64,13 @@ _EXPORTS = {
     "explain_each": "shmguard.triage",
     "explain_files": "shmguard.triage",
     "explain_streams": "shmguard.triage",
+    # prevent (the torch extra; torch is imported when a function runs)
+    "check_dataloader": "shmguard.torch",
+    "assess_dataloader": "shmguard.torch",
+    "LoaderCheck": "shmguard.torch",
+    "guard": "shmguard.torch",
+    "ShmInsufficientError": "shmguard.torch",
+    "ShmExhaustedError": "shmguard.torch",
 }
 
 __all__ = [
@@ -82,6 +89,7 @@ __all__ = [
     "Finding",
     "Fix",
     "HostFacts",
+    "LoaderCheck",
     "LoaderPrediction",
     "LoaderSpec",
     "Location",
@@ -92,9 +100,13 @@ __all__ = [
     "Recommendation",
     "Setting",
     "Severity",
+    "ShmExhaustedError",
+    "ShmInsufficientError",
     "__version__",
     "apply_edits",
+    "assess_dataloader",
     "batch_leaves",
+    "check_dataloader",
     "check_fit",
     "clean_size",
     "dataloader_bound",
@@ -104,6 +116,7 @@ __all__ = [
     "explain_each",
     "explain_files",
     "explain_streams",
+    "guard",
     "inspect_host",
     "load_config",
     "make_plan",
@@ -157,6 +170,14 @@ if TYPE_CHECKING:
         exit_status,
     )
     from shmguard.model.host import HostFacts
+    from shmguard.torch import (
+        LoaderCheck,
+        ShmExhaustedError,
+        ShmInsufficientError,
+        assess_dataloader,
+        check_dataloader,
+        guard,
+    )
     from shmguard.triage import Diagnosis, explain_each, explain_files, explain_streams
 
 

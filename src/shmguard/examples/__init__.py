@@ -12,6 +12,10 @@ Each module is a script: ``python examples/<name>.py --help`` from the repositor
   until they reach the model, about 42 MiB of /dev/shm (41 MiB probed with 0.1 s steps).
 * :mod:`grid_loader`: the calibration loader of benchmarks/plan_calibration.py (docs/model.md):
   any workers, prefetch, batch size in MiB, dtype, return kind and consumer speed.
+
+Not in :data:`EXAMPLES` (it never ends in a small /dev/shm): :mod:`hang_loader`, one 24 MiB
+numpy array per item with ``batch_size=None``, which always *hangs* when /dev/shm is too small
+(every allocation happens in a worker's feeder thread); the guard's tests use it.
 """
 
 from __future__ import annotations

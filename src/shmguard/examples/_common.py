@@ -23,15 +23,18 @@ def parse_args(description: str, argv: list[str] | None = None) -> argparse.Name
         "--timeout", type=float, default=0.0, help="DataLoader(timeout=...) in seconds (0: none)"
     )
     p.add_argument("--quiet", action="store_true", help="print only the summary line")
+    p.add_argument(
+        "--check",
+        choices=("off", "raise", "warn", "adapt"),
+        default="off",
+        help="run shmguard.torch.check_dataloader with this action first (default off)",
+    )
+    p.add_argument("--guard", action="store_true", help="iterate under shmguard.torch.guard")
     return p.parse_args(argv)
 
 
-def run(
-    args: argparse.Namespace,
-    make_sample: Callable[[int], Any],
-    batch_bytes: int,
-) -> None:
-    """Iterate a DataLoader over ``make_sample(i)`` for ``args.batches`` batches."""
+def make_loader(args: argparse.Namespace, make_sample: Callable[[int], Any]) -> Any:
+    """The examples' DataLoader over ``make_sample(i)``, ``args.batches`` batches long."""
     import warnings
 
     from torch.utils.data import DataLoader, Dataset
@@ -46,16 +49,34 @@ def run(
         def __getitem__(self, i: int) -> Any:
             return make_sample(i)
 
-    loader = DataLoader(
+    return DataLoader(
         Synthetic(),
         batch_size=args.batch_size,
         num_workers=args.workers,
         prefetch_factor=args.prefetch_factor if args.workers > 0 else None,
         timeout=args.timeout,
     )
+
+
+def run(
+    args: argparse.Namespace,
+    make_sample: Callable[[int], Any],
+    batch_bytes: int,
+) -> None:
+    """Iterate a DataLoader over ``make_sample(i)`` for ``args.batches`` batches (first through
+    ``check_dataloader`` and under ``guard`` when ``--check``/``--guard`` ask for it)."""
+    loader = make_loader(args, make_sample)
+    if args.check != "off":
+        from shmguard.torch import check_dataloader
+
+        loader = check_dataloader(loader, action=args.check)
+    if args.guard:
+        from shmguard.torch import guard
+
+        loader = guard(loader)
     print(
         f"loading {args.batches} batches of {batch_bytes / 2**20:.1f} MiB with "
-        f"num_workers={args.workers} prefetch_factor={args.prefetch_factor}",
+        f"num_workers={loader.num_workers} prefetch_factor={loader.prefetch_factor}",
         flush=True,
     )
     t0 = time.monotonic()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):  # run as a file: make the sibling helper importable
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -19,15 +20,16 @@ else:
     from shmguard.examples._common import parse_args, run
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Run the loader."""
+def sample(i: int) -> tuple[Any, int]:
+    """Item ``i``: a random 3x224x224 float32 image and an int label."""
     import torch
 
+    return torch.rand(3, 224, 224), i % 1000
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the loader."""
     args = parse_args(__doc__.splitlines()[0] if __doc__ else "", argv)
-
-    def sample(i: int) -> tuple[torch.Tensor, int]:
-        return torch.rand(3, 224, 224), i % 1000
-
     run(args, sample, args.batch_size * 3 * 224 * 224 * 4)
 
 

@@ -159,6 +159,10 @@ class ShmSampler:
         scan: the holders scan to use (default :func:`shmguard.inspect.holders.scan_holders`).
         events: also poll when inotify reports a write to a file in ``path`` (at most one
             extra polls per interval, :data:`EVENT_POLLS`); False polls on the clock only.
+        fast_switch: lower the interpreter's thread switch interval to 0.5 ms while running
+            (measure, probe: a 2 ms loop must not wait 5 ms for the GIL). A watcher living in
+            the user's own process at 10 ms or more (the PyTorch guard) passes False, so the
+            process's threads keep their usual switch interval.
     """
 
     def __init__(
@@ -171,6 +175,7 @@ class ShmSampler:
         realtime: bool = True,
         scan: Callable[..., Any] | None = None,
         events: bool = True,
+        fast_switch: bool = True,
     ) -> None:
         if interval <= 0 or owner_interval <= 0:
             raise ValueError("sampling intervals must be > 0")
@@ -182,6 +187,7 @@ class ShmSampler:
         self.realtime_wanted = realtime
         self._scan = scan
         self.events = events
+        self.fast_switch = fast_switch
         self._waker: Waker | None = None
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -255,12 +261,22 @@ class ShmSampler:
         # A 5 ms GIL switch interval would let the slow loop hold the fast one off for longer
         # than a spike lasts; 0.5 ms keeps the worst gap near the poll interval.
         self._switch = sys.getswitchinterval()
-        sys.setswitchinterval(min(self._switch, 0.0005))
+        if self.fast_switch:
+            sys.setswitchinterval(min(self._switch, 0.0005))
         # The watch is set before start() returns, so nothing the caller starts next is missed.
         self._waker = open_waker(self.path) if self.events else None
         self._threads.append(start_thread(self._fast, name="shm-sampler"))
         if self.pids is not None or self.usage_file is not None:
             self._threads.append(start_thread(self._slow, name="shm-owners"))
+
+    def cancel(self) -> None:
+        """Tell both loops to end at their next wake, without waiting for them (up to one
+        ``interval``) or building a :class:`Timeline`: for a watcher that only read the live
+        values, such as the PyTorch guard at the end of each epoch."""
+        self._stop.set()
+        self._threads = []
+        if self.fast_switch:
+            sys.setswitchinterval(self._switch)
 
     def stop(self) -> Timeline:
         """Stop both loops and return what they saw."""
@@ -268,7 +284,8 @@ class ShmSampler:
         for t in self._threads:
             t.join(timeout=5)
         self._threads = []
-        sys.setswitchinterval(self._switch)
+        if self.fast_switch:
+            sys.setswitchinterval(self._switch)
         end = self._last_t - self._t0
         points = list(self._points)
         if points[-1][0] != end:

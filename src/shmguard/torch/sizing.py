@@ -1,0 +1,234 @@
+"""How many bytes of /dev/shm one collated batch of a DataLoader takes (``B'``), measured in
+the main process without touching the loader's iterator or any random state.
+
+What reaches /dev/shm (torch 2.13, ../shared/research/torch_shm.md section 1.1): every tensor
+*storage* in the batch a worker hands to the main process, each rounded up to a 4 KiB page
+(:func:`~shmguard.estimate.padded_bytes`). numpy arrays that the collate function turns into
+tensors count as tensors; numpy arrays, strings and Python numbers that reach the main process
+as they are travel pickled through the worker's pipe and take no shm (measured here: a collate
+returning a 24 MiB numpy array per batch left /dev/shm at 0.1 MiB, the default collate of the
+same data at 120 MiB).
+
+The batch is made as a worker would make it (``torch/utils/data/_utils/fetch.py``):
+``dataset.__getitems__(indices)`` when the dataset has it, else ``[dataset[i] for i in
+indices]``, then ``collate_fn``; without automatic batching (``batch_size=None``) one index and
+``collate_fn(dataset[i])``. The indices come from a fresh iterator over the loader's own
+``batch_sampler`` (or ``sampler``); the random state that drawing them consumes is saved and
+restored: Python's :mod:`random`, numpy's global state, torch's CPU generator (and the CUDA
+ones when CUDA is initialised), the loader's ``generator`` and any ``torch.Generator`` held as
+``generator`` by its sampler or batch sampler. A sampler that keeps its own random state in
+some other form, or a dataset that changes itself when read, is not covered.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import itertools
+import random
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from shmguard.estimate import padded_bytes
+from shmguard.units import format_iec
+
+#: Batches sized by default: the largest counts (variable-size data such as padded text or
+#: detection targets differs from batch to batch).
+DEFAULT_SIZED_BATCHES = 3
+#: Containers nested deeper than this are not walked.
+_MAX_DEPTH = 32
+
+
+def shm_leaves(batch: Any) -> list[int]:
+    """``nbytes`` of each distinct tensor storage in ``batch`` (a tensor, or mappings,
+    sequences, dataclasses and plain objects holding tensors, to 32 levels): what a worker puts
+    in /dev/shm for it. A storage shared by several views counts once, whole (a view pins its
+    whole storage, torch_shm.md section 4). numpy arrays, strings, bytes and numbers count
+    nothing (they are pickled through the pipe). Needs torch."""
+    import torch
+
+    seen: set[int] = set()
+    ids: set[int] = set()
+    out: list[int] = []
+
+    def walk(obj: Any, depth: int) -> None:
+        if depth > _MAX_DEPTH or obj is None or isinstance(obj, (str, bytes, int, float)):
+            return
+        if isinstance(obj, torch.Tensor):
+            out.extend(_storage_bytes(obj, seen))
+            return
+        if id(obj) in ids:
+            return
+        ids.add(id(obj))
+        if isinstance(obj, Mapping):
+            for value in obj.values():
+                walk(value, depth + 1)
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            for value in obj:
+                walk(value, depth + 1)
+        elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            for f in dataclasses.fields(obj):
+                walk(getattr(obj, f.name, None), depth + 1)
+        elif type(obj).__module__ != "numpy" and hasattr(obj, "__dict__"):
+            for value in vars(obj).values():
+                walk(value, depth + 1)
+
+    walk(batch, 0)
+    return out
+
+
+def _storage_bytes(t: Any, seen: set[int]) -> list[int]:
+    """The bytes of ``t``'s storage, once per storage (by data pointer), or of its parts for
+    a sparse or nested tensor."""
+    try:
+        storage = t.untyped_storage()
+    except (RuntimeError, NotImplementedError):  # sparse, nested: count what it holds
+        return [t.element_size() * t.numel()]
+    key = storage.data_ptr()
+    if key and key in seen:
+        return []
+    if key:
+        seen.add(key)
+    return [storage.nbytes()]
+
+
+@dataclass(frozen=True)
+class BatchSizing:
+    """One batch's /dev/shm bytes, and where the figure comes from.
+
+    Attributes:
+        pages: ``B'`` in bytes: the largest sized batch's storages, each page-rounded (or the
+            stated ``batch_bytes``, page-rounded).
+        smallest: ``B'`` of the smallest sized batch (equal to ``pages`` for one batch).
+        batches: how many batches were made in the main process (0 when none was).
+        origin: ``batches`` (made and sized here), ``stated`` (the caller's ``batch_bytes``)
+            or ``failed-allocation`` (the size a failed PyTorch allocation asked for: what
+            the guard falls back to when it cannot make a batch).
+        storages: storages in the largest batch (0 when none was made).
+    """
+
+    pages: int
+    smallest: int
+    batches: int
+    origin: Literal["batches", "stated", "failed-allocation"] = "batches"
+    storages: int = 0
+
+    @property
+    def varies(self) -> bool:
+        """The sized batches differed in size."""
+        return self.smallest != self.pages
+
+    @property
+    def basis(self) -> str:
+        """One phrase saying where ``pages`` comes from, for messages."""
+        if self.origin == "stated":
+            return "batch_bytes as given, rounded up to whole pages"
+        if self.origin == "failed-allocation":
+            return "the size a failed allocation asked for (no batch could be made here)"
+        if self.batches == 1:
+            return "one batch made in the main process"
+        spread = (
+            f"sizes {format_iec(self.smallest)} to {format_iec(self.pages)}: variable-size data"
+            if self.varies
+            else "all the same size"
+        )
+        return f"the largest of {self.batches} batches made in the main process, {spread}"
+
+
+def stated_sizing(batch_bytes: int) -> BatchSizing:
+    """A :class:`BatchSizing` for a size the caller states (one storage, page-rounded).
+
+    Raises:
+        ValueError: for ``batch_bytes`` <= 0.
+    """
+    if isinstance(batch_bytes, bool) or not isinstance(batch_bytes, int) or batch_bytes <= 0:
+        raise ValueError(f"batch_bytes must be int bytes > 0, got {batch_bytes!r}")
+    pages = padded_bytes((batch_bytes,))
+    return BatchSizing(pages=pages, smallest=pages, batches=0, origin="stated")
+
+
+def is_iterable_style(loader: Any) -> bool:
+    """Whether ``loader``'s dataset is an ``IterableDataset`` (nothing to index). Needs torch."""
+    from torch.utils.data import IterableDataset
+
+    return isinstance(loader.dataset, IterableDataset)
+
+
+def size_batches(loader: Any, batches: int = DEFAULT_SIZED_BATCHES) -> BatchSizing:
+    """Make up to ``batches`` batches of a map-style ``loader`` in this process, as its
+    workers would, and size them (module docstring: what is made, what is restored).
+
+    Raises:
+        ValueError: ``batches`` < 1, an iterable-style dataset, or a sampler that yields
+            nothing.
+        Exception: whatever the dataset or collate function raises.
+    """
+    if batches < 1:
+        raise ValueError(f"batches must be >= 1, got {batches}")
+    if is_iterable_style(loader):
+        raise ValueError("an IterableDataset cannot be sized without reading it: give batch_bytes")
+    auto = loader.batch_sampler is not None
+    sizes: list[tuple[int, int]] = []
+    with preserved_random_state(loader):
+        indices = list(itertools.islice(iter(loader.batch_sampler or loader.sampler), batches))
+        for index in indices:
+            batch = loader.collate_fn(_fetch(loader.dataset, index, auto))
+            leaves = shm_leaves(batch)
+            sizes.append((padded_bytes(leaves) if leaves else 0, len(leaves)))
+            del batch
+    if not sizes:
+        raise ValueError("the loader's sampler yields no batch: nothing to size")
+    pages, storages = max(sizes)
+    return BatchSizing(pages, min(s for s, _ in sizes), len(sizes), "batches", storages)
+
+
+def _fetch(dataset: Any, index: Any, auto: bool) -> Any:
+    # torch/utils/data/_utils/fetch.py, _MapDatasetFetcher.fetch (torch 2.13)
+    if not auto:
+        return dataset[index]
+    getitems = getattr(dataset, "__getitems__", None)
+    if getitems:
+        return getitems(index)
+    return [dataset[i] for i in index]
+
+
+def _generators(loader: Any) -> list[Any]:
+    import torch
+
+    owners = [loader, loader.sampler, loader.batch_sampler]
+    owners.append(getattr(loader.batch_sampler, "sampler", None))
+    found: dict[int, Any] = {}
+    for owner in owners:
+        gen = getattr(owner, "generator", None)
+        if isinstance(gen, torch.Generator):
+            found[id(gen)] = gen
+    return list(found.values())
+
+
+@contextlib.contextmanager
+def preserved_random_state(loader: Any = None) -> Iterator[None]:
+    """Restore, on exit, the random states drawing batches may consume: Python's, numpy's
+    global one (when numpy is imported), torch's CPU generator, the CUDA generators when CUDA
+    is initialised, and the ``torch.Generator`` objects of ``loader`` and its samplers."""
+    import torch
+
+    py = random.getstate()
+    np_mod = sys.modules.get("numpy")
+    np_state = np_mod.random.get_state() if np_mod is not None else None
+    cpu = torch.get_rng_state()
+    initialized = torch.cuda.is_initialized()  # type: ignore[no-untyped-call]
+    cuda = torch.cuda.get_rng_state_all() if initialized else None
+    gens = [(g, g.get_state()) for g in (_generators(loader) if loader is not None else [])]
+    try:
+        yield
+    finally:
+        random.setstate(py)
+        if np_mod is not None and np_state is not None:
+            np_mod.random.set_state(np_state)
+        torch.set_rng_state(cpu)
+        if cuda is not None:
+            torch.cuda.set_rng_state_all(cuda)
+        for gen, state in gens:
+            gen.set_state(state)

@@ -1,0 +1,87 @@
+"""The guard's watcher: the one sampler on /dev/shm, and the one stall verdict over what it saw.
+
+Used by :mod:`shmguard.torch.guarded`; see its docstring for how the main thread is woken to
+ask it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+from shmguard.estimate import padded_bytes
+from shmguard.torch.errors import ShmState
+from shmguard.triage.stall import ShmObservation, StallVerdict, failed_torch_blocks, stall_verdict
+
+#: Default seconds without a batch, on a full /dev/shm, before the guard calls it a hang.
+DEFAULT_STALL_AFTER = 30.0
+#: Default seconds between the watcher's statvfs polls.
+DEFAULT_WATCH_INTERVAL = 0.05
+
+
+def recommended_timeout(longest_wait: float) -> int:
+    """Seconds for ``DataLoader(timeout=...)``: ten times the longest wait for a batch seen
+    (the first batch, with the workers' start, left out), rounded up to 10 s, at least 60."""
+    return max(60, math.ceil(longest_wait) * 10)
+
+
+def failed_files(path: str, before: frozenset[str]) -> tuple[tuple[str, int], ...]:
+    out = []
+    for name in sorted(failed_torch_blocks(path) - before):
+        try:
+            out.append((name, os.stat(os.path.join(path, name)).st_size))
+        except OSError:
+            continue
+    return tuple(out)
+
+
+class Watch:
+    """The watcher thread (the one sampler) and the stall verdict over what it saw."""
+
+    def __init__(self, path: str, interval: float, stall_after: float, margin: int) -> None:
+        from shmguard.measure.sampler import ShmSampler
+
+        self.path = path
+        self.stall_after = stall_after
+        self.margin = margin
+        self.sampler = ShmSampler(
+            path, interval=interval, realtime=False, events=True, fast_switch=False
+        )
+        self.before = failed_torch_blocks(path)
+        self.sampler.start()
+        self.baseline = self.sampler.used
+
+    def state(self) -> ShmState:
+        s = self.sampler
+        return ShmState(
+            self.path, s.used, s.total, s.peak, self.baseline, failed_files(self.path, self.before)
+        )
+
+    def observe(self, waited: float, state: ShmState | None = None) -> StallVerdict:
+        state = state or self.state()
+        asked = max((n for _, n in state.failed_files), default=0)
+        quiet = min(waited, self.sampler.since_change())
+        obs = ShmObservation(
+            used=state.used,
+            total=state.total,
+            peak=state.peak,
+            margin=max(self.margin, padded_bytes((asked,)) if asked else 0),
+            failed_blocks=len(state.failed_files),
+            quiet=quiet,
+        )
+        return stall_verdict(obs, self.stall_after)
+
+    def stop(self) -> None:
+        self.sampler.cancel()  # no join: the thread ends within one interval on its own
+
+
+def chain_text(err: BaseException) -> str:
+    """The text of ``err`` and every exception it was raised from or during."""
+    parts: list[str] = []
+    seen: set[int] = set()
+    e: BaseException | None = err
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        parts.append(f"{type(e).__name__}: {e}")
+        e = e.__cause__ or e.__context__
+    return "\n".join(reversed(parts))
