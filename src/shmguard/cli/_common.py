@@ -51,7 +51,8 @@ def no_color_requested() -> bool:
 
 def use_color() -> bool:
     """Colour only on a terminal and never when NO_COLOR is requested."""
-    return not no_color_requested() and sys.stdout.isatty()
+    tty = sys.stdout is not None and sys.stdout.isatty()  # None: stdout closed (`>&-`)
+    return not no_color_requested() and tty
 
 
 def console() -> Console:
