@@ -59,29 +59,3 @@ def exec_command(argv: list[str], mask: set[int | signal.Signals] | None = None)
 def exec_failure(prog: str, err: int) -> tuple[int, str]:
     """(status, message) for an ``execvp`` that failed with ``err``."""
     return (127 if err == errno.ENOENT else 126), f"{prog}: {os.strerror(err)}"
-
-
-def closed_std_fds() -> frozenset[int]:
-    """Which of fds 0, 1 and 2 are closed (shmguard started with ``<&-``, ``>&-``, ``2>&-``)."""
-    closed = set()
-    for fd in (0, 1, 2):
-        try:
-            os.fstat(fd)
-        except OSError:
-            closed.add(fd)
-    return frozenset(closed)
-
-
-def occupy_fds(fds: frozenset[int]) -> list[int]:
-    """Put a close-on-exec /dev/null on each of ``fds`` (closed standard fds), so the pipes
-    made next cannot take those numbers: a pipe on fd 1 would be relayed into itself, or
-    handed to the command as its stdout. The command still finds them closed: the
-    placeholders close at ``execve``. Returns the fds to close later."""
-    held = []
-    for fd in sorted(fds):
-        new = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
-        if new != fd:
-            os.dup2(new, fd, inheritable=False)
-            os.close(new)
-        held.append(fd)
-    return held

@@ -45,13 +45,7 @@ from dataclasses import dataclass
 
 from shmguard.measure._nsinit import FORWARD, SI_KERNEL, TTY_SIGNALS, WAIT_SET
 from shmguard.measure._threads import start_thread
-from shmguard.measure.execute import (
-    STOP_SIGNALS,
-    closed_std_fds,
-    exec_failure,
-    occupy_fds,
-    signal_name,
-)
+from shmguard.measure.execute import STOP_SIGNALS, exec_failure, signal_name
 from shmguard.measure.sandbox import TAIL_BYTES
 
 #: prctl(2) option: orphaned descendants are reparented to this process (Linux 3.4+).
@@ -149,7 +143,6 @@ class Supervisor:
         self._err_r: int | None = None
         self._tails = {"stdout": _Tail(), "stderr": _Tail()}
         self._threads: list[threading.Thread] = []
-        self._placeholders: list[int] = []
         self.relayed: tuple[str, ...] = ()
 
     def __enter__(self) -> Supervisor:
@@ -168,9 +161,7 @@ class Supervisor:
         self._mask = signal.pthread_sigmask(signal.SIG_BLOCK, WAIT_SET)
         if os.getpid() != 1:
             self.subreaper = _prctl(PR_SET_CHILD_SUBREAPER, 1)
-        closed = closed_std_fds()
-        self._placeholders = occupy_fds(closed)
-        pipes = self._plan_pipes(closed)
+        pipes = self._plan_pipes()
         gate_r, self._gate_w = os.pipe()
         self._err_r, err_w = os.pipe()
         pid = os.fork()
@@ -188,17 +179,14 @@ class Supervisor:
         self.relayed = tuple(names[fd] for fd in pipes)
 
     @staticmethod
-    def _plan_pipes(closed: frozenset[int] = frozenset()) -> dict[int, tuple[int, int]]:
-        """A pipe for each of fds 1 and 2 that is open (not in ``closed``) and not a terminal.
-        When both are the
+    def _plan_pipes() -> dict[int, tuple[int, int]]:
+        """A pipe for each of fds 1 and 2 that is open and not a terminal. When both are the
         same file (``> job.log 2>&1``, ``2>&1 | tee``) they share one pipe, relayed by one
         thread to fd 1, so the order of stdout and stderr lines in that file stays exactly as
         the command wrote them."""
         pipes: dict[int, tuple[int, int]] = {}
         stats = {}
         for fd in (1, 2):
-            if fd in closed:
-                continue
             try:
                 st = os.fstat(fd)
                 tty = os.isatty(fd)
@@ -410,10 +398,6 @@ class Supervisor:
         if self._err_r is not None:
             os.close(self._err_r)
             self._err_r = None
-        for fd in self._placeholders:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self._placeholders = []
         if self.subreaper:
             self.subreaper = not _prctl(PR_SET_CHILD_SUBREAPER, 0)
         if self._mask is not None:
