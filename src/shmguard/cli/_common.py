@@ -20,7 +20,10 @@ EXIT_USAGE = 2
 
 def error_line(message: str) -> None:
     """Print ``shmguard: error: <message>`` on stderr (one line) and go on: for an error that
-    does not stop the command (one unreadable file of several with ``explain --per-file``)."""
+    does not stop the command (one unreadable file of several with ``explain --per-file``).
+    Nothing is printed when stderr is closed (``2>&-``: Python's ``sys.stderr`` is None)."""
+    if sys.stderr is None:
+        return
     sys.stderr.write(f"shmguard: error: {message}\n")
     sys.stderr.flush()
 
@@ -48,7 +51,8 @@ def no_color_requested() -> bool:
 
 def use_color() -> bool:
     """Colour only on a terminal and never when NO_COLOR is requested."""
-    return not no_color_requested() and sys.stdout.isatty()
+    tty = sys.stdout is not None and sys.stdout.isatty()  # None: stdout closed (`>&-`)
+    return not no_color_requested() and tty
 
 
 def console() -> Console:

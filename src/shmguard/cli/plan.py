@@ -37,6 +37,13 @@ def _at_least(value: int | None, low: int, flag: str) -> None:
         fail(f"{flag}: must be >= {low}, got {value}")
 
 
+def _out(line: str) -> None:
+    """Print one line on stdout, unless stdout is closed (``>&-``: Python's ``sys.stdout`` is
+    None), where only the exit status is wanted."""
+    if sys.stdout is not None:
+        sys.stdout.write(line + "\n")
+
+
 def _free_shm() -> tuple[int, int | None]:
     """(free, total) bytes of this machine's /dev/shm (statvfs ``f_bavail``), or exit 2."""
     from shmguard.inspect._read import read_text
@@ -54,7 +61,12 @@ def plan(
     sample_shape: str | None = typer.Option(
         None, "--sample-shape", metavar="D,D,...", help="One sample's shape, e.g. 3,224,224."
     ),
-    dtype: str = typer.Option("float32", "--dtype", help="The sample's dtype (torch or numpy)."),
+    dtype: str | None = typer.Option(
+        None,
+        "--dtype",
+        help="The sample's dtype (torch or numpy) [default: float32].",
+        show_default=False,
+    ),
     num_workers: int | None = typer.Option(
         None, "--num-workers", help="DataLoader num_workers (required unless --max-workers)."
     ),
@@ -111,7 +123,13 @@ def plan(
     """
     from dataclasses import replace
 
-    from shmguard.estimate.plan import PlanRequest, check_fit, make_plan, parse_shape
+    from shmguard.estimate.plan import (
+        PlanRequest,
+        PlanTooLarge,
+        check_fit,
+        make_plan,
+        parse_shape,
+    )
 
     for value, low, flag in (
         (batch_size, 1, "--batch-size"),
@@ -137,6 +155,13 @@ def plan(
     if nbytes is None and (batch_size is None or shape is None):
         missing = "--batch-size" if batch_size is None else "--sample-shape"
         fail(f"{missing}: required (give --batch-size and --sample-shape, or --batch-bytes)")
+    if nbytes is not None and dtype is not None:
+        fail(
+            "--dtype: describes --sample-shape's elements; with --batch-bytes give the batch's "
+            "bytes only"
+        )
+    if dtype is None:
+        dtype = "float32"
     if nbytes is None:
         from shmguard.estimate.dataloader import DTYPE_BYTES
 
@@ -174,7 +199,17 @@ def plan(
         workers = workers_that_fit(request, free)
         if num_workers is None:  # the plan is then the one for the workers that fit
             request = replace(request, num_workers=max(workers, 1))
-    result = make_plan(request, policy)
+    try:
+        result = make_plan(request, policy)
+    except PlanTooLarge as err:
+        if err.part == "memory":
+            fail(f"--model-peak/--margin: the plan {err}")
+        flags = "--batch-bytes" if nbytes is not None else "--batch-size/--sample-shape"
+        r = request
+        fail(
+            f"{flags}: with {r.num_workers} worker(s) x prefetch {r.prefetch_factor} x "
+            f"{r.local_ranks} rank(s) x {r.loaders} loader(s), the predicted peak {err}"
+        )
     if check and free is not None:
         fit = check_fit(result, free, path=SHM, total=total)
     failed = (fit is not None and not fit.fits) or workers == 0
@@ -184,23 +219,23 @@ def plan(
         snips = fix_snippets(result, (_RUNTIME[fmt.value],))
         if not snips:
             fail("num_workers=0 uses no /dev/shm: there is no size to write", EXIT_FINDINGS)
-        sys.stdout.write(snips[0].text + "\n")
+        _out(snips[0].text)
         raise typer.Exit(EXIT_OK)
     if fmt is _Format.json:
         from shmguard.render.json import dumps
         from shmguard.render.plan_text import plan_body
 
-        sys.stdout.write(dumps("plan", plan_body(result, fit, workers, free)) + "\n")
+        _out(dumps("plan", plan_body(result, fit, workers, free)))
     elif max_workers and num_workers is None:
         from shmguard.render.plan_text import max_workers_line
 
         assert workers is not None and free is not None
-        sys.stdout.write(max_workers_line(workers, free, SHM, result) + "\n")
+        _out(max_workers_line(workers, free, SHM, result))
     else:
         from shmguard.cli._runopts import _print
         from shmguard.render.plan_text import max_workers_line, plan_report
 
         _print(plan_report(result, fit))
         if workers is not None and free is not None:
-            sys.stdout.write(max_workers_line(workers, free, SHM, result) + "\n")
+            _out(max_workers_line(workers, free, SHM, result))
     raise typer.Exit(EXIT_FINDINGS if failed else EXIT_OK)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 
 from shmguard.cli._app import app
-from shmguard.cli._common import no_color_requested, size_option
+from shmguard.cli._common import error_line, no_color_requested, size_option
 from shmguard.cli._config import ConfigOption, settings
 from shmguard.cli._runopts import _CTX, _Command, _positive
 
@@ -32,9 +32,16 @@ EXIT_REQUIRE = 1
 
 
 def _stop(message: str, code: int) -> NoReturn:
-    sys.stderr.write(f"shmguard: error: {message}\n")
-    sys.stderr.flush()
+    error_line(message)
     raise typer.Exit(code)
+
+
+def _flush_std() -> None:
+    """Flush stdout and stderr before the command takes over; either is None when shmguard
+    was started with that fd closed (``>&-``), and the command then inherits it closed."""
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            stream.flush()
 
 
 def _resolve(command: list[str] | None) -> list[str]:
@@ -60,7 +67,8 @@ def _err_console() -> Console:
 
     if no_color_requested():
         return Console(stderr=True, color_system=None, highlight=False, soft_wrap=False)
-    return Console(stderr=True, no_color=not sys.stderr.isatty(), highlight=False, soft_wrap=False)
+    tty = sys.stderr is not None and sys.stderr.isatty()  # None: fd 2 closed (`2>&-`)
+    return Console(stderr=True, no_color=not tty, highlight=False, soft_wrap=False)
 
 
 @app.command(context_settings=_CTX)
@@ -151,8 +159,7 @@ def run(
         print_parts(err, require_failure_parts(report, needed, argv, snippets=brief))
         raise typer.Exit(EXIT_REQUIRE)
     _not_stopped(argv)
-    sys.stdout.flush()
-    sys.stderr.flush()
+    _flush_std()
     if not watch:
         from shmguard.measure.execute import exec_command
 
@@ -172,10 +179,11 @@ def _not_stopped(argv: list[str]) -> None:
 
     sig = pending_stop()
     if sig is not None:
-        sys.stderr.write(
-            f"shmguard run: {signal_name(sig)} received before the command started; "
-            f"not starting {command_text(argv)}\n"
-        )
+        if sys.stderr is not None:
+            sys.stderr.write(
+                f"shmguard run: {signal_name(sig)} received before the command started; "
+                f"not starting {command_text(argv)}\n"
+            )
         raise typer.Exit(128 + sig)
 
 

@@ -26,6 +26,12 @@ from shmguard.estimate.policy import Policy, Sized, memory_limit_for, memory_mar
 from shmguard.model.fix import Change, shm_changes
 from shmguard.units import format_iec
 
+#: The largest size any runtime takes, in bytes: Docker's ``HostConfig.ShmSize`` and
+#: ``Memory`` are int64 (docker/docker api/types/container/hostconfig.go), and a Kubernetes
+#: quantity beyond int64 no longer converts to bytes (apimachinery resource.Quantity
+#: ``Value``); go-units' ``RAMInBytes`` overflows there too.
+MAX_SIZE = 2**63 - 1
+
 #: The most workers :func:`workers_that_fit` tries; an answer equal to it means "this many or
 #: more".
 WORKERS_LIMIT = 256
@@ -36,17 +42,35 @@ def parse_shape(text: str) -> tuple[int, ...]:
 
     Raises:
         ValueError: for anything but positive integers separated by commas (``3x224``, ``-1``,
-            ``0``, an empty string), with a message that quotes the text.
+            ``0``, an empty string, a dimension of more than 19 digits), with a message that
+            quotes the text.
     """
     parts = [p.strip() for p in text.split(",")]
     if not text.strip() or not all(p.isascii() and p.isdigit() for p in parts):
         raise ValueError(
             f"invalid shape {text!r}: write positive integers separated by commas, e.g. 3,224,224"
         )
+    if any(len(p.lstrip("0")) > 19 for p in parts):  # int() refuses 4300+ digits
+        short = text if len(text) <= 40 else text[:37] + "..."
+        raise ValueError(f"invalid shape {short!r}: a dimension has more than 19 digits")
     dims = tuple(int(p) for p in parts)
     if any(d < 1 for d in dims):
         raise ValueError(f"invalid shape {text!r}: every dimension must be >= 1")
     return dims
+
+
+class PlanTooLarge(ValueError):
+    """A plan whose /dev/shm size (``part`` ``"shm"``) or memory limit (``"memory"``) would
+    be more than :data:`MAX_SIZE` bytes: no runtime can be given it, so there is nothing to
+    print. ``size`` is the need (``"shm"``: the predicted peak) or the limit, in bytes."""
+
+    def __init__(self, part: str, size: int) -> None:
+        self.part = part
+        self.size = size
+        what = "a /dev/shm" if part == "shm" else "a memory limit"
+        super().__init__(
+            f"needs {what} of more than 8 EiB (2^63 - 1 bytes), the most Docker or Kubernetes takes"
+        )
 
 
 @dataclass(frozen=True)
@@ -154,6 +178,7 @@ def make_plan(request: PlanRequest, policy: Policy | None = None) -> Plan:
     margin, rounded (:func:`memory_limit_for`).
 
     Raises:
+        PlanTooLarge: the shm size or the memory limit would be more than :data:`MAX_SIZE`.
         ValueError: for a request the model rejects (the message names the parameter).
     """
     policy = policy or Policy()
@@ -163,7 +188,11 @@ def make_plan(request: PlanRequest, policy: Policy | None = None) -> Plan:
     if pred.peak == 0:
         basis = "no /dev/shm is needed, so nothing sets a memory limit"
         return Plan(request, storages, spec.batch_pages, pred, None, None, basis)
+    if pred.peak > MAX_SIZE:  # before shm_size_for: a float of it may overflow
+        raise PlanTooLarge("shm", pred.peak)
     shm = shm_size_for(pred.peak, policy, what="predicted peak")
+    if shm.bytes > MAX_SIZE:
+        raise PlanTooLarge("shm", shm.bytes)
     limit: int | None = None
     if request.model_peak is None:
         basis = "no --model-peak given: a memory limit needs the job's peak memory without /dev/shm"
@@ -171,6 +200,8 @@ def make_plan(request: PlanRequest, policy: Policy | None = None) -> Plan:
         non_shm = request.model_peak + pred.pinned_memory
         limit = memory_limit_for(shm.bytes, policy, non_shm=non_shm)
         assert limit is not None
+        if limit > MAX_SIZE:
+            raise PlanTooLarge("memory", limit)
         margin = memory_margin(non_shm, policy)
         pinned = f" + pinned copies {format_iec(pred.pinned_memory)}" if pred.pinned_memory else ""
         basis = (
