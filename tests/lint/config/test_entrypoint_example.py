@@ -7,6 +7,7 @@ tests/e2e/test_run_entrypoint_e2e.py."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import subprocess
@@ -62,7 +63,11 @@ def test_the_entrypoint_is_exec_form_shmguard_run_with_watch() -> None:
     assert argv[:2] == ["shmguard", "run"] and argv[-1] == "--"
     assert "--watch" in argv
     cmd = next(ln for ln in DOCKERFILE.read_text().splitlines() if ln.startswith("CMD"))
-    assert json.loads(cmd.removeprefix("CMD")) == ["python", "train.py"]
+    # The default command is shipped in the image (the shmguard wheel), not a file the reader
+    # must add: it used to be `python train.py`, with no train.py anywhere.
+    python, flag, module = json.loads(cmd.removeprefix("CMD"))
+    assert (python, flag) == ("python", "-m")
+    assert importlib.util.find_spec(module) is not None, module
 
 
 def test_the_sizes_meet_the_requirement() -> None:
