@@ -13,7 +13,7 @@ from shmguard.measure.hang import HangDetector
 from shmguard.measure.outcome import TRIAL_TIME, Cause, Outcome, alloc_errors, classify
 from shmguard.measure.sampler import OwnerSnapshot, ShmSampler, Timeline
 from shmguard.measure.sandbox import Sandbox, SandboxError, SandboxSpec
-from shmguard.measure.survive import SurvivalCheck
+from shmguard.measure.survive import STOP_GRACE, SurvivalCheck
 from shmguard.model.fact import Fact
 from shmguard.triage.text import classify_text
 from shmguard.units import GiB, MiB, format_iec
@@ -212,7 +212,7 @@ def measure_command(
     on_start: Callable[[Sandbox], None] | None = None,
     strict: bool = False,
     run_for: float | None = None,
-    stop_grace: float = 5.0,
+    stop_grace: float = STOP_GRACE,
 ) -> MeasureResult:
     """Run ``command`` in a sandbox and measure its /dev/shm use.
 

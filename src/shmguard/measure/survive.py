@@ -20,6 +20,8 @@ from collections.abc import Callable
 from shmguard.measure.hang import HangDetector
 from shmguard.measure.sampler import ShmSampler
 
+#: Seconds between the SIGTERM that stops a run at its trial time and the SIGKILL.
+STOP_GRACE = 5.0
 #: Bounds of the settle time in seconds.
 SETTLE_MIN, SETTLE_MAX = 0.5, 30.0
 
