@@ -138,7 +138,7 @@ def probe(
         help="tmpfs of the measuring run (default half of RAM, >= 1 GiB).",
     ),
     tolerance: str = typer.Option(
-        "5%", "--tolerance", metavar="PCT", help="Resolution of the bisection."
+        "5%", "--tolerance", metavar="PCT", help="Resolution of the search."
     ),
     confirm: int = typer.Option(3, "--confirm", help="Passes in a row required at the minimum."),
     trial_timeout: float | None = typer.Option(

@@ -2,13 +2,14 @@
 
 1. One measuring run with a generous tmpfs gives the peak, and for a PyTorch DataLoader the
    workers and the batch size (the owner scans' ``torch_*`` blocks).
-2. **From the model** (when the measuring run saw a DataLoader): the first trial runs at the
-   model's steady level for that loader (:func:`~shmguard.estimate.observed.observed_loader`),
-   rounded up to a MiB, the second one tolerance step below it (or above it, when the first
-   failed). A pass above a failure one step apart brackets the minimum at once. When both
-   pass (a fast consumer, whose queues rarely fill, can need less), one more trial one batch
-   lower; when both fail (batches the program keeps, other shm users), an upper bound from
-   the model's transient peak and the measured peak.
+2. **From the model** (when the measuring run saw a DataLoader): the first trial (``predict``)
+   runs at the model's steady level for that loader
+   (:func:`~shmguard.estimate.observed.observed_loader`), rounded up to a MiB; the second
+   (``bracket``) one tolerance step below it when the first passed, above it when it failed.
+   A pass above a failure one step apart brackets the minimum at once. When the size below
+   passes too (the queues did not fill in that run: a short run, a fast consumer), the search
+   bisects below it; when both fail (batches the program keeps, other shm users), an upper
+   bound from the model's transient peak and the measured peak, then bisection between.
    **Without a DataLoader**: a passing upper bound near the measured peak (raised by half
    until a trial passes).
 3. Bisection inside the bracket, on whole MiB, until the gap is at most ``tolerance`` of the
@@ -21,8 +22,8 @@
 5. The recommendation (the larger of minimum and measured peak, plus headroom, rounded to a
    clean value) is run once more to verify it.
 
-For the bundled examples this is 6 runs when the model's level holds (1 measuring, 2 to
-bracket, 2 more confirmations, 1 verification) against 9 to 12 for the search from the peak
+When the model's level holds this is 6 runs (1 measuring, 2 to bracket, 2 more
+confirmations, 1 verification) against 9 to 12 for the search from the peak
 (benchmarks/probe_cost.py). Progress goes to an optional observer; the library never prints.
 """
 
@@ -113,20 +114,17 @@ class _Search:
         level = round_up(model.prediction.steady, MiB)
         if self.trial(level, "predict"):
             self.hi = level
-            streak = self.confirm(confirm)
             below = level - self.step(level)
-            if streak < confirm or self.hi != level or below <= self.lo:
-                return streak  # (the floor is assumed to fail)
-            # Below a slow consumer's steady level passes are luck (its queues did not fill),
-            # so a lower size counts only once it passed `confirm` times in a row.
-            for i in range(confirm):
-                if self.spent():
-                    return streak
-                if not self.trial(below, "bracket" if i == 0 else "confirm"):
+            if below > self.lo and not self.spent():  # (the floor is assumed to fail)
+                if self.trial(below, "bracket"):
+                    # Less than the model's level was enough this time: the queues did not
+                    # fill (a short run, a fast consumer) or the loader is set lower. Bisect
+                    # below it; the confirmations decide whether that was luck.
+                    self.hi = below
+                    self.bisect()
+                else:
                     self.lo = below
-                    return streak
-            self.hi = below  # the job needs less than the model's level: bisect below it
-            return self.confirm(confirm) if self.bisect() else confirm
+            return self.confirm(confirm)
         self.lo = level
         above = level + self.step(level)
         if above < self.top and not self.spent():
@@ -143,9 +141,8 @@ class _Search:
         self.bisect()
         return self.confirm(confirm)
 
-    def bisect(self) -> bool:
-        """Halve the gap until it is within the tolerance; True when ``hi`` moved."""
-        start = self.hi
+    def bisect(self) -> None:
+        """Halve the gap until it is within the tolerance."""
         while self.hi - self.lo > max(int(self.tolerance * self.hi), MiB) and not self.spent():
             mid = round_up((self.lo + self.hi) // 2, MiB)
             if mid >= self.hi:
@@ -156,7 +153,6 @@ class _Search:
                 self.hi = mid
             else:
                 self.lo = mid
-        return self.hi != start
 
     def confirm(self, confirm: int) -> int:
         """Passes in a row at ``hi`` (the pass that made it the candidate counts); a failure
