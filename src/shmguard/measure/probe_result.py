@@ -24,9 +24,9 @@ class Trial:
 
     Attributes:
         size: tmpfs bytes.
-        phase: one of :data:`PHASES`: ``predict`` (the model's steady level), ``bracket`` (a
-            size next to it, or one batch lower), ``bound`` (a passing upper bound from the
-            measured peak), ``bisect``, ``confirm`` or ``verify``.
+        phase: one of :data:`PHASES`: ``predict`` (the DataLoader model's steady level),
+            ``bracket`` (one tolerance step below it, or above it when it failed), ``bound`` (an
+            upper bound from the measured peak), ``bisect``, ``confirm`` or ``verify``.
         passed: whether the command succeeded.
         outcome: the outcome class.
         summary: the cause in one sentence.
