@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from shmguard import units
 from shmguard.units import (
+    DurationError,
     GiB,
     MiB,
     SizeError,
@@ -19,6 +20,7 @@ from shmguard.units import (
     format_k8s_quantity,
     k8s_quantity_bytes,
     parse_docker_size,
+    parse_duration,
     parse_ecs_mib,
     parse_k8s_quantity,
     parse_size_flag,
@@ -283,3 +285,45 @@ def test_size_flag_errors_are_ours_not_go_units(text: str) -> None:
 )
 def test_round_up(n: int, unit: int, expected: int) -> None:
     assert units.round_up(n, unit) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("30s", 30.0),
+        ("2m", 120.0),
+        ("1m30s", 90.0),
+        ("1.5h", 5400.0),
+        ("300ms", 0.3),
+        (".5s", 0.5),
+        ("90", 90.0),
+        ("2.5", 2.5),
+        (" 10s ", 10.0),
+    ],
+)
+def test_parse_duration(text: str, seconds: float) -> None:
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "invalid duration '': empty"),
+        ("-5s", "invalid duration '-5s': must not be negative"),
+        ("0", "invalid duration '0': must be greater than 0"),
+        ("0s", "invalid duration '0s': must be greater than 0"),
+        ("inf", "invalid duration 'inf': must be finite"),
+        ("nan", "invalid duration 'nan': must be finite"),
+        ("2d", "invalid duration '2d': unknown unit 'd'"),
+        ("5sec", "invalid duration '5sec': unknown unit 'sec'"),
+        ("1m30", "invalid duration '1m30': no unit after '30'"),
+        ("1m 30s", "invalid duration '1m 30s': no spaces"),
+        ("soon", "invalid duration 'soon'; write e.g. 30s, 2m, 1m30s, 1.5h or a number"),
+        ("1..2s", "invalid duration '1..2s'; write e.g."),
+    ],
+)
+def test_parse_duration_rejects(text: str, message: str) -> None:
+    with pytest.raises(DurationError) as err:
+        parse_duration(text)
+    assert str(err.value).startswith(message)
+    assert "\n" not in str(err.value)

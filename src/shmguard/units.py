@@ -368,3 +368,67 @@ def _suggest(text: str) -> str | None:
     if not m:
         return None
     return f"{m.group(1)}{m.group(2).lower()}"
+
+
+# --------------------------------------------------------------------------- durations
+
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+_DURATION_TOKEN = re.compile(r"([\d.]+)([^\d.]*)")
+_NUMBER = re.compile(r"\d+(?:\.\d*)?|\.\d+")
+DURATION_FORMS = "write e.g. 30s, 2m, 1m30s, 1.5h or a number of seconds"
+
+
+class DurationError(ValueError):
+    """A duration string shmguard does not accept. ``str(err)`` is a one-line message."""
+
+
+def parse_duration(text: str) -> float:
+    """Parse one of shmguard's duration options (``--trial-time``) into seconds (> 0).
+
+    Accepts a bare number of seconds (``90``, ``2.5``, as the seconds options take) or Go's
+    ``time.ParseDuration`` form, which Docker's ``--health-interval`` and Compose's
+    ``healthcheck.interval`` use: a sequence of decimal numbers each with a unit, ``300ms``,
+    ``30s``, ``2m``, ``1m30s``, ``1.5h`` (pkg.go.dev/time#ParseDuration; shmguard leaves out
+    ``ns``/``us`` and signs, which no run time needs).
+
+    Raises:
+        DurationError: empty, negative, zero, not finite, an unknown unit, or not a duration.
+    """
+    raw = text
+    text = text.strip()
+    if not text:
+        raise DurationError(f"invalid duration {raw!r}: empty; {DURATION_FORMS}")
+    if text.startswith("-"):
+        raise DurationError(f"invalid duration {raw!r}: must not be negative; {DURATION_FORMS}")
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = _go_duration(raw, text)
+    if not math.isfinite(seconds):
+        raise DurationError(f"invalid duration {raw!r}: must be finite; {DURATION_FORMS}")
+    if seconds <= 0:
+        raise DurationError(f"invalid duration {raw!r}: must be greater than 0")
+    return seconds
+
+
+def _go_duration(raw: str, text: str) -> float:
+    total, pos = 0.0, 0
+    for m in _DURATION_TOKEN.finditer(text):
+        num, unit = m.groups()
+        if m.start() != pos or not _NUMBER.fullmatch(num):
+            break
+        if not unit:
+            raise DurationError(
+                f"invalid duration {raw!r}: no unit after {num!r}; {DURATION_FORMS}"
+            )
+        if unit != unit.strip() or " " in unit:
+            raise DurationError(f"invalid duration {raw!r}: no spaces; {DURATION_FORMS}")
+        if unit not in _DURATION_UNITS:
+            raise DurationError(
+                f"invalid duration {raw!r}: unknown unit {unit!r}; {DURATION_FORMS}"
+            )
+        total += float(num) * _DURATION_UNITS[unit]
+        pos = m.end()
+    if pos != len(text) or pos == 0:
+        raise DurationError(f"invalid duration {raw!r}; {DURATION_FORMS}")
+    return total

@@ -137,7 +137,8 @@ def test_probe_recommendation_runs_the_seed_loader_to_completion(
     rec = result.recommendation.shm_size
     assert rec is not None and rec >= result.minimum * 1.25
     assert result.verified is True
-    assert {t.phase for t in result.trials} >= {"bisect", "verify"}
+    assert result.model is not None and result.model.workers == 4
+    assert {t.phase for t in result.trials} >= {"predict", "verify"}
     assert all(not t.passed for t in result.trials if t.size <= 64 * MiB)
     # ... and independently: the recommended size runs it to completion.
     again = run_sandboxed(SandboxSpec(tuple(argv), rec), output="capture", timeout=90)

@@ -23,6 +23,19 @@ _Command = Annotated[
     Optional[list[str]],  # noqa: UP045 - Typer evaluates this at runtime on Python 3.10
     typer.Argument(metavar="-- CMD ...", help=_CMD_HELP),
 ]
+#: ``--memory`` and ``--cpus`` of measure and probe (one definition: the same words in both).
+_Memory = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--memory",
+        metavar="SIZE",
+        help="Memory limit for each sandboxed run (tmpfs pages count against it).",
+    ),
+]
+_Cpus = Annotated[
+    Optional[float],  # noqa: UP045
+    typer.Option("--cpus", help="CPU quota for each sandboxed run, in CPUs (CFS bandwidth)."),
+]
 _Plot = Annotated[
     Optional[Path],  # noqa: UP045
     typer.Option(
@@ -104,6 +117,18 @@ def _limits(shm: int | None, memory: int | None, cpus: float | None) -> None:
             f"{format_iec(shm)}: tmpfs pages count against the memory limit, so the job is "
             "OOM-killed before /dev/shm can fill\n"
         )
+
+
+def _duration(text: str | None, flag: str) -> float | None:
+    """Parse a duration option (``30s``, ``2m``, ``1m30s``, seconds), or exit 2 with one line."""
+    from shmguard.units import DurationError, parse_duration
+
+    if text is None:
+        return None
+    try:
+        return parse_duration(text)
+    except DurationError as err:
+        fail(f"{flag}: {err}")
 
 
 #: Largest --confirm: probe stops after 30 trials, and more than 10 passes in a row at one size

@@ -21,7 +21,9 @@ from shmguard.cli._runopts import (
     _check_command,
     _check_plot,
     _Command,
+    _Cpus,
     _limits,
+    _Memory,
     _percent,
     _Plot,
     _positive,
@@ -150,10 +152,8 @@ def measure(
         metavar="SIZE",
         help="Sandbox /dev/shm size (default: half of RAM, at least 1 GiB).",
     ),
-    memory: str | None = typer.Option(
-        None, "--memory", metavar="SIZE", help="Memory limit for the run."
-    ),
-    cpus: float | None = typer.Option(None, "--cpus", help="CPU quota for the run."),
+    memory: _Memory = None,
+    cpus: _Cpus = None,
     headroom: str | None = typer.Option(
         None,
         "--headroom",

@@ -21,6 +21,10 @@ from shmguard.cli._runopts import (
     EXIT_INTERRUPTED,
     _check_command,
     _Command,
+    _Cpus,
+    _duration,
+    _limits,
+    _Memory,
     _percent,
     _positive,
     _print,
@@ -74,13 +78,15 @@ def _run_probe(argv: list[str], **kwargs: Any) -> Any:
         console=err_console,
         transient=True,
     ) as progress:
-        observer = _ProgressObserver(progress, estimate=1 + 5 + kwargs.get("confirm", 3))
+        # the typical search from the model: measuring run, 2 to bracket, confirmations, verify
+        observer = _ProgressObserver(progress, estimate=3 + kwargs.get("confirm", 3))
         result = probe_command(argv, observer=observer, **kwargs)
         progress.advance(observer.task)
     return result
 
 
 def _probe_body(result: Any) -> dict[str, Any]:
+    model = result.model
     return {
         "command": list(result.command),
         "measure": measure_body(result.measure),
@@ -89,6 +95,18 @@ def _probe_body(result: Any) -> dict[str, Any]:
         "confirm": result.confirm,
         "minimum": result.minimum,
         "minimum_basis": result.minimum_basis,
+        "start_basis": result.start_basis,
+        "model": None
+        if model is None
+        else {
+            "workers": model.workers,
+            "batch_bytes": model.batch_bytes,
+            "prefetch_factor": model.prefetch_factor,
+            "steady": model.prediction.steady,
+            "peak": model.prediction.peak,
+        },
+        "trial_time": result.trial_time,
+        "survived": result.survived,
         "stderr_tail": list(result.measure.stderr_tail),
         "trials": [{**_trial_dict(t)} for t in result.trials],
         "pass_rates": result.pass_rates,
@@ -120,12 +138,21 @@ def probe(
         help="tmpfs of the measuring run (default half of RAM, >= 1 GiB).",
     ),
     tolerance: str = typer.Option(
-        "5%", "--tolerance", metavar="PCT", help="Resolution of the bisection."
+        "5%", "--tolerance", metavar="PCT", help="Resolution of the search."
     ),
     confirm: int = typer.Option(3, "--confirm", help="Passes in a row required at the minimum."),
     trial_timeout: float | None = typer.Option(
         None, "--trial-timeout", help="Seconds per trial (default 3x the measuring run, >= 30)."
     ),
+    trial_time: str | None = typer.Option(
+        None,
+        "--trial-time",
+        metavar="DURATION",
+        help="For a job that never ends: a run still going after DURATION (30s, 2m) with "
+        "/dev/shm steady is stopped (SIGTERM, then SIGKILL) and passes.",
+    ),
+    memory: _Memory = None,
+    cpus: _Cpus = None,
     hang_after: float = typer.Option(
         5.0, "--hang-after", help="Seconds of full /dev/shm and no progress that count as a hang."
     ),
@@ -142,7 +169,10 @@ def probe(
     ),
     json_out: bool = typer.Option(False, "--json", help="JSON on stdout."),
 ) -> None:
-    """Find the smallest /dev/shm size at which CMD reliably succeeds (bisection).
+    """Find the smallest /dev/shm size at which CMD reliably succeeds.
+
+    For a PyTorch DataLoader the search starts from the model's steady level for the workers
+    and batches the first (measuring) run saw; otherwise it bisects below the measured peak.
 
     Exit status: 0 when a minimum was found, 1 when the command fails even at the ceiling or no
     size passed reliably, 2 for usage errors.
@@ -158,12 +188,15 @@ def probe(
         fail(f"--confirm: must be from 1 to {_MAX_CONFIRM}, got {confirm}")
     _positive(trial_timeout, "--trial-timeout")
     _positive(hang_after, "--hang-after")
+    run_for = _duration(trial_time, "--trial-time")
+    mem = size_option(memory, "--memory")
     conf = settings(None)
     room = _percent(headroom, "--headroom") if headroom is not None else None
     if top is not None and low >= top:
         fail("--floor must be below --ceiling")
     argv = _check_command(command)
     _within_memory(top, "--ceiling")
+    _limits(None, mem, cpus)
     from shmguard.measure.sandbox import RunInterrupted
 
     try:
@@ -178,6 +211,9 @@ def probe(
             headroom=room,
             policy=conf.policy,
             verify=verify,
+            memory_limit=mem,
+            cpus=cpus,
+            trial_time=run_for,
         )
     except SandboxError as err:
         fail(str(err))

@@ -49,6 +49,10 @@ SIGBUS_SIGNATURES = frozenset({"dataloader-bus-error", "sigbus-generic"})
 #: Signatures of a /dev/shm *state* (a ``df`` row at 95% or more), not of a failed allocation:
 #: like a low-confidence one, it decides only when the run's own sampler saw /dev/shm fill up.
 STATE_SIGNATURES = frozenset({"shm-full-df"})
+#: ``stopped_by`` of a run that was still going, with /dev/shm steady, when its trial time
+#: was up (probe ``--trial-time``; :mod:`shmguard.measure.survive`): shmguard stopped it, and
+#: it passes unless its output reports a failed shared memory allocation.
+TRIAL_TIME = "trial-time"
 #: The failure in a worker's queue feeder thread: the batch is dropped and the job hangs.
 FEEDER_SIGNATURE = "dataloader-feeder-failure"
 
@@ -152,19 +156,19 @@ def classify(
 ) -> Cause:
     """Classify a run's end.
 
-    Facts first: the command never started, shmguard stopped it (hang, timeout), it exited 0,
-    the OOM counter, a SIGBUS. Then the cause ``explain`` reports first for the output decides
-    when it says something of the run: a shared memory failure (``shm-exhausted``; a
-    low-confidence one such as a bare ``No space left on device`` only when /dev/shm filled
-    up), the SIGBUS path, an OOM kill, a DataLoader timeout while /dev/shm was full (``hang``).
-    Otherwise a SIGKILL under a memory limit is an OOM kill, another signal ``signaled``, the
-    rest ``failed`` (a full disk, a GPU out of memory: not /dev/shm), each with that first
-    cause as its :attr:`Cause.signature`.
+    Facts first: the command never started, shmguard stopped it (hang, timeout, or the end of
+    a trial time it survived: a pass), it exited 0, the OOM counter, a SIGBUS. Then the cause
+    ``explain`` reports first for the output decides when it says something of the run: a
+    shared memory failure (``shm-exhausted``; a low-confidence one such as a bare ``No space
+    left on device`` only when /dev/shm filled up), the SIGBUS path, an OOM kill, a DataLoader
+    timeout while /dev/shm was full (``hang``). Otherwise a SIGKILL under a memory limit is an
+    OOM kill, another signal ``signaled``, the rest ``failed`` (a full disk, a GPU out of
+    memory: not /dev/shm), each with that first cause as its :attr:`Cause.signature`.
 
     Args:
         exit_status: shell-convention status (``128+N`` for signal N).
         signal_name: ``SIGBUS`` etc. when a signal ended the command.
-        stopped_by: ``hang``/``timeout``/other when shmguard stopped it.
+        stopped_by: ``hang``/``timeout``/:data:`TRIAL_TIME`/other when shmguard stopped it.
         output: the command's stdout+stderr tail (bytes as read, or decoded text).
         shm_full: whether /dev/shm was (nearly) full at the end or the peak.
         memory_limited: whether a memory cgroup limit was set (SIGKILL then suggests OOM).
@@ -218,6 +222,21 @@ def classify(
                 sig(shm_causes),
             )
         return Cause(Outcome.TIMEOUT, "the job did not finish in time", _lines(causes), sig(causes))
+    if stopped_by == TRIAL_TIME and not oom_kills:
+        failures = shm_failures(res) if shm_full or strict else []
+        if failures:
+            return Cause(
+                Outcome.SHM_EXHAUSTED,
+                "the command was still running at the end of its trial time, but its output "
+                f"reports a failed shared memory allocation: {failures[0].title}",
+                _lines(failures),
+                failures[0].id,
+            )
+        return Cause(
+            Outcome.OK,
+            "the command was still running with /dev/shm steady at the end of its trial "
+            "time; shmguard stopped it",
+        )
     if exit_status == 0:
         failures = shm_failures(res) if shm_full or strict else []
         if failures:

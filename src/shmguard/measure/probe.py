@@ -1,118 +1,171 @@
 """``probe``: the smallest /dev/shm size at which a command reliably succeeds.
 
-1. One measuring run with a generous tmpfs gives the peak (and the largest single allocation).
-2. A passing upper bound near the peak is established (raised by half until a trial passes).
-3. Bisection between the floor (assumed failing) and that bound, on whole MiB, until the gap is
-   at most ``tolerance`` of the bound (default 5%) or 1 MiB. Every trial is a fresh sandbox with
-   a per-trial timeout and hang detection (shm full and no progress).
+1. One measuring run with a generous tmpfs gives the peak, and for a PyTorch DataLoader the
+   workers and the batch size (the owner scans' ``torch_*`` blocks).
+2. **From the model** (when the measuring run saw a DataLoader): the first trial (``predict``)
+   runs at the model's steady level for that loader
+   (:func:`~shmguard.estimate.observed.observed_loader`), rounded up to a MiB; the second
+   (``bracket``) one tolerance step below it when the first passed, above it when it failed.
+   A pass above a failure one step apart brackets the minimum at once. When the size below
+   passes too (the queues did not fill in that run: a short run, a fast consumer), the search
+   bisects below it; when both fail (batches the program keeps, other shm users), an upper
+   bound from the model's transient peak and the measured peak, then bisection between.
+   **Without a DataLoader**: a passing upper bound near the measured peak (raised by half
+   until a trial passes).
+3. Bisection inside the bracket, on whole MiB, until the gap is at most ``tolerance`` of the
+   passing end (default 5%) or 1 MiB. Every trial is a fresh sandbox with a per-trial timeout
+   and hang detection (shm full and no progress).
 4. Near the edge results are random: a fast consumer passed 40-60% of runs a few MiB below its
    deterministic minimum (torch_shm.md section 4). So the candidate must pass ``confirm`` times
-   in a row (the bisection pass counts); a failure moves it up one tolerance step and starts the
-   count again.
-5. The recommendation (the larger of minimum and measured peak, plus headroom, rounded to a clean
-   value) is run once more to verify it.
+   in a row (the pass that made it the candidate counts); a failure moves it up one tolerance
+   step and starts the count again.
+5. The recommendation (the larger of minimum and measured peak, plus headroom, rounded to a
+   clean value) is run once more to verify it.
 
-Progress goes to an optional observer; the library never prints.
+When the model's level holds this is 6 runs (1 measuring, 2 to bracket, 2 more
+confirmations, 1 verification) against 9 to 12 for the search from the peak
+(benchmarks/probe_cost.py). Progress goes to an optional observer; the library never prints.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Callable, Sequence
 
 from shmguard.estimate import Policy, Recommendation, recommend
+from shmguard.estimate.observed import ObservedLoader, observed_loader
 from shmguard.estimate.recommend import no_recommendation
-from shmguard.measure.outcome import Outcome
+from shmguard.measure.probe_result import (
+    PHASES,
+    ProbeObserver,
+    ProbeResult,
+    SizeStats,
+    Trial,
+)
 from shmguard.measure.run import MeasureResult, generous_shm_size, measure_command
 from shmguard.measure.sandbox import RunInterrupted
 from shmguard.units import MiB, format_iec, round_up
 
-
-@dataclass(frozen=True)
-class Trial:
-    """One run at one size.
-
-    Attributes:
-        size: tmpfs bytes.
-        phase: ``bound``, ``bisect``, ``confirm`` or ``verify``.
-        passed: whether the command succeeded.
-        outcome: the outcome class.
-        summary: the cause in one sentence.
-        exit_status: shell-convention status.
-        peak: highest shm used bytes seen.
-        wall_time: seconds.
-    """
-
-    size: int
-    phase: str
-    passed: bool
-    outcome: Outcome
-    summary: str
-    exit_status: int
-    peak: int
-    wall_time: float
+__all__ = ["PHASES", "ProbeObserver", "ProbeResult", "SizeStats", "Trial", "probe_command"]
 
 
-@dataclass(frozen=True)
-class SizeStats:
-    """Pass rate at one size: ``passes`` of ``runs``."""
+class _Search:
+    """The failing (``lo``) and passing (``hi``) ends and the trials run so far."""
 
-    size: int
-    passes: int
-    runs: int
+    def __init__(
+        self,
+        run: Callable[[int], MeasureResult],
+        lo: int,
+        top: int,
+        tolerance: float,
+        max_trials: int,
+        observer: ProbeObserver | None,
+    ) -> None:
+        self.run = run
+        self.lo, self.hi, self.top = lo, 0, top
+        self.tolerance = tolerance
+        self.max_trials = max_trials
+        self.observer = observer
+        self.trials: list[Trial] = []
 
+    def step(self, size: int) -> int:
+        """One tolerance step below/above ``size``: whole MiB, at least 1 MiB."""
+        return max(MiB, int(self.tolerance * size) // MiB * MiB)
 
-@dataclass(frozen=True)
-class ProbeResult:
-    """What probe found.
+    def spent(self) -> bool:
+        return len(self.trials) >= self.max_trials
 
-    Attributes:
-        command: argv.
-        measure: the measuring run.
-        floor: bytes assumed failing (the bisection's lower end).
-        tolerance: relative resolution asked for.
-        confirm: passes in a row required at the minimum.
-        minimum: smallest size that passed ``confirm`` times in a row, or None.
-        minimum_basis: one sentence on how it was found, or why there is none.
-        trials: every trial in order (the measuring run excluded).
-        pass_rates: per size tried, ascending.
-        recommendation: sizes to configure (None shm when no minimum).
-        verified: whether the recommended size passed its verification run (None: not run).
-        wall_time: seconds for the whole probe.
-    """
+    def trial(self, size: int, phase: str) -> bool:
+        if self.observer:
+            self.observer.trial_started(size, phase, self.lo, self.hi)
+        r = self.run(size)
+        if r.interrupted:
+            raise RunInterrupted(r.interrupted)
+        t = Trial(
+            size,
+            phase,
+            r.passed,
+            r.cause.outcome,
+            r.cause.summary,
+            r.exit_status,
+            r.peak,
+            r.wall_time,
+            r.survived,
+        )
+        self.trials.append(t)
+        if self.observer:
+            self.observer.trial_done(t)
+        return t.passed
 
-    command: tuple[str, ...]
-    measure: MeasureResult
-    floor: int
-    tolerance: float
-    confirm: int
-    minimum: int | None
-    minimum_basis: str
-    trials: tuple[Trial, ...]
-    pass_rates: tuple[SizeStats, ...]
-    recommendation: Recommendation
-    verified: bool | None
-    wall_time: float
+    def bound(self, start: int) -> None:
+        """Find a passing upper bound from ``start``, raising it by half after each failure."""
+        self.hi = start
+        while self.hi < self.top and not self.trial(self.hi, "bound"):
+            self.lo = self.hi
+            self.hi = min(self.top, round_up(int(self.hi * 1.5), MiB))
+            if self.spent():
+                break
+        if self.hi >= self.top:
+            self.hi = self.top  # the measuring run passed here
 
-    @property
-    def runs(self) -> int:
-        """Sandboxed runs including the measuring one."""
-        return len(self.trials) + 1
+    def from_model(self, model: ObservedLoader, peak: int, confirm: int) -> int:
+        """Search around the model's steady level (module docstring, step 2); returns the
+        number of passes in a row at ``hi``."""
+        level = round_up(model.prediction.steady, MiB)
+        if self.trial(level, "predict"):
+            self.hi = level
+            below = level - self.step(level)
+            if below > self.lo and not self.spent():  # (the floor is assumed to fail)
+                if self.trial(below, "bracket"):
+                    # Less than the model's level was enough this time: the queues did not
+                    # fill (a short run, a fast consumer) or the loader is set lower. Bisect
+                    # below it; the confirmations decide whether that was luck.
+                    self.hi = below
+                    self.bisect()
+                else:
+                    self.lo = below
+            return self.confirm(confirm)
+        self.lo = level
+        above = level + self.step(level)
+        if above < self.top and not self.spent():
+            if self.trial(above, "bracket"):
+                self.hi = above
+                return self.confirm(confirm)
+            self.lo = above
+        upper = max(
+            round_up(model.prediction.peak, MiB),
+            round_up(int(peak * (1 + self.tolerance)), MiB),
+            self.lo + self.step(self.lo),
+        )
+        self.bound(min(upper, self.top))
+        self.bisect()
+        return self.confirm(confirm)
 
+    def bisect(self) -> None:
+        """Halve the gap until it is within the tolerance."""
+        while self.hi - self.lo > max(int(self.tolerance * self.hi), MiB) and not self.spent():
+            mid = round_up((self.lo + self.hi) // 2, MiB)
+            if mid >= self.hi:
+                mid = self.hi - MiB
+            if mid <= self.lo:
+                break
+            if self.trial(mid, "bisect"):
+                self.hi = mid
+            else:
+                self.lo = mid
 
-class ProbeObserver(Protocol):
-    """Receives progress (the CLI draws a progress bar from it)."""
-
-    def measuring(self, size: int) -> None:
-        """The measuring run starts with a tmpfs of ``size`` bytes."""
-
-    def trial_started(self, size: int, phase: str, lo: int, hi: int) -> None:
-        """A trial starts; ``lo``/``hi`` are the current failing/passing bounds."""
-
-    def trial_done(self, trial: Trial) -> None:
-        """A trial ended."""
+    def confirm(self, confirm: int) -> int:
+        """Passes in a row at ``hi`` (the pass that made it the candidate counts); a failure
+        moves ``hi`` up one step. Returns the streak reached."""
+        streak = 1
+        while streak < confirm and not self.spent() and self.hi < self.top:
+            if self.trial(self.hi, "confirm"):
+                streak += 1
+            else:
+                self.lo = self.hi
+                self.hi = min(self.top, round_up(self.hi + self.step(self.hi), MiB))
+                streak = 0
+        return streak
 
 
 def probe_command(
@@ -130,6 +183,10 @@ def probe_command(
     max_trials: int = 30,
     env: dict[str, str] | None = None,
     observer: ProbeObserver | None = None,
+    memory_limit: int | None = None,
+    cpus: float | None = None,
+    trial_time: float | None = None,
+    use_model: bool = True,
 ) -> ProbeResult:
     """Find the smallest reliable /dev/shm size for ``command``.
 
@@ -147,17 +204,27 @@ def probe_command(
         max_trials: hard cap on trials.
         env: environment for the command.
         observer: progress receiver.
+        memory_limit: bytes of memory limit for every run (as ``measure --memory``), or None.
+        cpus: CPU quota for every run (as ``measure --cpus``), or None.
+        trial_time: for a command that never ends on its own: seconds after which a run still
+            going with /dev/shm steady is stopped and passes (``measure_command``'s
+            ``run_for``), the measuring run included.
+        use_model: start from the DataLoader model's prediction when the measuring run saw a
+            DataLoader (False: always search from the measured peak, the search before the
+            model; benchmarks/probe_cost.py compares the two).
 
     Raises:
         SandboxError: the sandbox could not be set up.
         RunInterrupted: shmguard got SIGINT/SIGTERM/SIGHUP/SIGQUIT during a run (the run that
             was cut short is not counted as a failure: the search stops).
-        ValueError: for a tolerance outside (0, 1) or ``confirm < 1``.
+        ValueError: for a tolerance outside (0, 1), ``confirm < 1`` or ``trial_time <= 0``.
     """
     if not 0 < tolerance < 1:
         raise ValueError(f"tolerance must be between 0 and 1, got {tolerance}")
     if confirm < 1:
         raise ValueError(f"confirm must be >= 1, got {confirm}")
+    if trial_time is not None and not trial_time > 0:
+        raise ValueError(f"trial_time must be > 0 seconds, got {trial_time}")
     t_start = time.monotonic()
     top = ceiling or generous_shm_size()
     if observer:
@@ -170,22 +237,59 @@ def probe_command(
         hang_after=hang_after,
         output="capture",
         env=env,
+        memory_limit=memory_limit,
+        cpus=cpus,
+        run_for=trial_time,
     )
     if base.interrupted:
         raise RunInterrupted(base.interrupted)
-    trials: list[Trial] = []
+    model = None
+    if use_model and base.passed:
+        tl = base.timeline
+        model = observed_loader(tl.torch_creators, tl.torch_largest, base.peak)
+        if model is not None and not floor < model.prediction.steady < top:
+            model = None
     timeout = trial_timeout or max(30.0, 3 * base.wall_time)
     margin = base.timeline.max_step()
+    # A trial that exits 0 but prints a failed allocation the measuring run did not print
+    # failed for lack of shm (a script that ignores the error still exits 0).
+    strict = not base.alloc_errors
+
+    def run(size: int) -> MeasureResult:
+        return measure_command(
+            command,
+            shm_size=size,
+            timeout=timeout,
+            hang_after=hang_after,
+            full_margin=margin,
+            output="capture",
+            owner_interval=0.2,
+            env=env,
+            strict=strict,
+            memory_limit=memory_limit,
+            cpus=cpus,
+            run_for=trial_time,
+        )
+
+    search = _Search(run, floor, top, tolerance, max_trials, observer)
 
     def done(
         minimum: int | None, basis: str, rec: Recommendation, verified: bool | None
     ) -> ProbeResult:
         stats: dict[int, list[int]] = {}
-        for t in trials:
+        for t in search.trials:
             s = stats.setdefault(t.size, [0, 0])
             s[0] += int(t.passed)
             s[1] += 1
         rates = tuple(SizeStats(k, v[0], v[1]) for k, v in sorted(stats.items()))
+        if model is not None:
+            start = f"from {model.basis}"
+        elif base.passed:
+            start = f"from the measured peak {format_iec(base.peak)}" + (
+                " (no DataLoader seen)" if use_model else ""
+            )
+        else:
+            start = "no search: the measuring run failed"
         return ProbeResult(
             tuple(command),
             base,
@@ -194,11 +298,14 @@ def probe_command(
             confirm,
             minimum,
             basis,
-            tuple(trials),
+            tuple(search.trials),
             rates,
             rec,
             verified,
             time.monotonic() - t_start,
+            model,
+            start,
+            trial_time,
         )
 
     if not base.passed:
@@ -216,71 +323,13 @@ def probe_command(
             )
         return done(None, reason, no_recommendation(reason, headroom, policy), None)
 
-    lo, hi = floor, 0
-    # A trial that exits 0 but prints a failed allocation the measuring run did not print
-    # failed for lack of shm (a script that ignores the error still exits 0).
-    strict = not base.alloc_errors
-
-    def trial(size: int, phase: str) -> bool:
-        if observer:
-            observer.trial_started(size, phase, lo, hi)
-        r = measure_command(
-            command,
-            shm_size=size,
-            timeout=timeout,
-            hang_after=hang_after,
-            full_margin=margin,
-            output="capture",
-            owner_interval=0.2,
-            env=env,
-            strict=strict,
-        )
-        if r.interrupted:
-            raise RunInterrupted(r.interrupted)
-        t = Trial(
-            size,
-            phase,
-            r.passed,
-            r.cause.outcome,
-            r.cause.summary,
-            r.exit_status,
-            r.peak,
-            r.wall_time,
-        )
-        trials.append(t)
-        if observer:
-            observer.trial_done(t)
-        return t.passed
-
-    # 2. a passing bound near the peak
-    hi = max(round_up(int(base.peak * (1 + tolerance)), MiB), round_up(floor + 1, MiB))
-    while hi < top and not trial(hi, "bound"):
-        lo = hi
-        hi = min(top, round_up(int(hi * 1.5), MiB))
-        if len(trials) >= max_trials:
-            break
-    if hi >= top:
-        hi = top  # the measuring run passed here
-    # 3. bisection
-    while hi - lo > max(int(tolerance * hi), MiB) and len(trials) < max_trials:
-        mid = round_up((lo + hi) // 2, MiB)
-        if mid >= hi:
-            mid = hi - MiB
-        if mid <= lo:
-            break
-        if trial(mid, "bisect"):
-            hi = mid
-        else:
-            lo = mid
-    # 4. confirmations: `confirm` passes in a row, the bisection's own pass included
-    streak = 1
-    while streak < confirm and len(trials) < max_trials and hi < top:
-        if trial(hi, "confirm"):
-            streak += 1
-        else:
-            lo = hi
-            hi = min(top, round_up(hi + max(int(tolerance * hi), MiB), MiB))
-            streak = 0
+    if model is not None:
+        streak = search.from_model(model, base.peak, confirm)
+    else:
+        search.bound(max(round_up(int(base.peak * (1 + tolerance)), MiB), round_up(floor + 1, MiB)))
+        search.bisect()
+        streak = search.confirm(confirm)
+    hi, lo = search.hi, search.lo
     if streak < confirm and hi < top:
         basis = f"no size passed {confirm} times in a row within {max_trials} trials"
         return done(None, basis, no_recommendation(basis, headroom, policy), None)
@@ -304,5 +353,5 @@ def probe_command(
     )
     verified: bool | None = None
     if verify and rec.shm_size is not None:
-        verified = trial(rec.shm_size, "verify")
+        verified = search.trial(rec.shm_size, "verify")
     return done(minimum, basis, rec, verified)

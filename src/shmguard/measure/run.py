@@ -10,9 +10,10 @@ from pathlib import Path
 from shmguard.estimate import Policy, Recommendation, dataloader_bound, recommend
 from shmguard.estimate.recommend import no_recommendation
 from shmguard.measure.hang import HangDetector
-from shmguard.measure.outcome import Cause, Outcome, alloc_errors, classify
+from shmguard.measure.outcome import TRIAL_TIME, Cause, Outcome, alloc_errors, classify
 from shmguard.measure.sampler import OwnerSnapshot, ShmSampler, Timeline
 from shmguard.measure.sandbox import Sandbox, SandboxError, SandboxSpec
+from shmguard.measure.survive import STOP_GRACE, SurvivalCheck
 from shmguard.model.fact import Fact
 from shmguard.triage.text import classify_text
 from shmguard.units import GiB, MiB, format_iec
@@ -112,6 +113,12 @@ class MeasureResult:
         """True when the command succeeded."""
         return self.cause.passed
 
+    @property
+    def survived(self) -> bool:
+        """True when it passed by surviving its trial time (``run_for``) with /dev/shm steady:
+        shmguard stopped it."""
+        return self.passed and self.stopped_by == TRIAL_TIME
+
 
 def _dataloader_floor(timeline: Timeline) -> tuple[int | None, str]:
     """The DataLoader bound for what the owner scans saw, or None when no torch block was."""
@@ -204,6 +211,8 @@ def measure_command(
     stdout_fd: int = 1,
     on_start: Callable[[Sandbox], None] | None = None,
     strict: bool = False,
+    run_for: float | None = None,
+    stop_grace: float = STOP_GRACE,
 ) -> MeasureResult:
     """Run ``command`` in a sandbox and measure its /dev/shm use.
 
@@ -229,6 +238,11 @@ def measure_command(
             attach another observer to ``box.shm_path``).
         strict: an exit 0 with a failed allocation in the output is a failure even when
             /dev/shm did not look full (probe's trials, when the measuring run printed none).
+        run_for: for a command that never ends on its own: once it has run this many seconds
+            with /dev/shm steady (:mod:`shmguard.measure.survive`) it is stopped (SIGTERM, then
+            SIGKILL after ``stop_grace`` seconds) and passes, unless its output reports a
+            failed shared memory allocation (``stopped_by`` is ``trial-time``).
+        stop_grace: seconds between that SIGTERM and the SIGKILL.
 
     Raises:
         SandboxError: the sandbox could not be set up (message names what is missing).
@@ -266,11 +280,22 @@ def measure_command(
             box.wait()
             raise SandboxError(f"cannot read {box.shm_path}: {err.strerror}") from None
         detector = HangDetector(sampler, after=hang_after, full_margin=full_margin)
+        survival = SurvivalCheck(sampler, detector, run_for) if run_for else None
+
+        def stop_check() -> str | None:
+            assert detector is not None
+            reason = detector()
+            if reason is None and survival is not None and survival.due():
+                box.stop(TRIAL_TIME, stop_grace)
+            return reason
+
         try:
             if on_start is not None:
                 on_start(box)
             box.release()
-            result = box.wait(timeout=timeout, stop_check=detector)
+            if survival is not None:
+                survival.begin()
+            result = box.wait(timeout=timeout, stop_check=stop_check)
         finally:
             timeline = sampler.stop()
     tail = result.stdout_tail + b"\n" + result.stderr_tail

@@ -234,6 +234,10 @@ class ShmSampler:
         """Seconds since "used" last changed."""
         return time.monotonic() - self._last_change
 
+    def since_peak(self) -> float:
+        """Seconds since the peak was last raised."""
+        return time.monotonic() - self._peak_t
+
     def latest_owner(self) -> OwnerSnapshot | None:
         """The most recent slow-loop snapshot."""
         with self._lock:

@@ -198,6 +198,7 @@ class Sandbox:
         self._tails = {"stdout": _Tail(), "stderr": _Tail()}
         self._started = 0.0
         self._stopped_by: str | None = None
+        self._stop_kill_at: float | None = None
         self._interrupted: str | None = None
         self._result: SandboxResult | None = None
         self._gate_w: int | None = None
@@ -450,6 +451,16 @@ class Sandbox:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(target, signal.SIGKILL)
 
+    def stop(self, reason: str, grace: float = 5.0) -> None:
+        """Stop the command cleanly: SIGTERM now, SIGKILL of the whole PID namespace if it is
+        still running ``grace`` seconds later (checked by :meth:`wait`); ``reason`` is reported
+        as ``stopped_by`` either way. A second call changes nothing."""
+        if self._stopped_by is not None:
+            return
+        self._stopped_by = reason
+        self._stop_kill_at = time.monotonic() + grace
+        self.send(signal.SIGTERM)
+
     def send(self, sig: int) -> None:
         """Send ``sig`` to the command (through the helper, which forwards it)."""
         if self.proc is not None and self.proc.poll() is None:
@@ -498,6 +509,8 @@ class Sandbox:
                     self.kill("timeout")
                 elif kill_at is not None and now > kill_at:
                     self.kill(f"{pending_name} ignored for {stop_grace:g}s")
+                elif self._stop_kill_at is not None and now > self._stop_kill_at:
+                    self.kill("stop")  # keeps the reason given to stop()
                 elif stop_check is not None:
                     reason = stop_check()
                     if reason:

@@ -175,7 +175,9 @@ def measure_report(result: MeasureResult) -> list[Part]:
 def trial_line(index: int, trial: Trial) -> str:
     """``#3 bisect 102 MiB FAIL shm-exhausted 3.7 s``."""
     verdict = "pass" if trial.passed else "FAIL"
-    detail = "" if trial.passed else f" {trial.outcome.value}"
+    detail = (
+        f" {trial.outcome.value}" if not trial.passed else " (survived)" if trial.survived else ""
+    )
     size = format_iec(trial.size)
     return f"#{index} {trial.phase:<7} {size:>10}  {verdict}{detail}  {trial.wall_time:.1f} s"
 
@@ -192,9 +194,12 @@ def probe_report(result: ProbeResult) -> list[Part]:
         f"{m.cause.outcome.value} with a {format_iec(m.shm_size)} tmpfs in {m.wall_time:.1f} s, "
         f"peak {format_iec(m.peak)}"
     )
+    if m.survived:
+        ran += " (still going at the trial time: stopped)"
     rows: list[tuple[str, str]] = []
     if m.passed:
         rows.append(("measuring run", ran))
+        rows.append(("search", result.start_basis))
     else:
         rows.append(("measuring run", f"{ran}: {m.cause.summary}"))
         rows += [("evidence", line) for line in m.cause.evidence]
@@ -209,6 +214,8 @@ def probe_report(result: ProbeResult) -> list[Part]:
             )
         for i, t in enumerate(result.trials, 1):
             res = "pass" if t.passed else f"FAIL: {t.outcome.value}"
+            if t.survived:
+                res += " (survived)"
             table.add_row(
                 str(i),
                 t.phase,
@@ -236,6 +243,20 @@ def probe_report(result: ProbeResult) -> list[Part]:
             style="green" if result.verified else "bold red",
         )
         parts.append((verified, False))
+    if result.trial_time is not None:
+        from shmguard.measure.survive import STOP_GRACE
+
+        passes = sum(t.passed for t in result.trials) + int(m.passed)
+        parts.append(
+            (
+                Text(
+                    f"Trial time {result.trial_time:g} s: {result.survived} of {passes} passing "
+                    "runs were still going then with /dev/shm steady and were stopped (SIGTERM, "
+                    f"then SIGKILL after {STOP_GRACE:g} s); they count as passes (survived)"
+                ),
+                False,
+            )
+        )
     cost = Text(
         f"{result.runs} runs (1 measuring + {len(result.trials)} trials) "
         f"in {result.wall_time:.1f} s"
