@@ -83,7 +83,8 @@ class HangDetector:
         self.alloc_failed = False
         self._carry = b""
         self._pending = b""
-        self._blocks_before: frozenset[str] | None = None
+        #: zero-block ``torch_*`` names already there at the first check (old leftovers).
+        self.blocks_before: frozenset[str] | None = None
         self.failed_blocks = 0
 
     def saw_output(self, _stream: str = "", chunk: bytes = b"") -> None:
@@ -140,12 +141,12 @@ class HangDetector:
         # Listed only near full, where a failed allocation can happen; names already there at
         # the first check (the baseline) are old leftovers and do not count.
         names = failed_torch_blocks(self.sampler.path)
-        self.failed_blocks = len(names - (self._blocks_before or frozenset()))
+        self.failed_blocks = len(names - (self.blocks_before or frozenset()))
 
     def __call__(self) -> str | None:
         now = self.clock()
-        if self._blocks_before is None:
-            self._blocks_before = failed_torch_blocks(self.sampler.path)
+        if self.blocks_before is None:
+            self.blocks_before = failed_torch_blocks(self.sampler.path)
         if not self.full():
             self._cpu_mark = None
             return None

@@ -234,6 +234,12 @@ class ShmSampler:
         """Seconds since "used" last changed."""
         return time.monotonic() - self._last_change
 
+    def torch_seen(self) -> tuple[frozenset[str], int]:
+        """``(creators, largest)`` so far: the pids (as in the names) of the processes that
+        created ``torch_*`` blocks and the bytes of the largest block (see :class:`Timeline`);
+        (empty, 0) before any was seen."""
+        return frozenset(self._torch_creators), self._torch_largest
+
     def since_peak(self) -> float:
         """Seconds since the peak was last raised."""
         return time.monotonic() - self._peak_t

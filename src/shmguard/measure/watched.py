@@ -14,24 +14,34 @@ how the run ended and :func:`shmguard.triage.explain_streams` (the classifier be
 from __future__ import annotations
 
 import io
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from shmguard.estimate.policy import Policy
+from shmguard.estimate.observed import observed_loader
+from shmguard.estimate.policy import Policy, shm_size_for
 from shmguard.measure.hang import HangDetector
 from shmguard.measure.outcome import Cause, classify
 from shmguard.measure.sampler import ShmSampler, Timeline
 from shmguard.measure.supervise import ChildExit, Supervisor
 from shmguard.triage import explain_streams
-from shmguard.triage.model import Diagnosis
-from shmguard.triage.stall import ShmObservation, StallVerdict, stall_verdict
+from shmguard.triage.model import Diagnosis, SizeChoice
+from shmguard.triage.stall import (
+    ShmObservation,
+    StallVerdict,
+    failed_torch_sizes,
+    stall_verdict,
+)
 
+_PID = re.compile(r"torch_(\d+)_")
 #: statvfs period of a long-running watcher (the sampler's docstring: 10 ms or more).
 WATCH_INTERVAL = 0.01
-#: Seconds between owner scans (tree CPU time for the stall verdict, torch blocks).
-OWNER_INTERVAL = 1.0
+#: Seconds between owner scans (tree CPU time for the stall verdict; the torch blocks that
+#: give the DataLoader model its workers and batch size, so short enough to see a loader that
+#: fails within a second of its first batch; one scan of a 5-process tree takes about 1 ms).
+OWNER_INTERVAL = 0.2
 #: Default seconds of "/dev/shm full, failed allocations, no progress" that make a stall.
 STALL_AFTER = 60.0
 #: Exit status of a command shmguard stopped because it stalled (as timeout(1) does).
@@ -141,6 +151,21 @@ def shm_mount_line(mounts: Path = Path("/proc/self/mounts"), target: str = "/dev
     return found[-1] + b"\n" if found else b""
 
 
+def model_size(
+    creators: int, largest: int, peak: int, policy: Policy | None = None
+) -> SizeChoice | None:
+    """The /dev/shm size for the DataLoader a watcher saw: ``creators`` workers making
+    ``largest``-byte batches, ``peak`` bytes at most (a run that filled /dev/shm peaks at its
+    size, so the model's peak says what it would have needed), through the sizing policy;
+    None when no ``torch_*`` block was seen (then the classifier's own size stands)."""
+    seen = observed_loader(creators, largest, peak)
+    if seen is None:
+        return None
+    sized = shm_size_for(seen.prediction.peak, policy or Policy(), what="its predicted peak")
+    basis = seen.basis.replace("the measuring run saw", "shmguard saw", 1)
+    return SizeChoice(sized.bytes, f"{basis}; {sized.basis}")
+
+
 def diagnose_output(
     stdout: bytes,
     stderr: bytes,
@@ -148,10 +173,12 @@ def diagnose_output(
     *,
     runtime: str | None = None,
     policy: Policy | None = None,
+    shm_size: SizeChoice | None = None,
 ) -> Diagnosis:
     """The classifier's diagnosis of a command's output tails and /dev/shm mount lines, as
     ``explain`` makes it for those three inputs (one incident): named ``stderr``, ``stdout``
-    and ``/proc/self/mounts`` (each left out when empty).
+    and ``/proc/self/mounts`` (each left out when empty). ``shm_size``: the size its fixes
+    give instead of the catalogue's (:func:`model_size`).
 
     Raises:
         SignatureError: the built-in catalogue is broken (never in a release).
@@ -160,7 +187,7 @@ def diagnose_output(
     inputs = [(name, io.BytesIO(data)) for name, data in named if data]
     if not inputs:
         inputs = [("output", io.BytesIO(b""))]
-    return explain_streams(inputs, runtime=runtime, policy=policy)
+    return explain_streams(inputs, runtime=runtime, policy=policy, shm_size=shm_size)
 
 
 def watch_command(
@@ -211,6 +238,11 @@ def watch_command(
         except OSError as err:
             sampler_error = f"{shm_path}: {err.strerror or err}"
 
+        def diagnose(out: bytes, err: bytes) -> Diagnosis:
+            size = _loader_size(sampler, detector, policy)
+            mounts = shm_mount_line()
+            return diagnose_output(out, err, mounts, runtime=runtime, policy=policy, shm_size=size)
+
         def stalled() -> str | None:
             return detector() if detector is not None else None
 
@@ -232,7 +264,7 @@ def watch_command(
             r = StallReport(
                 stall_verdict(obs, stall_after),
                 _state(sampler, detector.failed_blocks),
-                diagnose_output(out, err, shm_mount_line(), runtime=runtime, policy=policy),
+                diagnose(out, err),
             )
             report.append(r)
             if on_stall is not None:
@@ -253,11 +285,7 @@ def watch_command(
     cause: Cause | None = None
     diagnosis: Diagnosis | None = None
     if status != 0 and child.exec_error is None:
-        diagnosis = (
-            stall.diagnosis
-            if stall is not None
-            else diagnose_output(stdout, stderr, shm_mount_line(), runtime=runtime, policy=policy)
-        )
+        diagnosis = stall.diagnosis if stall is not None else diagnose(stdout, stderr)
         full = shm is not None and (shm.full or _filled(timeline))
         cause = classify(
             child.exit_status,
@@ -280,6 +308,27 @@ def watch_command(
         stall=stall,
         relayed=relayed,
     )
+
+
+def _loader_size(
+    sampler: ShmSampler | None, detector: HangDetector | None, policy: Policy | None
+) -> SizeChoice | None:
+    """:func:`model_size` for what the owner scans saw, with the failed allocations' zero-block
+    ``torch_*`` files added: their names carry the worker's pid and their size the bytes it
+    asked for (a loader that fails within a scan interval leaves only those). Files already
+    there when watching began are another run's and do not count."""
+    if sampler is None:
+        return None
+    old = (detector.blocks_before if detector is not None else None) or frozenset()
+    creators, largest = sampler.torch_seen()
+    failed = [
+        (m.group(1), size)
+        for name, size in failed_torch_sizes(sampler.path)
+        if name not in old and (m := _PID.match(name))
+    ]
+    creators |= {pid for pid, _ in failed}
+    largest = max([largest, *(size for _, size in failed)])
+    return model_size(len(creators), largest, sampler.peak, policy)
 
 
 def _state(sampler: ShmSampler, failed_blocks: int) -> ShmState:

@@ -23,7 +23,7 @@ from shmguard.estimate.policy import Policy
 from shmguard.triage.classify import diagnose
 from shmguard.triage.loader import SignatureError, load_catalogue
 from shmguard.triage.matchers import Matcher
-from shmguard.triage.model import Diagnosis, Result, Signature
+from shmguard.triage.model import Diagnosis, Result, Signature, SizeChoice
 from shmguard.triage.text import builtin_catalogue, classify_text, diagnose_text, top_cause
 
 __all__ = [
@@ -46,7 +46,7 @@ def explain_streams(
     *,
     signatures: Sequence[Signature] | None = None,
     runtime: str | None = None,
-    shm_size: int | None = None,
+    shm_size: int | SizeChoice | None = None,
     backend: str = "auto",
     policy: Policy | None = None,
 ) -> Diagnosis:
@@ -58,7 +58,8 @@ def explain_streams(
             (:func:`~shmguard.triage.text.builtin_catalogue`).
         runtime: ``docker``, ``compose``, ``kubernetes``, ``podman``, ``ecs`` or ``app``;
             None infers it from the log.
-        shm_size: bytes to use in fixes instead of the chosen size.
+        shm_size: bytes to use in fixes instead of the chosen size, or a
+            :class:`~shmguard.triage.model.SizeChoice` (bytes and the basis to print).
         backend: literal pre-filter, ``auto``, ``ac`` (Aho-Corasick) or ``find``.
         policy: the sizing policy for the fixes (``[tool.shmguard.sizes]``); default
             :class:`~shmguard.estimate.Policy`.

@@ -31,6 +31,7 @@ from shmguard.triage.model import (
     Fact,
     InputSummary,
     Result,
+    SizeChoice,
     confidence_rank,
 )
 from shmguard.triage.model import (
@@ -119,7 +120,7 @@ def diagnose(
     matcher: Matcher,
     *,
     runtime: str | None = None,
-    shm_override: int | None = None,
+    shm_override: int | SizeChoice | None = None,
     policy: Policy | None = None,
 ) -> Diagnosis:
     """Rank what ``matcher`` found and attach fixes.
@@ -128,7 +129,8 @@ def diagnose(
         matcher: a :class:`~shmguard.triage.matchers.Matcher` that has been fed every input.
         runtime: ``--runtime`` (a name of :data:`~shmguard.triage.model.LOG_RUNTIMES` or
             ``app``) or None to infer it from the log.
-        shm_override: ``--shm-size`` in bytes, or None to choose one.
+        shm_override: ``--shm-size`` in bytes, a size chosen elsewhere with its basis, or
+            None to choose one.
         policy: the sizing policy for the fixes (default :class:`~shmguard.estimate.Policy`).
     """
     tallies = list(matcher.tallies.values())

@@ -73,11 +73,15 @@ def choose_size(
     rule: SizeRule,
     captured: Captured,
     facts: Captured,
-    override: int | None,
+    override: int | SizeChoice | None,
     policy: Policy | None = None,
 ) -> SizeChoice:
     """A /dev/shm size in bytes and how it was chosen (module docstring: rules 1-5, checked
-    against the size the job already had)."""
+    against the size the job already had). ``override``: bytes given with ``--shm-size``, or
+    a size chosen elsewhere with its own basis (``run --watch``: the DataLoader model for the
+    loader its sampler saw)."""
+    if isinstance(override, SizeChoice):
+        return override
     if override is not None:
         return SizeChoice(override, "the size given with --shm-size")
     base = policy or Policy()
@@ -167,7 +171,7 @@ def plan_fix(
     captured: Captured,
     facts: Captured,
     runtime: str | None,
-    override: int | None,
+    override: int | SizeChoice | None,
     host_shm: Evidence | None = None,
     policy: Policy | None = None,
     matched: Collection[str] = (),

@@ -124,11 +124,18 @@ def failed_torch_blocks(shm_dir: str | Path) -> frozenset[str]:
     """Names of ``torch_*`` files in ``shm_dir`` that have a size but no blocks: what a failed
     PyTorch shm allocation leaves behind (torch_shm.md section 1.2). An unreadable directory
     gives an empty set."""
-    found: set[str] = set()
+    return frozenset(name for name, _ in failed_torch_sizes(shm_dir))
+
+
+def failed_torch_sizes(shm_dir: str | Path) -> tuple[tuple[str, int], ...]:
+    """``(name, bytes asked for)`` of each failed allocation's file in ``shm_dir`` (see
+    :func:`failed_torch_blocks`; ``st_size`` is the size the allocation asked for, one batch
+    tensor), sorted by name; empty for an unreadable directory."""
+    found: list[tuple[str, int]] = []
     try:
         entries = os.scandir(shm_dir)
     except OSError:
-        return frozenset()
+        return ()
     with entries:
         for entry in entries:
             if not entry.name.startswith("torch_"):
@@ -138,5 +145,5 @@ def failed_torch_blocks(shm_dir: str | Path) -> frozenset[str]:
             except OSError:
                 continue
             if st.st_blocks == 0 and st.st_size > 0:
-                found.add(entry.name)
-    return frozenset(found)
+                found.append((entry.name, st.st_size))
+    return tuple(sorted(found))
