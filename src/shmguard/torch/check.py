@@ -1,9 +1,10 @@
 """``check_dataloader``: will this DataLoader fit in /dev/shm? Asked before any worker starts.
 
-One batch is made and sized in the main process (:mod:`shmguard.torch.sizing`), the DataLoader
-model predicts the node's peak (:func:`~shmguard.estimate.predict`: ``(nw x pf + 2) x B' +
-semaphores`` per iterator, times the local ranks), and the peak is compared with the free
-/dev/shm (statvfs ``f_bavail``). What happens then is the caller's choice: raise
+One batch is made and sized in a forked copy of the main process
+(:mod:`shmguard.torch.sizing`), the DataLoader model predicts the node's peak
+(:func:`~shmguard.estimate.predict`: ``(nw x pf + 2) x B' + semaphores`` per iterator, times
+the local ranks), and the peak is compared with the free /dev/shm (statvfs ``f_bavail``).
+What happens then is the caller's choice: raise
 :class:`~shmguard.torch.ShmInsufficientError`, log a warning, or return a loader whose
 ``prefetch_factor``, then ``num_workers``, are lowered until it fits.
 """
