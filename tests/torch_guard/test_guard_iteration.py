@@ -109,3 +109,15 @@ def test_recommended_timeout_is_ten_times_the_longest_wait() -> None:
     assert recommended_timeout(5.2) == 60
     assert recommended_timeout(6.01) == 70
     assert recommended_timeout(30) == 300
+
+
+def test_a_guarded_loader_can_be_copied_and_pickled() -> None:
+    # copy and pickle look attributes up on an instance whose __dict__ is still empty: an
+    # attribute the loader has not must be an AttributeError, not a KeyError.
+    import copy
+    import pickle
+
+    loader = DataLoader(Slow(6), batch_size=2, num_workers=1)
+    for twin in (copy.copy(guard(loader)), pickle.loads(pickle.dumps(guard(loader, poll=0.5)))):
+        assert [b.tolist() for b in twin] == [[[0], [1]], [[2], [3]], [[4], [5]]]
+    assert not hasattr(guard(loader), "no_such_attribute")

@@ -103,6 +103,10 @@ class GuardedLoader:
         return len(self.loader)
 
     def __getattr__(self, name: str) -> Any:
+        # Before __init__ (copy, pickle) there is no loader yet: AttributeError, as hasattr
+        # and copy expect.
+        if "loader" not in self.__dict__:
+            raise AttributeError(name)
         return getattr(self.__dict__["loader"], name)
 
     def __iter__(self) -> Iterator[Any]:
