@@ -122,3 +122,17 @@ def test_a_guarded_loader_can_be_copied_and_pickled() -> None:
     for twin in (copy.copy(guard(loader)), pickle.loads(pickle.dumps(guard(loader, poll=0.5)))):
         assert [b.tolist() for b in twin] == [[[0], [1]], [[2], [3]], [[4], [5]]]
     assert not hasattr(guard(loader), "no_such_attribute")
+
+
+def test_the_watcher_thread_is_gone_when_the_loop_ends() -> None:
+    import threading
+
+    def watchers() -> list[str]:
+        return [t.name for t in threading.enumerate() if t.name == "shm-sampler"]
+
+    loader = DataLoader(Slow(12), batch_size=4, num_workers=1)
+    assert [b.tolist()[0] for b in guard(loader)] == [[0], [4], [8]]
+    assert watchers() == []  # exhausted
+    for _ in guard(loader):
+        break
+    assert watchers() == []  # left early: the generator is closed at the break
