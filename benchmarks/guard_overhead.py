@@ -9,8 +9,9 @@ and a consumer that does nothing with the batch (the worst case: loading is all 
 * ``seed``: the seed's 32 x 3x224x224 float32 (18.4 MiB per batch), 2 workers, half as many
   batches per epoch and a third of the rounds.
 
-An epoch also pays a fixed cost (the watcher's start: about 0.3-2 ms here), spread over its
-batches; real epochs are far longer than these.
+An epoch also pays a fixed cost (the watcher's start: about 0.3-2 ms here; its stop, which
+waits for the thread: 0.3-25 ms on a loaded machine), spread over its batches; real epochs are
+far longer than these.
 
 Each round runs a bare epoch, a guarded epoch and a second bare epoch, each kind taking each
 place in turn. Two ratios, each printed beside the same figure for the two bare epochs (how far

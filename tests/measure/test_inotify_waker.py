@@ -43,3 +43,14 @@ def test_a_write_from_another_thread_ends_the_wait_early(tmp_path: Path) -> None
 
 def test_no_waker_for_a_missing_directory(tmp_path: Path) -> None:
     assert open_waker(str(tmp_path / "missing")) is None
+
+
+def test_wake_ends_a_wait_with_no_event_and_is_a_no_op_once_closed(tmp_path: Path) -> None:
+    # What cancel() uses so a stopped sampler need not sit out its interval. Without the wake
+    # this wait would return False after 30 s.
+    waker = open_waker(str(tmp_path))
+    assert waker is not None
+    threading.Timer(0.05, waker.wake).start()
+    assert waker.wait(30.0) is True
+    waker.close()
+    waker.wake()  # no descriptor is written to after close

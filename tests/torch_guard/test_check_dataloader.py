@@ -266,3 +266,62 @@ def test_rebuild_copies_a_subclass() -> None:
     assert (new.num_workers, new.prefetch_factor) == (1, 1)
     assert (loader.num_workers, loader.prefetch_factor) == (4, 2)
     assert sum(len(b[1]) for b in new) == 64
+
+
+class Shards(IterableDataset):  # type: ignore[type-arg]
+    """0..39, each worker yielding its own share (the pattern PyTorch's docs show)."""
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        from torch.utils.data import get_worker_info
+
+        info = get_worker_info()
+        step, first = (1, 0) if info is None else (info.num_workers, info.id)
+        for i in range(first, 40, step):
+            yield torch.tensor([i])
+
+
+def _rows(loader: DataLoader) -> list[list[int]]:  # type: ignore[type-arg]
+    return [b.flatten().tolist() for b in loader]
+
+
+def test_adapt_keeps_an_iterable_datasets_workers(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Each worker iterates its own copy of an IterableDataset: with fewer workers the batches
+    # are others ([0, 4, 8, 12] becomes [0, 2, 4, 6] with 2 of 4 workers). So adapt may lower
+    # prefetch_factor only.
+    loader = DataLoader(Shards(), batch_size=4, num_workers=4, prefetch_factor=2)
+    bare = _rows(loader)
+    stated = int(_free(tmp_path) / 6.5)  # 4 x 1 + 2 = 6 batches fit, 4 x 2 + 2 = 10 do not
+    new = check_dataloader(
+        loader, action="adapt", batch_bytes=stated, shm_path=str(tmp_path), local_ranks=1
+    )
+    assert (new.num_workers, new.prefetch_factor) == (4, 1)
+    assert _rows(new) == bare
+    stated = int(_free(tmp_path) / 4.5)  # only 2 workers would fit
+    with pytest.raises(ShmInsufficientError) as info:
+        check_dataloader(
+            loader, action="adapt", batch_bytes=stated, shm_path=str(tmp_path), local_ranks=1
+        )
+    text = str(info.value)
+    assert "num_workers=2, prefetch_factor=1 fits" in text
+    assert "fewer workers change an IterableDataset's batches" in text
+    assert 'check_dataloader(loader, action="adapt") makes that change' not in text
+
+
+def test_adapt_gives_the_same_batches_in_the_same_order(tmp_path: Path) -> None:
+    def make() -> DataLoader:  # type: ignore[type-arg]
+        gen = torch.Generator().manual_seed(7)
+        return DataLoader(Images(), batch_size=8, shuffle=True, num_workers=4, generator=gen)
+
+    def labels(loader: DataLoader) -> list[list[int]]:  # type: ignore[type-arg]
+        return [b[1].tolist() for b in loader]
+
+    bare = labels(make())
+    for share in (4.5, 1.0):  # 2 workers with prefetch 1; no worker at all
+        stated = int(_free(tmp_path) / share)
+        new = check_dataloader(
+            make(), action="adapt", batch_bytes=stated, shm_path=str(tmp_path), local_ranks=1
+        )
+        assert new.num_workers == (2 if share == 4.5 else 0)
+        assert labels(new) == bare

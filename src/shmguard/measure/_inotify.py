@@ -15,9 +15,11 @@ reached, not a directory) :func:`open_waker` returns None and the sampler only p
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import select
+import threading
 import time
 
 #: inotify(7) masks: a file was modified, closed after writing, or moved in. Creation is left
@@ -40,16 +42,24 @@ class Waker:
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
+        # A pipe that wake() writes to, so that a sampler told to stop need not sit out the
+        # rest of its interval in select(). wake() and close() take the lock: a write to a
+        # closed, perhaps reused, descriptor number could land in another file.
+        self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._lock = threading.Lock()
 
     def wait(self, timeout: float) -> bool:
-        """Block up to ``timeout`` seconds; True (and the queue drained) if an event came."""
+        """Block up to ``timeout`` seconds; True (and the queue drained) if an event came or
+        :meth:`wake` was called."""
         try:
-            ready, _, _ = select.select((self.fd,), (), (), max(timeout, 0.0))
+            ready, _, _ = select.select((self.fd, self._wake_r), (), (), max(timeout, 0.0))
         except (OSError, ValueError):
             time.sleep(max(timeout, 0.0))  # never spin: fall back to a plain poll interval
             return False
         if not ready:
             return False
+        if self._wake_r in ready:
+            return True
         try:
             while os.read(self.fd, 65536):
                 pass
@@ -59,11 +69,23 @@ class Waker:
             pass
         return True
 
+    def wake(self) -> None:
+        """Make a :meth:`wait` in progress, or the next one, return at once (no-op after
+        :meth:`close`)."""
+        with self._lock:
+            if self._wake_w >= 0:
+                # OSError: the pipe is full, so a wake is pending already.
+                with contextlib.suppress(OSError):
+                    os.write(self._wake_w, b"x")
+
     def close(self) -> None:
-        """Close the descriptor (idempotent)."""
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        """Close the descriptors (idempotent)."""
+        with self._lock:
+            for name in ("fd", "_wake_r", "_wake_w"):
+                fd = getattr(self, name)
+                if fd >= 0:
+                    os.close(fd)
+                    setattr(self, name, -1)
 
 
 def open_waker(directory: str) -> Waker | None:

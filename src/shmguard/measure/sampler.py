@@ -189,6 +189,7 @@ class ShmSampler:
         self.events = events
         self.fast_switch = fast_switch
         self._waker: Waker | None = None
+        self._wake: Waker | None = None  # the same waker, kept for cancel() to wake
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
@@ -274,16 +275,20 @@ class ShmSampler:
         if self.fast_switch:
             sys.setswitchinterval(min(self._switch, 0.0005))
         # The watch is set before start() returns, so nothing the caller starts next is missed.
-        self._waker = open_waker(self.path) if self.events else None
+        self._waker = self._wake = open_waker(self.path) if self.events else None
         self._threads.append(start_thread(self._fast, name="shm-sampler"))
         if self.pids is not None or self.usage_file is not None:
             self._threads.append(start_thread(self._slow, name="shm-owners"))
 
-    def cancel(self) -> None:
-        """Tell both loops to end at their next wake, without waiting for them (up to one
-        ``interval``) or building a :class:`Timeline`: for a watcher that only read the live
-        values, such as the PyTorch guard at the end of each epoch."""
+    def cancel(self, wait: float = 0.0) -> None:
+        """Tell both loops to end at their next wake (within one ``interval``) and wait up to
+        ``wait`` seconds for them, without building a :class:`Timeline`: for a watcher that
+        only read the live values, such as the PyTorch guard at the end of each epoch."""
         self._stop.set()
+        if self._wake is not None:
+            self._wake.wake()  # out of its select() now, not at the end of the interval
+        for t in self._threads:
+            t.join(timeout=wait)
         self._threads = []
         if self.fast_switch:
             sys.setswitchinterval(self._switch)

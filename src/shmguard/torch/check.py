@@ -1,9 +1,10 @@
 """``check_dataloader``: will this DataLoader fit in /dev/shm? Asked before any worker starts.
 
-One batch is made and sized in the main process (:mod:`shmguard.torch.sizing`), the DataLoader
-model predicts the node's peak (:func:`~shmguard.estimate.predict`: ``(nw x pf + 2) x B' +
-semaphores`` per iterator, times the local ranks), and the peak is compared with the free
-/dev/shm (statvfs ``f_bavail``). What happens then is the caller's choice: raise
+One batch is made and sized in a forked copy of the main process
+(:mod:`shmguard.torch.sizing`), the DataLoader model predicts the node's peak
+(:func:`~shmguard.estimate.predict`: ``(nw x pf + 2) x B' + semaphores`` per iterator, times
+the local ranks), and the peak is compared with the free /dev/shm (statvfs ``f_bavail``).
+What happens then is the caller's choice: raise
 :class:`~shmguard.torch.ShmInsufficientError`, log a warning, or return a loader whose
 ``prefetch_factor``, then ``num_workers``, are lowered until it fits.
 """
@@ -53,6 +54,7 @@ class LoaderCheck:
         prediction: the model's answer (``peak`` is what must fit); None with ``sizing``.
         fix: the size fix when it does not fit, else None.
         reason: why nothing could be predicted, or "".
+        iterable: the dataset is an IterableDataset (``adapt`` keeps its ``num_workers``).
     """
 
     space: ShmSpace
@@ -61,6 +63,7 @@ class LoaderCheck:
     prediction: LoaderPrediction | None
     fix: SizeFix | None = None
     reason: str = ""
+    iterable: bool = False
 
     @property
     def fits(self) -> bool | None:
@@ -91,7 +94,7 @@ class LoaderCheck:
             )
         if self.fix is not None:
             lines.append(f"Fix: {self.fix.text}")
-            lines.append(adapt_sentence(spec, space.free))
+            lines.append(adapt_sentence(spec, space.free, iterable=self.iterable))
         return "\n".join(lines)
 
 
@@ -143,7 +146,7 @@ def assess_dataloader(
     ranks = local_ranks if local_ranks is not None else local_ranks_from_env()
     spec = loader_spec(loader, sizing.pages, ranks)
     pred = predict(spec)
-    check = LoaderCheck(space, sizing, spec, pred)
+    check = LoaderCheck(space, sizing, spec, pred, iterable=is_iterable_style(loader))
     if pred.peak <= space.free:
         return check
     in_use = space.used
@@ -174,7 +177,10 @@ def check_dataloader(
             ``shmguard.torch`` logger and go on; ``adapt``: return a new DataLoader (same
             dataset, sampler, collate function and every other setting) whose
             ``prefetch_factor``, then ``num_workers``, are lowered until it fits (down to
-            ``num_workers=0``, which uses no shm), and log what changed.
+            ``num_workers=0``, which uses no shm), and log what changed. An
+            IterableDataset's ``num_workers`` is kept (each worker iterates its own copy, so
+            fewer workers give other batches): only ``prefetch_factor`` is lowered, and
+            :class:`~shmguard.torch.ShmInsufficientError` is raised when that is not enough.
         batch_bytes, shm_path, batches, policy, local_ranks: as for :func:`assess_dataloader`.
 
     Returns:
@@ -184,7 +190,8 @@ def check_dataloader(
     so and ``loader`` is returned: an unknown is not a failure.
 
     Raises:
-        ShmInsufficientError: ``action="raise"`` and the predicted peak does not fit.
+        ShmInsufficientError: ``action="raise"`` and the predicted peak does not fit, or
+            ``action="adapt"`` cannot make an IterableDataset's loader fit.
         ValueError: an unknown ``action``; see also :func:`assess_dataloader`.
     """
     if action not in ("raise", "warn", "adapt"):
@@ -210,6 +217,8 @@ def check_dataloader(
         return loader
     assert check.spec is not None and check.prediction is not None
     nw, pf = fitting(check.spec, check.space.free)
+    if check.iterable and nw != check.spec.num_workers:
+        raise ShmInsufficientError(check)  # its message says why adapt cannot
     new = rebuild_loader(loader, num_workers=nw, prefetch_factor=pf or None)
     after = predict(replace(check.spec, num_workers=nw, prefetch_factor=max(pf, 1))).peak
     changed = [f"prefetch_factor {check.spec.prefetch_factor} -> {pf}"] if pf else []

@@ -142,18 +142,34 @@ def size_fix(need: int | None, what: str, policy: Policy, *, too_small: int) -> 
     return SizeFix(sized, fix, runtime, text)
 
 
-def adapt_sentence(spec: LoaderSpec, free: int) -> str:
-    """What to change in the loader itself to fit ``free`` bytes, one sentence."""
+#: Why ``adapt`` never lowers an IterableDataset's ``num_workers``: each worker iterates its
+#: own copy of the dataset (PyTorch docs, torch.utils.data, "Multi-process data loading"), so
+#: the batches, their order and, for a dataset that does not split itself by worker, their
+#: number depend on it.
+ITERABLE_WORKERS = (
+    "fewer workers change an IterableDataset's batches (each worker iterates its own copy "
+    'of it), so check_dataloader(loader, action="adapt") lowers only prefetch_factor'
+)
+
+
+def adapt_sentence(spec: LoaderSpec, free: int, *, iterable: bool = False) -> str:
+    """What to change in the loader itself to fit ``free`` bytes, one sentence; for an
+    IterableDataset (``iterable``), also that ``adapt`` will not lower ``num_workers``."""
     nw, pf = fitting(spec, free)
+    keeps = not iterable or nw == spec.num_workers
     if nw == 0:
         one = predict(replace(spec, num_workers=1, prefetch_factor=1)).peak
-        return (
+        text = (
             f"Or, in this /dev/shm: not even num_workers=1, prefetch_factor=1 fits (it needs "
             f"{format_iec(one)}): use smaller batches, or num_workers=0 (no shm, loading in "
-            "the main process)."
+            "the main process)"
         )
+        return text + ("." if keeps else f"; {ITERABLE_WORKERS}.")
     peak = predict(replace(spec, num_workers=nw, prefetch_factor=pf)).peak
-    return (
+    text = (
         f"Or, in this /dev/shm: num_workers={nw}, prefetch_factor={pf} fits (predicted peak "
-        f'{format_iec(peak)}); check_dataloader(loader, action="adapt") makes that change.'
+        f"{format_iec(peak)})"
     )
+    if not keeps:
+        return f"{text}, but {ITERABLE_WORKERS}."
+    return f'{text}; check_dataloader(loader, action="adapt") makes that change.'

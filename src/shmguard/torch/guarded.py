@@ -103,6 +103,10 @@ class GuardedLoader:
         return len(self.loader)
 
     def __getattr__(self, name: str) -> Any:
+        # Before __init__ (copy, pickle) there is no loader yet: AttributeError, as hasattr
+        # and copy expect.
+        if "loader" not in self.__dict__:
+            raise AttributeError(name)
         return getattr(self.__dict__["loader"], name)
 
     def __iter__(self) -> Iterator[Any]:
@@ -259,7 +263,8 @@ class GuardedLoader:
             peak = predict(spec).peak
             what = "predicted peak" if not state.baseline else "predicted peak + use before"
             fix = size_fix(peak + state.baseline, what, self.policy, too_small=state.total)
-            also = adapt_sentence(spec, max(state.total - state.baseline, 0))
+            free = max(state.total - state.baseline, 0)
+            also = adapt_sentence(spec, free, iterable=is_iterable_style(self.loader))
         else:
             fix = size_fix(None, "", self.policy, too_small=state.total)
         return ShmExhaustedError(

@@ -1,5 +1,5 @@
-"""How many bytes of /dev/shm one collated batch of a DataLoader takes (``B'``), measured in
-the main process without touching the loader's iterator or any random state.
+"""How many bytes of /dev/shm one collated batch of a DataLoader takes (``B'``), measured
+before any worker starts, without changing the loader, its dataset or any random state.
 
 What reaches /dev/shm (torch 2.13, ../shared/research/torch_shm.md section 1.1): every tensor
 *storage* in the batch a worker hands to the main process, each rounded up to a 4 KiB page
@@ -13,11 +13,15 @@ The batch is made as a worker would make it (``torch/utils/data/_utils/fetch.py`
 ``dataset.__getitems__(indices)`` when the dataset has it, else ``[dataset[i] for i in
 indices]``, then ``collate_fn``; without automatic batching (``batch_size=None``) one index and
 ``collate_fn(dataset[i])``. The indices come from a fresh iterator over the loader's own
-``batch_sampler`` (or ``sampler``); the random state that drawing them consumes is saved and
+``batch_sampler`` (or ``sampler``). All of it runs in a forked child of this process, as in a
+forked worker, and only the sizes come back: whatever reading changes (a file, HDF5 or LMDB
+handle the dataset opens on first use, which each worker must open for itself; caches; the
+sampler's and every random state) stays in the child. Where there is no ``os.fork``, CUDA is
+initialised here, or the child fails (then the dataset's own exception is raised here, with
+its traceback), the batches are made in this process and only the random state is saved and
 restored: Python's :mod:`random`, numpy's global state, torch's CPU generator (and the CUDA
 ones when CUDA is initialised), the loader's ``generator`` and any ``torch.Generator`` held as
-``generator`` by its sampler or batch sampler. A sampler that keeps its own random state in
-some other form, or a dataset that changes itself when read, is not covered.
+``generator`` by its sampler or batch sampler.
 """
 
 from __future__ import annotations
@@ -25,7 +29,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import itertools
+import json
+import os
 import random
+import signal
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -169,19 +176,66 @@ def size_batches(loader: Any, batches: int = DEFAULT_SIZED_BATCHES) -> BatchSizi
         raise ValueError(f"batches must be >= 1, got {batches}")
     if is_iterable_style(loader):
         raise ValueError("an IterableDataset cannot be sized without reading it: give batch_bytes")
-    auto = loader.batch_sampler is not None
-    sizes: list[tuple[int, int]] = []
-    with preserved_random_state(loader):
-        indices = list(itertools.islice(iter(loader.batch_sampler or loader.sampler), batches))
-        for index in indices:
-            batch = loader.collate_fn(_fetch(loader.dataset, index, auto))
-            leaves = shm_leaves(batch)
-            sizes.append((padded_bytes(leaves) if leaves else 0, len(leaves)))
-            del batch
+    sizes = _sizes_in_child(loader, batches)
+    if sizes is None:
+        with preserved_random_state(loader):
+            sizes = _make_and_size(loader, batches)
     if not sizes:
         raise ValueError("the loader's sampler yields no batch: nothing to size")
     pages, storages = max(sizes)
     return BatchSizing(pages, min(s for s, _ in sizes), len(sizes), "batches", storages)
+
+
+def _make_and_size(loader: Any, batches: int) -> list[tuple[int, int]]:
+    """``(B', storages)`` of each of up to ``batches`` batches, made in this process."""
+    auto = loader.batch_sampler is not None
+    sampler = loader.batch_sampler if auto else loader.sampler
+    sizes: list[tuple[int, int]] = []
+    for index in list(itertools.islice(iter(sampler), batches)):
+        batch = loader.collate_fn(_fetch(loader.dataset, index, auto))
+        leaves = shm_leaves(batch)
+        sizes.append((padded_bytes(leaves) if leaves else 0, len(leaves)))
+        del batch
+    return sizes
+
+
+def _sizes_in_child(loader: Any, batches: int) -> list[tuple[int, int]] | None:
+    """:func:`_make_and_size` in a forked child, as a forked worker would make the batches,
+    so that nothing it changes reaches this process: a handle the dataset opens on first use
+    (each worker must open its own: a shared file offset mixes up reads, an open file cannot
+    be pickled for a ``spawn`` worker), caches, sampler and random state. None when it cannot
+    (no ``os.fork``, CUDA initialised here) or the child failed: the caller then makes the
+    batches here, so a dataset's own exception is raised with its own traceback."""
+    import torch
+
+    if not hasattr(os, "fork") or torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
+        return None
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        code = 1
+        try:
+            os.close(read_end)
+            torch.set_num_threads(1)  # as torch's _worker_loop does
+            data = json.dumps(_make_and_size(loader, batches)).encode()
+            with os.fdopen(write_end, "wb") as out:
+                out.write(data)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    try:
+        with os.fdopen(read_end, "rb") as inp:
+            data = inp.read()
+        _, status = os.waitpid(pid, 0)
+    except BaseException:  # KeyboardInterrupt while the child works: end it too
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        raise
+    if os.waitstatus_to_exitcode(status) != 0:
+        return None
+    return [(int(pages), int(n)) for pages, n in json.loads(data)]
 
 
 def _fetch(dataset: Any, index: Any, auto: bool) -> Any:

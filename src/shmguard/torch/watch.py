@@ -72,7 +72,9 @@ class Watch:
         return stall_verdict(obs, self.stall_after)
 
     def stop(self) -> None:
-        self.sampler.cancel()  # no join: the thread ends within one interval on its own
+        # Waited for (one interval at most), so that no thread and no inotify descriptor of
+        # the guard outlives its loop.
+        self.sampler.cancel(wait=max(1.0, 2 * self.sampler.interval))
 
 
 def chain_text(err: BaseException) -> str:
