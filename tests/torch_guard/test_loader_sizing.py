@@ -82,7 +82,9 @@ def test_default_collated_batch_of_tensor_int_numpy_and_string() -> None:
     assert sizing.smallest == expected
     assert (sizing.batches, sizing.storages, sizing.origin) == (2, 3, "batches")
     assert not sizing.varies
-    assert sizing.basis == ("the largest of 2 batches made in the main process, all the same size")
+    assert sizing.basis == (
+        "the largest of 2 batches made before the workers start, all the same size"
+    )
 
 
 def test_variable_size_data_is_sized_from_the_largest_batch() -> None:
@@ -109,7 +111,7 @@ def test_batch_size_none_sizes_one_item_through_the_loaders_collate() -> None:
     sizing = size_batches(loader, batches=1)
     # default_convert turns the numpy array into a tensor: 12000 bytes -> 3 pages
     assert sizing.pages == 3 * PAGE_SIZE
-    assert sizing.basis == "one batch made in the main process"
+    assert sizing.basis == "one batch made before the workers start"
 
 
 def test_stated_size_is_page_rounded_and_checked() -> None:

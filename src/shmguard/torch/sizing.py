@@ -135,13 +135,13 @@ class BatchSizing:
         if self.origin == "failed-allocation":
             return "the size a failed allocation asked for (no batch could be made here)"
         if self.batches == 1:
-            return "one batch made in the main process"
+            return "one batch made before the workers start"
         spread = (
             f"sizes {format_iec(self.smallest)} to {format_iec(self.pages)}: variable-size data"
             if self.varies
             else "all the same size"
         )
-        return f"the largest of {self.batches} batches made in the main process, {spread}"
+        return f"the largest of {self.batches} batches made before the workers start, {spread}"
 
 
 def stated_sizing(batch_bytes: int) -> BatchSizing:
