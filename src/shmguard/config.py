@@ -109,6 +109,7 @@ _KEYS = {
     "explain",
     "target",
     "checks",
+    "exporter",
 }
 
 
@@ -149,6 +150,7 @@ class Config:
     signatures: tuple[Path, ...] = ()
     target: str = ""
     checks: tuple[Rule[Any, Any], ...] = ()
+    required_shm: int | None = None
 
     def enabled(self, code: str, file: str | None = None) -> bool:
         """Whether findings of ``code`` are reported (in ``file``, when given)."""
@@ -299,7 +301,29 @@ def parse_config(table: Mapping[str, Any], path: Path) -> Config:
         signatures=_signatures(table.get("explain", {}), err, path),
         target=_target(table.get("target", ""), err),
         checks=_checks(table.get("checks", []), err, path),
+        required_shm=_exporter(table.get("exporter", {}), err),
     )
+
+
+def _exporter(table: object, err: Any) -> int | None:
+    """``[exporter] required-shm``: a size (``"2g"`` or bytes), or None when absent."""
+    if not isinstance(table, dict):
+        raise err("exporter", "must be a table")
+    unknown = sorted(set(table) - {"required-shm"})
+    if unknown:
+        raise err(f"exporter.{unknown[0]}", "unknown key; expected required-shm")
+    raw = table.get("required-shm")
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, int | str):
+        raise err("exporter.required-shm", 'must be a size such as "2g" or a whole number of bytes')
+    try:
+        size = raw if isinstance(raw, int) else parse_size_flag(raw)
+    except SizeError as e:
+        raise err("exporter.required-shm", str(e)) from None
+    if not MIN_SIZE <= size <= MAX_SIZE:
+        raise err("exporter.required-shm", "must be from 1 MiB to 1 PiB")
+    return size
 
 
 def _checks(value: object, err: Any, path: Path) -> tuple[Rule[Any, Any], ...]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from shmguard.cli import check as _check  # noqa: F401
 from shmguard.cli import doctor as _doctor  # noqa: F401
 from shmguard.cli import explain as _explain  # noqa: F401
+from shmguard.cli import exporter as _exporter  # noqa: F401
 from shmguard.cli import measure as _measure  # noqa: F401
 from shmguard.cli import plan as _plan  # noqa: F401
 from shmguard.cli import probe as _probe  # noqa: F401

@@ -1,0 +1,1 @@
+"""Long-running monitors on the one sampler: the Prometheus exporter (:mod:`.exporter`)."""
