@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from conftest import MiB, exists_in, samples, value, wait_for
+from monitor_helpers import MiB, exists_in, samples, value, wait_for
 
 from shmguard.monitor.exporter import METRICS, ExporterOptions, ShmCollector, labels_from_env
 
