@@ -1,0 +1,152 @@
+"""CPU cost of the long-running monitors as % of one core, against an idle baseline measured in
+the same run, and the exporter's scrape latency.
+
+Each monitor is a real process (``python -m shmguard ...``); after a warm-up (start-up and the
+first imports excluded) its CPU time (user + system of the process and its children, psutil)
+is read over a fixed window. The idle baseline is a Python process that imports shmguard and
+sleeps, over the same window. Rows:
+
+* ``exporter``: ``shmguard exporter --interval 100ms`` (10 Hz internal sampling, the peak
+  between scrapes), not scraped during the window;
+* ``exporter+scrape15s``: the same, scraped every 15 s (Prometheus's default interval), so the
+  window includes the owner scan of each scrape.
+
+Then the scrape latency (median, p95 of ``--scrapes`` sequential GETs of /metrics on loopback)
+with the default owner scan over every process and with ``--pid`` (one process tree).
+Target from issue 11: < 0.5% of one core at 10 Hz. CPU times come in clock ticks (10 ms), so
+over the default 30 s window one tick is 0.033%: use a longer ``--seconds`` to resolve less.
+
+Other monitors add a row by adding an entry to :data:`MONITORS` (argv after ``-m shmguard``),
+e.g. ``"watch": ["watch", "--interval", "1s"]`` once ``shmguard watch`` exists; ``--only``
+picks rows.
+
+Run: ``python benchmarks/monitor_overhead.py [--seconds 30] [--scrapes 200] [--only exporter]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import select
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Sequence
+
+import psutil
+
+#: Row name -> argv after ``python -m shmguard`` (stdout goes to /dev/null). A row whose name
+#: ends in ``+scrape15s`` is scraped every 15 s during the window.
+MONITORS: dict[str, list[str]] = {
+    "exporter": ["exporter", "--listen", "127.0.0.1:0", "--interval", "100ms"],
+    "exporter+scrape15s": ["exporter", "--listen", "127.0.0.1:0", "--interval", "100ms"],
+}
+IDLE = [sys.executable, "-c", "import shmguard.cli, time; time.sleep(1e6)"]
+TARGET = 0.5
+
+
+def _url(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> str | None:
+    """The exporter's announced /metrics URL (its stderr line), or None for other monitors."""
+    if proc.stderr is None:
+        return None
+    end, seen = time.monotonic() + timeout, b""
+    while time.monotonic() < end and b"\n" not in seen:
+        ready, _, _ = select.select([proc.stderr], [], [], 0.2)
+        if ready:
+            chunk = os.read(proc.stderr.fileno(), 4096)
+            if not chunk:
+                break
+            seen += chunk
+    m = re.search(rb"serving (http://\S+/metrics)", seen)
+    return m.group(1).decode() if m else None
+
+
+def _cpu(proc: psutil.Process) -> float:
+    total = 0.0
+    for p in (proc, *proc.children(recursive=True)):
+        try:
+            t = p.cpu_times()
+        except psutil.Error:
+            continue
+        total += t.user + t.system
+    return total
+
+
+def cpu_percent(
+    argv: Sequence[str], seconds: float, warmup: float = 3.0, scrape_every: float | None = None
+) -> float:
+    """% of one core that the process ``argv`` uses over ``seconds`` after ``warmup`` seconds
+    (scraping its announced /metrics every ``scrape_every`` seconds when given)."""
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        url = _url(proc, timeout=warmup + 30) if "exporter" in argv else None
+        time.sleep(warmup)
+        ps = psutil.Process(proc.pid)
+        c0, t0 = _cpu(ps), time.monotonic()
+        next_scrape = t0
+        while (now := time.monotonic()) < t0 + seconds:
+            if scrape_every is not None and url is not None and now >= next_scrape:
+                urllib.request.urlopen(url, timeout=10).read()
+                next_scrape += scrape_every
+            time.sleep(min(0.5, max(t0 + seconds - now, 0)))
+        return (_cpu(ps) - c0) / (time.monotonic() - t0) * 100
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def scrape_latency(extra: Sequence[str], scrapes: int) -> tuple[float, float]:
+    """(median, p95) milliseconds of ``scrapes`` sequential scrapes of an exporter started with
+    ``extra`` arguments."""
+    argv = [sys.executable, "-m", "shmguard", "exporter", "--listen", "127.0.0.1:0", *extra]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        url = _url(proc)
+        if url is None:
+            raise SystemExit(f"exporter did not start: {' '.join(argv)}")
+        urllib.request.urlopen(url, timeout=10).read()
+        times = []
+        for _ in range(scrapes):
+            t = time.perf_counter()
+            urllib.request.urlopen(url, timeout=10).read()
+            times.append((time.perf_counter() - t) * 1000)
+        times.sort()
+        return statistics.median(times), times[int(len(times) * 0.95) - 1]
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=30.0, help="window per measurement")
+    ap.add_argument("--scrapes", type=int, default=200, help="scrapes for the latency")
+    ap.add_argument("--only", action="append", choices=sorted(MONITORS), help="rows to run")
+    args = ap.parse_args()
+    print(
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; window {args.seconds:g} s"
+    )
+    idle = cpu_percent(IDLE, args.seconds)
+    print(f"{'idle baseline':<22} {idle:8.3f}% of one core")
+    print(f"{'monitor':<22} {'CPU %':>9} {'minus idle':>11} {'target':>10}")
+    for name in args.only or list(MONITORS):
+        argv = [sys.executable, "-m", "shmguard", *MONITORS[name]]
+        every = 15.0 if name.endswith("+scrape15s") else None
+        pct = cpu_percent(argv, args.seconds, scrape_every=every)
+        extra = pct - idle
+        verdict = f"< {TARGET:g}% {'ok' if extra < TARGET else 'MISSED'}"
+        print(f"{name:<22} {pct:8.3f}% {extra:10.3f}% {verdict:>10}")
+    print(f"scrape latency over {args.scrapes} sequential scrapes (ms): median, p95")
+    for label, extra_args in (
+        ("owners over every process", []),
+        ("owners of one tree (--pid)", ["--pid", str(os.getpid())]),
+    ):
+        med, p95 = scrape_latency(extra_args, args.scrapes)
+        print(f"  {label:<28} {med:7.2f} {p95:7.2f}")
+
+
+if __name__ == "__main__":
+    main()
