@@ -31,7 +31,12 @@ from shmguard import __version__
 from shmguard.inspect.holders import KINDS, restrict_to_device, scan_holders
 from shmguard.measure.sampler import ShmSampler, Timeline
 from shmguard.monitor.peaks import WindowPeak
-from shmguard.triage.stall import ShmObservation, failed_torch_blocks, stall_verdict
+from shmguard.triage.stall import (
+    ShmObservation,
+    failed_torch_blocks,
+    failed_torch_sizes,
+    stall_verdict,
+)
 
 #: Environment variables (Kubernetes downward API) -> constant label names.
 LABEL_ENV = {"namespace": "POD_NAMESPACE", "pod": "POD_NAME", "container": "CONTAINER_NAME"}
@@ -165,8 +170,10 @@ class ShmCollector:
         return sampler
 
     def _rotate(self) -> None:
-        t0 = time.monotonic()
         new = self._new_sampler()
+        # Taken after start(), which sets the sampler's own "last change" to its start: only a
+        # real change afterwards makes since_change() shorter than the time since t0.
+        t0 = time.monotonic()
         with self._lock:
             old, old_t0 = self._sampler, self._sampler_t0
             self._sampler, self._sampler_t0 = new, t0
@@ -207,11 +214,15 @@ class ShmCollector:
 
     def _stalled(self, used: int, total: int, peak: int, pids: list[int] | None) -> bool:
         now = time.monotonic()
-        failed = failed_torch_blocks(self.path)
+        sizes = dict(failed_torch_sizes(self.path))
         with self._lock:
             if self._failed_before is None:
-                self._failed_before = failed
-            new_failed = failed - self._failed_before
+                self._failed_before = frozenset(sizes)
+            new_failed = set(sizes) - self._failed_before
+            # The request that failed did not fit: free space below it counts as near full
+            # (a failed allocation frees its partial pages, so a hung job can sit up to one
+            # batch below the size; triage/stall.py).
+            margin = max((sizes[n] for n in new_failed), default=0)
             for name in new_failed:
                 if len(self._failed_seen) < MAX_FAILED_NAMES:
                     self._failed_seen.add(name)
@@ -232,7 +243,12 @@ class ShmCollector:
                 self._cpu = (cpu, now)
             quiet = now - self._last_change
         obs = ShmObservation(
-            used=used, total=total, peak=peak, failed_blocks=len(new_failed), quiet=quiet
+            used=used,
+            total=total,
+            peak=peak,
+            margin=margin,
+            failed_blocks=len(new_failed),
+            quiet=quiet,
         )
         return stall_verdict(obs, self.options.stall_after).stalled
 
