@@ -9,8 +9,9 @@ Two kinds of mount are found, both from one read of a mountinfo file (proc(5)):
   ``kubernetes.io~empty-dir``). A disk-backed emptyDir is no mount, so it is not listed.
 * **the /dev/shm the runtime gives a pod without one**: containerd's CRI plugin mounts a tmpfs at
   ``/run/containerd/io.containerd.grpc.v1.cri/sandboxes/<sandbox id>/shm`` (containerd
-  ``internal/cri/server/helpers_linux.go`` ``getSandboxDevShm``: the volatile sandbox root dir
-  ``<state>/io.containerd.grpc.v1.cri/sandboxes/<id>`` plus ``shm``), CRI-O at
+  ``internal/cri/server/helpers.go``, ``pkg/cri/server/helpers.go`` before 2.0,
+  ``getSandboxDevShm``: the volatile sandbox root dir ``<state>/io.containerd.grpc.v1.cri/
+  sandboxes/<id>`` plus ``shm``), CRI-O at
   ``/run/containers/storage/overlay-containers/<sandbox id>/userdata/shm`` (cri-o
   ``server/sandbox_run_linux.go``: ``libsandbox.SetupShm(podContainer.RunDir, ...)``, the run dir
   being containers/storage's ``<runroot>/overlay-containers/<id>/userdata``). Pods with
@@ -25,9 +26,10 @@ Which pod a mount belongs to, from what the node itself keeps on disk (never gue
 * a sandbox id to namespace, name and UID: the sandbox's OCI ``config.json`` annotations, in
   containerd's shim bundle ``/run/containerd/io.containerd.runtime.v2.task/k8s.io/<id>/`` as
   ``io.kubernetes.cri.sandbox-namespace`` / ``-name`` / ``-uid`` (containerd
-  ``pkg/cri/annotations``), in CRI-O's run dir ``.../userdata/config.json`` (written there by
-  ``runPodSandbox``) as the kubelet's labels ``io.kubernetes.pod.namespace`` / ``.name`` / ``.uid``
-  (``k8s.io/kubelet/pkg/types/labels.go``; CRI-O adds the sandbox labels as annotations).
+  ``pkg/cri/annotations/annotations.go`` ``DefaultCRIAnnotations``), in CRI-O's run dir
+  ``.../userdata/config.json`` (written there by ``runPodSandbox``) as the kubelet's labels
+  ``io.kubernetes.pod.namespace`` / ``.name`` / ``.uid`` (``k8s.io/kubelet/pkg/types/labels.go``;
+  CRI-O adds the sandbox labels as annotations).
 
 Where none of these is there, the pod's fields are None and :attr:`PodRef.source` says why.
 Mounts are read through our own view of the node: in the DaemonSet the host's directories are
