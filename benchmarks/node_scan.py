@@ -2,7 +2,8 @@
 tmpfs mounts, against walking the kubelet pods directory.
 
 Lays out, in a private mount namespace (root + unshare), 100 memory-backed emptyDirs as the
-kubelet mounts them plus one containerd sandbox /dev/shm (tests/inspect/node_layout.py), then
+kubelet mounts them, each pod's projected service-account token (a tmpfs too, passed by) and one
+containerd sandbox /dev/shm (tests/inspect/node_layout.py), then
 times 50 rounds of, in the same process:
 
 * ``NodeScanner(root).scan()``: one /proc/self/mountinfo read, statvfs + stat per mount, pod
@@ -48,7 +49,10 @@ def main() -> None:
     with open("/proc/self/mountinfo", encoding="utf-8") as f:
         others = sum(1 for _ in f)
     scan, walk = statistics.median(times["scan"]), statistics.median(times["walk"])
-    print(f"pod volumes: {args.pods} tmpfs emptyDirs + 1 sandbox /dev/shm")
+    print(
+        f"pod volumes: {args.pods} tmpfs emptyDirs + 1 sandbox /dev/shm "
+        f"(+ {args.pods} token tmpfs mounts passed by)"
+    )
     print(f"mounts on this machine besides them: {others}")
     print(f"node scan:            median {scan:.3f} ms (min {min(times['scan']):.3f})")
     print(f"walk pods dir (base): median {walk:.3f} ms (min {min(times['walk']):.3f})")

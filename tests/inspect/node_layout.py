@@ -4,7 +4,8 @@ Run as root inside a private mount namespace (``unshare --mount --propagation pr
 every mount goes away with the process: ``python node_layout.py ROOT N_PODS MODE``. It mounts,
 for pod i in 0..N-1, a 1 MiB tmpfs at
 ``ROOT/var/lib/kubelet/pods/<uid i>/volumes/kubernetes.io~empty-dir/dshm`` (the memory-backed
-emptyDir) holding a file of ``i mod 200`` KiB, makes the pod log dir
+emptyDir) holding a file of ``i mod 200`` KiB and a 64 KiB tmpfs at
+``.../volumes/kubernetes.io~projected/kube-api`` (the service-account token), makes the pod log dir
 ``ROOT/var/log/pods/ns<i>_pod-<i>_<uid i>``, and one containerd sandbox /dev/shm (64 MiB)
 with its config.json, then prints one JSON line:
 
@@ -47,6 +48,11 @@ def lay_out(root: Path, pods: int) -> None:
         vol.mkdir(parents=True)
         subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(vol)], check=True)
         (vol / "torch_1_1").write_bytes(b"x" * (i % 200) * KIB)
+        # every pod also gets the kubelet's projected service-account token: a tmpfs too, and
+        # not shared memory (the scan must pass it by)
+        token = root / f"var/lib/kubelet/pods/{uid(i)}/volumes/kubernetes.io~projected/kube-api"
+        token.mkdir(parents=True)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(token)], check=True)
         (root / f"var/log/pods/ns{i}_pod-{i}_{uid(i)}").mkdir(parents=True)
     shm = root / f"run/containerd/io.containerd.grpc.v1.cri/sandboxes/{SANDBOX}/shm"
     shm.mkdir(parents=True)
@@ -98,8 +104,12 @@ def main() -> None:
     def statvfs(path: str) -> os.statvfs_result:
         if path in victims:  # torn down right now, in the middle of the scan
             subprocess.run(["umount", path], check=True)
-            if victims.pop(path):
-                shutil.rmtree(Path(path).parents[2])
+            if victims.pop(path):  # the kubelet unmounts every volume, then removes the pod
+                pod = Path(path).parents[2]
+                subprocess.run(
+                    ["umount", str(pod / "volumes/kubernetes.io~projected/kube-api")], check=True
+                )
+                shutil.rmtree(pod)
         return os.statvfs(path)
 
     scan = NodeScanner(root, statvfs=statvfs, check_device=True).scan()
