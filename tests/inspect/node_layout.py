@@ -12,6 +12,8 @@ with its config.json, then prints one JSON line:
 * MODE ``scan``: the scan's mounts and skipped lines; the scan removes pod 1's directory
   (umount + rmdir, as the kubelet tears a pod down) while it runs, and unmounts pod 2's tmpfs
   without removing the directory, right before measuring them.
+* MODE ``view``: the same node laid out in ``ROOT/node`` and scanned through ``ROOT/host`` as
+  the DaemonSet sees it (:func:`as_daemonset_sees_it`), with one pod mounted after the view.
 * MODE ``bench``: ``{"scan": [...], "walk": [...]}``, the wall time in ms of each of 50
   scans and of 50 walks of the pods dir (:func:`walk`, the baseline).
 
@@ -28,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-from shmguard.inspect.node import NodeScanner
+from shmguard.inspect.node import NodeScan, NodeScanner
 
 SANDBOX = "c0ffee" * 10 + "c0ff"
 KIB = 1024
@@ -82,8 +84,54 @@ def walk(root: Path) -> int:
     return found
 
 
+def mount(*args: str) -> None:
+    subprocess.run(["mount", *args], check=True)
+
+
+def as_daemonset_sees_it(root: Path, pods: int) -> NodeScan:
+    """The node laid out in ``root/node`` (a shared mount, as / is on a systemd host), seen at
+    ``root/host`` as a DaemonSet's read-only hostPath with ``mountPropagation: HostToContainer``
+    sees it (a recursive bind made a slave: the kubelet's rbind + rslave), then one more pod's
+    memory emptyDir mounted on the node *after* that, which must propagate into the view."""
+    node, view = root / "node", root / "host"
+    node.mkdir()
+    view.mkdir()
+    mount("--bind", str(node), str(node))
+    mount("--make-shared", str(node))
+    lay_out(node, pods)
+    mount("--rbind", str(node), str(view))
+    mount("--make-rslave", str(view))
+    mount("-o", "remount,bind,ro", str(view))
+    late = volume(node, pods)
+    late.mkdir(parents=True)
+    mount("-t", "tmpfs", "-o", "size=2m", "tmpfs", str(late))
+    (late / "late").write_bytes(b"z" * 8192)
+    (node / f"var/log/pods/late_pod-late_{uid(pods)}").mkdir()
+    return NodeScanner(view).scan()
+
+
+def report(scan: NodeScan) -> str:
+    mounts = [
+        {
+            "kind": m.kind,
+            "path": m.path,
+            "volume": m.volume,
+            "sandbox": m.sandbox_id,
+            "pod": [m.pod.namespace, m.pod.name, m.pod.uid],
+            "size": m.size_bytes,
+            "used": m.used_bytes,
+            "avail": m.avail_bytes,
+        }
+        for m in scan.mounts
+    ]
+    return json.dumps({"mounts": mounts, "skipped": scan.skipped, "error": scan.error})
+
+
 def main() -> None:
     root, pods, mode = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    if mode == "view":
+        print(report(as_daemonset_sees_it(root, pods)))
+        return
     lay_out(root, pods)
     if mode == "bench":
         scanner = NodeScanner(root)
@@ -112,21 +160,7 @@ def main() -> None:
                 shutil.rmtree(pod)
         return os.statvfs(path)
 
-    scan = NodeScanner(root, statvfs=statvfs, check_device=True).scan()
-    mounts = [
-        {
-            "kind": m.kind,
-            "path": m.path,
-            "volume": m.volume,
-            "sandbox": m.sandbox_id,
-            "pod": [m.pod.namespace, m.pod.name, m.pod.uid],
-            "size": m.size_bytes,
-            "used": m.used_bytes,
-            "avail": m.avail_bytes,
-        }
-        for m in scan.mounts
-    ]
-    print(json.dumps({"mounts": mounts, "skipped": scan.skipped, "error": scan.error}))
+    print(report(NodeScanner(root, statvfs=statvfs, check_device=True).scan()))
 
 
 if __name__ == "__main__":

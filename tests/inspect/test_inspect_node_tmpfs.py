@@ -22,11 +22,11 @@ KIB, MIB = 1024, 1 << 20
 pytestmark = pytest.mark.root
 
 
-def run_layout(root: Path) -> dict[str, Any]:
+def run_layout(root: Path, mode: str = "scan") -> dict[str, Any]:
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         pytest.skip("needs root and unshare(1) for a private mount namespace")
     r = subprocess.run(
-        [*UNSHARE, sys.executable, str(LAYOUT), str(root), str(PODS), "scan"],
+        [*UNSHARE, sys.executable, str(LAYOUT), str(root), str(PODS), mode],
         capture_output=True,
         text=True,
         timeout=120,
@@ -64,4 +64,17 @@ def test_real_tmpfs_pod_volumes_and_sandbox_shm_with_pods_torn_down_mid_scan(
     assert shm["pod"] == ["jobs", "no-volume", f"{9999:08x}-0000-4000-8000-{9999:012x}"]
     assert shm["size"] == 64 * MIB and shm["used"] == 3 * MIB
     with open("/proc/self/mountinfo", encoding="utf-8") as f:  # nothing left mounted here
+        assert str(tmp_path) not in f.read()
+
+
+def test_through_a_read_only_rslave_view_as_the_daemonset_mounts_the_host(tmp_path: Path) -> None:
+    out = run_layout(tmp_path, "view")
+    assert out["error"] is None and out["skipped"] == []
+    mounts = out["mounts"]
+    assert len(mounts) == PODS + 2  # every emptyDir, the sandbox /dev/shm, and the late one
+    assert all(m["path"].startswith(("/var/lib/kubelet/", "/run/containerd/")) for m in mounts)
+    (late,) = [m for m in mounts if m["pod"][0] == "late"]
+    # mounted on the node after the view was made: it propagated in (HostToContainer)
+    assert late["pod"][1] == "pod-late" and late["size"] == 2 * MIB and late["used"] == 8192
+    with open("/proc/self/mountinfo", encoding="utf-8") as f:
         assert str(tmp_path) not in f.read()
