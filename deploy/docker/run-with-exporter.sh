@@ -6,9 +6,10 @@
 #   SHMGUARD_IMAGE=registry.example.com/shmguard:0.1.0 \
 #   sh deploy/docker/run-with-exporter.sh python train.py
 #
-# The job runs with --ipc=shareable: Docker's default IPC mode is private, and a private IPC
-# namespace cannot be joined (`docker run --ipc container:NAME` then fails with "non-shareable
-# IPC (hint: use IpcMode:shareable for the donor container)"). The exporter joins it with
+# The job runs with --ipc=shareable: Docker's default IPC mode is private (20.10; older daemons
+# defaulted to shareable), and a private IPC namespace cannot be joined (`docker run --ipc
+# container:NAME` then fails with "non-shareable IPC (hint: use IpcMode:shareable for the donor
+# container)"). The exporter joins it with
 # --ipc container:NAME, so its /dev/shm is the job's (the same tmpfs: size, used, free), and
 # --pid container:NAME, so it sees the job's processes (owners of /dev/shm, a stalled loader).
 # Metrics on http://127.0.0.1:9808/metrics (the exporter's port published on loopback only).
