@@ -109,6 +109,7 @@ def test_no_record_means_unknown_with_the_reason_never_a_guess(tmp_path: Path) -
     node.mount(CTRD_SHM)
     node.mount(CRIO_SHM)
     node.file(f"/run/containers/storage/overlay-containers/{CRIO}/userdata/config.json", "{")
+    node.file(f"/var/log/pods/other_pod_{UID2}/c/0.log", "")  # another pod's, not this one's
     empty, ctrd, crio = node.scanner().scan().mounts
     assert empty.pod == PodRef(None, None, UID, f"no /var/log/pods/<namespace>_<name>_{UID}")
     assert ctrd.pod.namespace is None and ctrd.pod.name is None and ctrd.pod.uid is None
@@ -165,3 +166,14 @@ def test_sandbox_records_are_cached_and_pruned_with_their_sandbox(tmp_path: Path
     node.lines.append(f"9 1 0:77 / {tmp_path}{CTRD_SHM} rw - tmpfs tmpfs rw")
     (tmp_path / "mountinfo").write_text("".join(line + "\n" for line in node.lines))
     assert scanner.scan().mounts[0].pod.namespace is None  # read again, now missing
+
+
+def test_unlistable_pod_logs_dir_is_the_reason_and_a_covered_mount_counts_once(
+    tmp_path: Path,
+) -> None:
+    node = Node(tmp_path)
+    node.mount(EMPTYDIR, blocks=100, free=100)
+    node.mount(EMPTYDIR, blocks=512, free=256)  # mounted again on top: this one is seen
+    (m,) = node.scanner().scan().mounts
+    assert (m.size_bytes, m.used_bytes) == (2 * MIB, MIB)
+    assert m.pod == PodRef(None, None, UID, "/var/log/pods: no such file or directory")

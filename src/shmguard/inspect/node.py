@@ -172,7 +172,8 @@ class NodeScanner:
             mounts = parse_mountinfo(self.mountinfo.read_text(encoding="utf-8", errors="replace"))
         except (OSError, MountinfoError) as err:
             return NodeScan((), (), f"{self.mountinfo}: {err}")
-        found: list[tuple[Kind, str, str, re.Match[str]]] = []
+        # one entry per path: a later line is mounted on top of an earlier one at the same place
+        found: dict[str, tuple[Kind, str, re.Match[str]]] = {}
         for m in mounts:
             node_path = self._node_path(m)
             if node_path is None or m.fstype != "tmpfs":
@@ -180,22 +181,23 @@ class NodeScanner:
             for kind, pattern in self._patterns:
                 match = pattern.fullmatch(node_path)
                 if match:
-                    found.append((kind, node_path, m.device, match))
+                    found.pop(node_path, None)
+                    found[node_path] = (kind, m.device, match)
                     break
-        logs = self._pod_logs() if any(f[0] == "emptydir" for f in found) else {}
+        wanted = any(f[0] == "emptydir" for f in found.values())
+        logs, logs_error = self._pod_logs() if wanted else ({}, None)
         results: list[NodeShmMount] = []
         skipped: list[str] = []
         seen: set[tuple[Kind, str]] = set()
-        for kind, node_path, device, match in found:
+        for node_path, (kind, device, match) in found.items():
             figures = self._measure(node_path, device)
             if isinstance(figures, str):
                 skipped.append(f"{node_path}: {figures}")
                 continue
             if kind == "emptydir":
                 uid = match["uid"]
-                pod = logs.get(uid) or PodRef(
-                    None, None, uid, f"no {self.pod_logs_dir}/<namespace>_<name>_{uid}"
-                )
+                why = logs_error or f"no {self.pod_logs_dir}/<namespace>_<name>_{uid}"
+                pod = logs.get(uid) or PodRef(None, None, uid, why)
                 volume, sandbox = match["vol"], None
             else:
                 sandbox, volume = match["id"], None
@@ -227,19 +229,20 @@ class NodeScanner:
         frsize = st.f_frsize
         return (st.f_blocks * frsize, (st.f_blocks - st.f_bfree) * frsize, st.f_bavail * frsize)
 
-    def _pod_logs(self) -> dict[str, PodRef]:
-        """UID -> pod, from the kubelet's ``<namespace>_<name>_<uid>`` log directories."""
+    def _pod_logs(self) -> tuple[dict[str, PodRef], str | None]:
+        """UID -> pod, from the kubelet's ``<namespace>_<name>_<uid>`` log directories, and why
+        there are none when the directory cannot be listed."""
         try:
             names = os.listdir(self._prefix + self.pod_logs_dir)
-        except OSError:
-            return {}
+        except OSError as err:
+            return {}, f"{self.pod_logs_dir}: {(err.strerror or str(err)).lower()}"
         refs = {}
         for entry in names:
             parts = entry.split("_")
             if len(parts) == 3 and all(parts):
                 ns, name, uid = parts
                 refs[uid] = PodRef(ns, name, uid, f"{self.pod_logs_dir}/{entry}")
-        return refs
+        return refs, None
 
     def _sandbox_pod(self, kind: Kind, sandbox: str) -> PodRef:
         cached = self._sandboxes.get((kind, sandbox))
