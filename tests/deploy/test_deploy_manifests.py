@@ -1,7 +1,8 @@
-"""deploy/kubernetes: the sidecar Job and the node DaemonSet pass `shmguard check` with no
-findings, validate against the Kubernetes 1.37 schema (kubernetes-validate, strict), and say what
-docs/deploy.md says: the sidecar shares the trainer's /dev/shm volume and process namespace, the
-DaemonSet mounts read-only exactly the node paths inspect.node reads below its --node-root."""
+"""deploy/kubernetes: the sidecar Job and the node DaemonSet (and deploy/docker's docker run
+lines) pass `shmguard check` with no findings, validate against the Kubernetes 1.37 schema
+(kubernetes-validate, strict), and say what docs/deploy.md says: the sidecar shares the trainer's
+/dev/shm volume and process namespace, the DaemonSet mounts read-only exactly the node paths
+inspect.node reads below its --node-root."""
 
 from __future__ import annotations
 
@@ -28,18 +29,24 @@ def docs(path: Path) -> list[dict[str, Any]]:
 
 
 def test_shmguard_check_finds_nothing() -> None:
+    # the manifests, and the docker run lines of the Docker example and its README
     r = subprocess.run(
-        [sys.executable, "-m", "shmguard", "check", "--json", str(DEPLOY)],
+        [sys.executable, "-m", "shmguard", "check", "--json", str(DEPLOY.parent)],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
     assert r.returncode == 0, r.stdout + r.stderr
-    files = {Path(f["file"]).name: f for f in json.loads(r.stdout)["files"]}
-    assert set(files) == {"sidecar.yaml", "daemonset.yaml"}
-    assert all(f["kind"] == "kubernetes" for f in files.values())
-    assert all(f["findings"] == [] and f["diagnostics"] == [] for f in files.values())
+    kinds = {Path(f["file"]).name: f["kind"] for f in json.loads(r.stdout)["files"]}
+    assert kinds == {
+        "sidecar.yaml": "kubernetes",
+        "daemonset.yaml": "kubernetes",
+        "run-with-exporter.sh": "run-lines",
+        "README.md": "run-lines",
+    }
+    for f in json.loads(r.stdout)["files"]:
+        assert f["findings"] == [] and f["diagnostics"] == [], f
 
 
 @pytest.mark.parametrize("path", [SIDECAR, DAEMONSET], ids=lambda p: p.name)
