@@ -57,6 +57,9 @@ _EXPORTS = {
     # find
     "HostFacts": "shmguard.model.host",
     "inspect_host": "shmguard.inspect.host",
+    "NodeScan": "shmguard.inspect.node",
+    "NodeScanner": "shmguard.inspect.node",
+    "scan_node": "shmguard.inspect.node",
     "DoctorOptions": "shmguard.lint.doctor",
     "DoctorReport": "shmguard.lint.doctor",
     "diagnose": "shmguard.lint.doctor",
@@ -93,6 +96,8 @@ __all__ = [
     "LoaderPrediction",
     "LoaderSpec",
     "Location",
+    "NodeScan",
+    "NodeScanner",
     "Plan",
     "PlanFit",
     "PlanRequest",
@@ -125,6 +130,7 @@ __all__ = [
     "padded_bytes",
     "predict",
     "recommend",
+    "scan_node",
     "shm_size_for",
     "workers_that_fit",
 ]
@@ -154,6 +160,7 @@ if TYPE_CHECKING:
         workers_that_fit,
     )
     from shmguard.inspect.host import inspect_host
+    from shmguard.inspect.node import NodeScan, NodeScanner, scan_node
     from shmguard.lint.doctor import DoctorOptions, DoctorReport, diagnose
     from shmguard.model import (
         Applicability,

@@ -77,3 +77,20 @@ def test_the_recommended_size_runs_the_loader(root_only: None, no_leftovers: Non
     argv += ["--batches", "16", "--step-time", "0.05"]
     done = run_sandboxed(SandboxSpec(tuple(argv), plan.shm.bytes), output="capture", timeout=150)
     assert done.exit_status == 0, done.stderr_tail[-2000:]
+
+
+def test_check_without_a_dev_shm_does_not_fit(root_only: None) -> None:
+    # A private mount namespace whose /dev is an empty tmpfs: no /dev/shm at all. It used to
+    # exit 2 ("cannot read the free space"); run --require calls the same case not met.
+    inner = f"mount -t tmpfs none /dev && exec {sys.executable} -m shmguard plan " + " ".join(
+        [*SEED, "--check", "--format", "json"]
+    )
+    done = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", inner],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1, done.stderr
+    check = json.loads(done.stdout)["check"]
+    assert (check["free"], check["total"], check["fits"]) == (0, None, False)

@@ -45,11 +45,15 @@ def _out(line: str) -> None:
 
 
 def _free_shm() -> tuple[int, int | None]:
-    """(free, total) bytes of this machine's /dev/shm (statvfs ``f_bavail``), or exit 2."""
+    """(free, total) bytes of this machine's /dev/shm (statvfs ``f_bavail``); (0, None) when
+    there is no /dev/shm at all (a DataLoader with workers fails there, as ``run --require``
+    says); exit 2 when the free space cannot be known (``size=0`` tmpfs, ramfs: no limit)."""
     from shmguard.inspect._read import read_text
     from shmguard.inspect.shm import read_shm
 
     facts = read_shm(Path(SHM), read_text(Path("/"), "proc/self/mountinfo"))
+    if facts.exists.value is False:
+        return 0, None
     if facts.free.value is None:
         fail(f"cannot read the free space of {SHM}: {facts.free.reason}")
     return facts.free.value, facts.total.value
