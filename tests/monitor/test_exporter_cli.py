@@ -81,6 +81,8 @@ def test_missing_shm_path_is_served_as_down() -> None:
         (["--stall-after", "soon"], "--stall-after: invalid duration"),
         (["--required", "lots"], "--required"),
         (["--pid", "999999999"], "--pid 999999999: no such process"),
+        (["--node-root", "/nonexistent"], "--node-root /nonexistent: not a directory"),
+        (["--node-root", "/", "--pid", "1"], "--node-root: reads every pod's mounts"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str) -> None:

@@ -34,11 +34,12 @@ def exporter(
     listen: str = typer.Option(
         "127.0.0.1:9808", "--listen", metavar="HOST:PORT", help="Address to serve /metrics on."
     ),
-    interval: str = typer.Option(
-        "0.1s",
+    interval: str | None = typer.Option(
+        None,
         "--interval",
         metavar="DURATION",
-        help="Sampling interval between scrapes, for the peak (100ms, 1s).",
+        help="Sampling interval between scrapes, for the peak (default 100ms; 1s with "
+        "--node-root).",
     ),
     shm_path: str = typer.Option(
         "/dev/shm", "--shm-path", metavar="PATH", help="The /dev/shm to watch."
@@ -65,6 +66,13 @@ def exporter(
         help="The job's /dev/shm need (plan/measure) as shmguard_shm_required_bytes; "
         "default: [exporter] required-shm of the configuration.",
     ),
+    node_root: str | None = typer.Option(
+        None,
+        "--node-root",
+        metavar="PATH",
+        help="Node mode (a DaemonSet): every pod's shm tmpfs on the node seen below PATH "
+        "(/host), named from the kubelet's and the runtime's records.",
+    ),
     config: ConfigOption = None,
 ) -> None:
     """Serve /dev/shm size, use, trailing peak, owners, stalls and cgroup figures to Prometheus.
@@ -73,30 +81,42 @@ def exporter(
     (Kubernetes downward API). Runs until SIGTERM or SIGINT. See docs/exporter.md.
     """
     from shmguard.monitor.exporter import ExporterOptions, ExporterServer, ShmCollector
+    from shmguard.monitor.node_exporter import NodeCollector
 
     host, port = parse_listen(listen)
-    every = _duration(interval, "--interval") or 0.1
+    every = _duration(interval, "--interval") or (1.0 if node_root else 0.1)
     if not 0.001 <= every <= 60:
         fail(f"--interval {interval}: must be from 1ms to 60s")
     span = _duration(window, "--window") or 300.0
     if span < 10:
         fail(f"--window {window}: must be at least 10s")
-    after = _duration(stall_after, "--stall-after") or 10.0
-    need = size_option(required, "--required")
-    if need is None:
-        need = settings(config).required_shm
-    if pid is not None and not Path(f"/proc/{pid}").exists():
-        fail(f"--pid {pid}: no such process")
-    options = ExporterOptions(
-        shm_path=shm_path,
-        pid=pid,
-        interval=every,
-        window=span,
-        bucket=min(10.0, span / 10),
-        required=need,
-        stall_after=after,
-    )
-    collector = ShmCollector(options)
+    bucket = min(10.0, span / 10)
+    collector: ShmCollector | NodeCollector
+    if node_root is not None:
+        if pid is not None or shm_path != "/dev/shm":
+            fail("--node-root: reads every pod's mounts; it does not go with --pid or --shm-path")
+        if not Path(node_root).is_dir():
+            fail(f"--node-root {node_root}: not a directory")
+        collector = NodeCollector(Path(node_root), interval=every, window=span, bucket=bucket)
+        watched = f"the pods below {node_root}"
+    else:
+        after = _duration(stall_after, "--stall-after") or 10.0
+        need = size_option(required, "--required")
+        if need is None:
+            need = settings(config).required_shm
+        if pid is not None and not Path(f"/proc/{pid}").exists():
+            fail(f"--pid {pid}: no such process")
+        options = ExporterOptions(
+            shm_path=shm_path,
+            pid=pid,
+            interval=every,
+            window=span,
+            bucket=bucket,
+            required=need,
+            stall_after=after,
+        )
+        collector = ShmCollector(options)
+        watched = options.path
     collector.start()
     try:
         server = ExporterServer(collector, host, port)
@@ -113,7 +133,7 @@ def exporter(
     shown = f"[{server.host}]" if ":" in server.host else server.host
     if sys.stderr is not None:
         sys.stderr.write(
-            f"shmguard exporter: serving http://{shown}:{server.port}/metrics for {options.path}\n"
+            f"shmguard exporter: serving http://{shown}:{server.port}/metrics for {watched}\n"
         )
         sys.stderr.flush()
     while not done.wait(0.5):

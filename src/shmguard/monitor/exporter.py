@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from shmguard import __version__
 from shmguard.inspect.holders import KINDS, restrict_to_device, scan_holders
@@ -352,12 +352,24 @@ class ShmCollector:
             )
 
 
+class Collector(Protocol):
+    """What :class:`ExporterServer` serves: prometheus-client's custom collector protocol
+    plus ``close``."""
+
+    def collect(self) -> Iterator[Any]:
+        """Yield metric families."""
+
+    def close(self) -> None:
+        """Stop any background work."""
+
+
 class ExporterServer:
     """The exporter's HTTP server on its own registry (nothing of the process's default
     registry is exported).
 
     Args:
-        collector: a started :class:`ShmCollector`.
+        collector: a started :class:`ShmCollector` or
+            :class:`~shmguard.monitor.node_exporter.NodeCollector`.
         host: address to listen on (``127.0.0.1``, ``::``, ...).
         port: TCP port (0 picks a free one; see :attr:`port`).
 
@@ -365,7 +377,7 @@ class ExporterServer:
         OSError: the address cannot be bound.
     """
 
-    def __init__(self, collector: ShmCollector, host: str, port: int) -> None:
+    def __init__(self, collector: Collector, host: str, port: int) -> None:
         from prometheus_client import CollectorRegistry, start_http_server
 
         self.collector = collector
