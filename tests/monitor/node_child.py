@@ -1,7 +1,9 @@
 """Child of test_exporter_node.py, run as root in a private mount namespace: lays out a node
 with real tmpfs mounts (tests/inspect/node_layout.py) below ROOT, serves the node-mode exporter
 on loopback, scrapes it over HTTP, fills one pod's volume between two scrapes and removes
-another pod, and prints the three scrapes' text as JSON: ``python node_child.py ROOT PODS``."""
+another pod, and prints the scrapes' text as JSON: ``python node_child.py ROOT PODS``. With
+``bench N`` after them it prints the milliseconds of N sequential scrapes instead
+(benchmarks/monitor_overhead.py)."""
 
 from __future__ import annotations
 
@@ -26,6 +28,16 @@ def main() -> None:
     collector.start()
     server = ExporterServer(collector, "127.0.0.1", 0)
     url = f"http://127.0.0.1:{server.port}/metrics"
+    if sys.argv[3:4] == ["bench"]:
+        urllib.request.urlopen(url).read()
+        times = []
+        for _ in range(int(sys.argv[4])):
+            t = time.perf_counter()
+            urllib.request.urlopen(url).read()
+            times.append((time.perf_counter() - t) * 1000)
+        server.shutdown()
+        print(json.dumps(times))
+        return
     scrapes = [urllib.request.urlopen(url).read().decode()]
     # pod 3: 512 KiB written, seen by the background scans, then removed before the scrape
     spike = volume(root, 3) / "spike"
