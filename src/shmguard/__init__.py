@@ -67,6 +67,11 @@ _EXPORTS = {
     "explain_each": "shmguard.triage",
     "explain_files": "shmguard.triage",
     "explain_streams": "shmguard.triage",
+    # monitor (the Prometheus exporter)
+    "ExporterOptions": "shmguard.monitor.exporter",
+    "ShmCollector": "shmguard.monitor.exporter",
+    "ExporterServer": "shmguard.monitor.exporter",
+    "NodeCollector": "shmguard.monitor.node_exporter",
     # prevent (the torch extra; torch is imported when a function runs)
     "check_dataloader": "shmguard.torch",
     "assess_dataloader": "shmguard.torch",
@@ -87,6 +92,8 @@ __all__ = [
     "DoctorOptions",
     "DoctorReport",
     "Edit",
+    "ExporterOptions",
+    "ExporterServer",
     "Fact",
     "FailOn",
     "Finding",
@@ -96,6 +103,7 @@ __all__ = [
     "LoaderPrediction",
     "LoaderSpec",
     "Location",
+    "NodeCollector",
     "NodeScan",
     "NodeScanner",
     "Plan",
@@ -105,6 +113,7 @@ __all__ = [
     "Recommendation",
     "Setting",
     "Severity",
+    "ShmCollector",
     "ShmExhaustedError",
     "ShmInsufficientError",
     "__version__",
@@ -177,6 +186,8 @@ if TYPE_CHECKING:
         exit_status,
     )
     from shmguard.model.host import HostFacts
+    from shmguard.monitor.exporter import ExporterOptions, ExporterServer, ShmCollector
+    from shmguard.monitor.node_exporter import NodeCollector
     from shmguard.torch import (
         LoaderCheck,
         ShmExhaustedError,
