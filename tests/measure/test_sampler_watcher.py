@@ -3,6 +3,7 @@ change points, typed live readings; against a real private tmpfs."""
 
 from __future__ import annotations
 
+import itertools
 import sys
 import time
 
@@ -81,7 +82,7 @@ def test_recent_returns_the_window_and_the_point_in_force() -> None:
         sampler.cancel(wait=1.0)
     # The point in force at the window's start is included, so the window is never empty.
     assert points and points[-1][1] == used
-    assert all(a[0] <= b[0] for a, b in zip(points, points[1:], strict=False))
+    assert all(a[0] <= b[0] for a, b in itertools.pairwise(points))
 
 
 def test_too_small_a_ring_is_rejected() -> None:
