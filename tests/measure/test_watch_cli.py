@@ -16,6 +16,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from shmguard.measure.sampler import shm_usage
 from shmguard.measure.sandbox import Sandbox, SandboxSpec
 from shmguard.units import MiB
 
@@ -47,8 +48,7 @@ def _filled(box: Sandbox) -> int:
     box.start()
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        out = subprocess.run(["df", "-B1", str(box.shm_path)], capture_output=True, text=True)
-        if out.returncode == 0 and int(out.stdout.splitlines()[1].split()[2]) >= 48 * MiB:
+        if shm_usage(box.shm_path)[0] >= 48 * MiB:  # statvfs: df would read the host's mount
             break
         time.sleep(0.1)
     pids = box.tree_pids()
@@ -109,14 +109,26 @@ def test_threshold_exit_and_on_alert(root_only: None, no_leftovers: None, tmp_pa
         # here by SIGTERM (exit 0, as Ctrl-C) after a few refreshes.
         cmd = f'echo "$SHMGUARD_ALERT $SHMGUARD_USED $SHMGUARD_SIZE" >> {marker}'
         proc = subprocess.Popen(
-            [*WATCH, "--pid", str(pid), "--threshold", "70%", "--interval", "0.2"]
-            + ["--on-alert", cmd],
+            [
+                *WATCH,
+                "--pid",
+                str(pid),
+                "--threshold",
+                "70%",
+                "--interval",
+                "0.2",
+                "--on-alert",
+                cmd,
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
-        time.sleep(2.0)
+        deadline = time.monotonic() + 30
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1.0)  # a few more refreshes above the threshold: no second alert
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
+        _out, err = proc.communicate(timeout=30)
         box.kill("test over")
         box.wait(timeout=30)
     assert crossed.returncode == 1, crossed.stderr

@@ -2,8 +2,8 @@
 
 Thin: parse arguments, run :class:`shmguard.monitor.watch.Monitor`, render
 (:mod:`shmguard.render.watch_text`), exit. Exit status: 0 (``--once`` below the threshold, or
-interrupted by SIGINT or SIGTERM), 1 the threshold was crossed (without ``--on-alert``), 2 bad input or /dev/shm
-unreadable, 3 stalled: DataLoader blocked on /dev/shm.
+interrupted by SIGINT or SIGTERM), 1 the threshold was crossed (without ``--on-alert``), 2 bad
+input or /dev/shm unreadable, 3 stalled: DataLoader blocked on /dev/shm.
 """
 
 from __future__ import annotations

@@ -84,7 +84,13 @@ def summary_lines(snap: WatchSnapshot) -> list[str]:
         n = len(snap.failed_allocations)
         lines.append(f"failed allocations: {n} zero-block torch_* file(s)")
     alert = alert_line(snap)
-    return lines + ([alert] if alert else []) + stall_lines(snap)
+    lines += [alert] if alert else []
+    if snap.stall.full and not snap.stalled:
+        # One refresh cannot show "no progress"; the rest of the evidence is there.
+        lines.append("full with failed allocations (a stall once nothing progresses):")
+        lines += [f"  {e}" for e in snap.stall.evidence]
+        lines += fix_lines(snap)
+    return lines + stall_lines(snap)
 
 
 def alert_line(snap: WatchSnapshot) -> str | None:
