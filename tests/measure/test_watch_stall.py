@@ -53,6 +53,11 @@ def test_watch_reports_the_hung_loader_as_stalled(root_only: None, no_leftovers:
         once = subprocess.run(
             [*WATCH, "--pid", str(box.pid), "--once"], capture_output=True, timeout=60
         )
+        doctor = subprocess.run(
+            [sys.executable, "-m", "shmguard", "doctor", "--pid", str(box.pid)],
+            capture_output=True,
+            timeout=60,
+        )
         box.kill("test over")
         box.wait(timeout=30)
     assert proc.returncode == 3, err.decode()
@@ -78,6 +83,10 @@ def test_watch_reports_the_hung_loader_as_stalled(root_only: None, no_leftovers:
     # the 80% threshold, so exit 0; the stall verdict's "near full" is one allocation, not 80%.
     text = once.stdout.decode()
     assert once.returncode == 0, once.stderr
-    assert "size 64 MiB, used ~48.08 MiB (75%)" in text
+    assert "size 64 MiB, used " in text
     assert "zero-block torch_* file(s)" in text
     assert "full with failed allocations" in text and "fix: give /dev/shm " in text
+    # doctor's snapshot shows the same evidence: an error (ENV011 "likely stalled"), exit 1.
+    report = doctor.stdout.decode()
+    assert doctor.returncode == 1, report + doctor.stderr.decode()
+    assert "ENV011" in report and "likely stalled: DataLoader blocked on /dev/shm" in report

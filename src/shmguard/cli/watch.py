@@ -69,15 +69,23 @@ def _run_alert(cmd: str, kind: str, snap: WatchSnapshot) -> subprocess.Popen[byt
 
 @app.command()
 def watch(
-    interval: str = typer.Option("1s", "--interval", help="Refresh period (1s, 500ms, 2)."),
+    interval: str = typer.Option(
+        "1s", "--interval", metavar="DURATION", help="Refresh period (1s, 500ms, 2)."
+    ),
     threshold: str = typer.Option(
-        "80%", "--threshold", help="Alert when use reaches this share of /dev/shm (80% or 0.8)."
+        "80%",
+        "--threshold",
+        metavar="PCT",
+        help="Alert when use reaches this share of /dev/shm (80% or 0.8).",
     ),
     pid: int | None = typer.Option(
-        None, "--pid", help="Watch /proc/PID/root/dev/shm and PID's process tree."
+        None, "--pid", metavar="PID", help="Watch /proc/PID/root/dev/shm and PID's process tree."
     ),
     container_root: str | None = typer.Option(
-        None, "--container-root", help="Watch PATH/dev/shm (a container's root filesystem)."
+        None,
+        "--container-root",
+        metavar="PATH",
+        help="Watch PATH/dev/shm (a container's root filesystem).",
     ),
     once: bool = typer.Option(False, "--once", help="Print one snapshot after one interval."),
     json_out: bool = typer.Option(
@@ -86,11 +94,16 @@ def watch(
     on_alert: str | None = typer.Option(
         None,
         "--on-alert",
-        help="Run CMD (sh -c) on each crossing of the threshold and on a stall, and keep "
-        "watching; env SHMGUARD_ALERT (threshold|stalled), _USED, _SIZE, _PATH, _THRESHOLD.",
+        metavar="CMD",
+        help="Run CMD (sh -c) at each upward crossing of the threshold and keep watching; "
+        "also at a stall (then exit 3). Env: SHMGUARD_ALERT (threshold|stalled), "
+        "SHMGUARD_USED, _SIZE (bytes), _PATH, _THRESHOLD.",
     ),
     stall_after: str = typer.Option(
-        "10s", "--stall-after", help="No progress for this long, full, failed allocs: stalled."
+        "10s",
+        "--stall-after",
+        metavar="DURATION",
+        help="Near full, failed allocations and no progress for this long: stalled.",
     ),
 ) -> None:
     """Watch /dev/shm live: size, use, owners, the memory cgroup, a sparkline; alert at the
