@@ -122,6 +122,7 @@ def watch_view(snap: WatchSnapshot) -> RenderableType:
     cg = snap.cgroup
     limit = "no limit" if cg.limit is None and cg.reason is None else _size(cg.limit)
     table.add_row("cgroup limit", limit if cg.reason is None else f"unknown ({cg.reason})")
+    table.add_row("cgroup usage", _size(cg.current))
     table.add_row("cgroup shmem", _size(cg.shmem))
     table.add_row("failed allocs", str(len(snap.failed_allocations)))
     table.add_row("history", sparkline(snap.history, snap.total))
