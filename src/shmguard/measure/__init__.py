@@ -4,6 +4,9 @@
   (the namespaces themselves are set up by the stdlib-only helper ``_nsinit.py``);
 * :mod:`~shmguard.measure.cgroups`: which child cgroups to create, v1 or v2;
 * :mod:`~shmguard.measure.sampler`: the one /dev/shm sampler (statvfs + owners + RSS + cgroup);
+  its typed results in :mod:`~shmguard.measure.timeline`, its slow loop in
+  :mod:`~shmguard.measure.owners`; ``ShmSampler.watcher()`` for long-running watchers
+  (:mod:`shmguard.monitor`);
 * :mod:`~shmguard.measure.outcome`: how a run ended and why (through the triage catalogue);
 * :mod:`~shmguard.measure.hang`: hang detection while it runs;
 * :mod:`~shmguard.measure.run` (``measure``) and :mod:`~shmguard.measure.probe` (``probe``);

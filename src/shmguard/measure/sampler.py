@@ -13,11 +13,18 @@ Two threads:
   sleeps between polls, so that costs next to nothing. Between polls it also waits on inotify
   (:mod:`shmguard.measure._inotify`): a write or ``fallocate`` to a file in the directory
   triggers an extra poll at once, so an allocation freed within one interval is still seen.
-* the **slow loop** (optional) attributes the space to owner kinds with
-  :func:`shmguard.inspect.holders.scan_holders` over the given process tree, sums the tree's
-  RSS and CPU time (psutil) and reads the memory cgroup's current usage.
+* the **slow loop** (optional, :class:`shmguard.measure.owners.OwnerTracker`) attributes the
+  space to owner kinds with :func:`shmguard.inspect.holders.scan_holders` over the given
+  process tree, sums the tree's RSS and CPU time (psutil) and reads the memory cgroup's
+  current usage.
 
-The library never prints; callers read :meth:`ShmSampler.stop`'s :class:`Timeline`.
+SCHED_FIFO and the 0.5 ms switch interval are for measuring; :meth:`ShmSampler.watcher` makes
+a sampler that changes neither and keeps a bounded ring of change points, for a watcher inside
+another process (the PyTorch guard) or running for days (``shmguard watch``).
+
+The library never prints; callers read :meth:`ShmSampler.reading` (live) or
+:meth:`ShmSampler.stop`'s :class:`~shmguard.measure.timeline.Timeline` (typed values in
+:mod:`shmguard.measure.timeline`).
 """
 
 from __future__ import annotations
@@ -25,123 +32,39 @@ from __future__ import annotations
 import errno
 import functools
 import os
-import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from shmguard.measure._inotify import Waker, open_waker
 from shmguard.measure._threads import start_thread
+from shmguard.measure.owners import OwnerTracker
+from shmguard.measure.timeline import OwnerSnapshot, Reading, Timeline, shm_usage
 
-#: Keep at most this many change points (about 3 MB of tuples); later points are thinned.
+__all__ = [
+    "EVENT_POLLS",
+    "MAX_POINTS",
+    "WATCH_POINTS",
+    "OwnerSnapshot",
+    "Reading",
+    "ShmSampler",
+    "Timeline",
+    "shm_usage",
+]
+
+#: Keep at most this many change points (about 3 MB of tuples): a measuring run keeps the
+#: first ones and drops later ones; a watcher (``ring=True``) keeps the most recent ones.
 MAX_POINTS = 200_000
-#: PyTorch's shm block names: ``/torch_<pid>_<random>_<counter>`` (at::MapAllocator;
-#: docs/background.md).
+#: Change points a long-running watcher keeps (:meth:`ShmSampler.watcher`): a ring of about
+#: 1 MB of tuples, so days of watching hold the same memory as minutes.
+WATCH_POINTS = 20_000
 #: At most this many extra polls on inotify events between two clock polls: a stream of small
 #: writes must not turn the fast loop into a busy poll.
 EVENT_POLLS = 8
-_TORCH_NAME = re.compile(r"/torch_(\d+)_\d+_\d+$")
-
-
-@dataclass(frozen=True)
-class OwnerSnapshot:
-    """One slow-loop observation.
-
-    Attributes:
-        t: seconds since the sampler started.
-        shm_used: statvfs used bytes read right before the scan.
-        by_kind: bytes per owner kind (torch, nccl, psm, plasma, semaphore, other) of the files
-            the process tree holds, each inode once.
-        held_bytes: sum of ``by_kind``.
-        processes: number of processes in the tree.
-        rss: sum of the tree's RSS in bytes (mapped shm is counted in every process that maps
-            it, so this overstates memory; the cgroup figure does not).
-        memory_usage: the memory cgroup's current usage in bytes, or None.
-        cpu_seconds: user+system CPU seconds of the tree so far.
-    """
-
-    t: float
-    shm_used: int
-    by_kind: Mapping[str, int]
-    held_bytes: int
-    processes: int
-    rss: int
-    memory_usage: int | None
-    cpu_seconds: float
-
-
-@dataclass(frozen=True)
-class Timeline:
-    """What the sampler saw.
-
-    Attributes:
-        path: the statvfs path.
-        interval: requested seconds between polls.
-        shm_total: size of the filesystem in bytes.
-        baseline: used bytes at the first poll.
-        peak: highest used bytes seen.
-        peak_t: seconds after start when ``peak`` was first seen.
-        samples: ``(t, used)`` change points, the first and last poll included.
-        n_samples: number of polls.
-        mean_interval: achieved mean seconds between polls.
-        max_gap: longest seconds between two polls.
-        realtime: whether the fast loop ran SCHED_FIFO.
-        owners: slow-loop snapshots in time order.
-        errors: distinct problems met (unreadable paths, scan errors), one line each.
-        torch_largest: bytes of the largest single PyTorch shm block (``torch_*``) the owner
-            scans saw: a DataLoader's collated batch tensor (0 when none was seen).
-        torch_creators: how many processes created ``torch_*`` blocks (the pid in
-            ``torch_<pid>_<random>_<n>`` is the allocating process: with a DataLoader, its
-            workers).
-    """
-
-    path: str
-    interval: float
-    shm_total: int
-    baseline: int
-    peak: int
-    peak_t: float
-    samples: tuple[tuple[float, int], ...]
-    n_samples: int
-    mean_interval: float
-    max_gap: float
-    realtime: bool
-    owners: tuple[OwnerSnapshot, ...] = ()
-    errors: tuple[str, ...] = field(default=())
-    torch_largest: int = 0
-    torch_creators: int = 0
-
-    @property
-    def rss_peak(self) -> int | None:
-        """Highest tree RSS seen by the slow loop, or None without snapshots."""
-        return max((o.rss for o in self.owners), default=None)
-
-    def owners_at_peak(self) -> OwnerSnapshot | None:
-        """The snapshot that saw the most shm used (ties: the one nearest ``peak_t``)."""
-        if not self.owners:
-            return None
-        return max(self.owners, key=lambda o: (o.shm_used, -abs(o.t - self.peak_t)))
-
-    def max_step(self) -> int:
-        """Largest single increase between consecutive change points (about one batch)."""
-        best = 0
-        for (_, a), (_, b) in zip(self.samples, self.samples[1:], strict=False):
-            best = max(best, b - a)
-        return best
-
-
-def shm_usage(path: Path | str) -> tuple[int, int]:
-    """``(used, total)`` bytes of the filesystem holding ``path``, as ``df`` computes them.
-
-    Raises:
-        OSError: from ``statvfs`` (e.g. the namespace is gone).
-    """
-    st = os.statvfs(path)
-    return (st.f_blocks - st.f_bfree) * st.f_frsize, st.f_blocks * st.f_frsize
 
 
 class ShmSampler:
@@ -163,6 +86,14 @@ class ShmSampler:
             (measure, probe: a 2 ms loop must not wait 5 ms for the GIL). A watcher living in
             the user's own process at 10 ms or more (the PyTorch guard) passes False, so the
             process's threads keep their usual switch interval.
+        max_points: change points kept (:data:`MAX_POINTS`).
+        ring: keep the most recent ``max_points`` change points (a bounded ring, for
+            watchers that run for days) instead of the first ones (measure, probe: the
+            start of a run is what they report); :attr:`Timeline.dropped_points` counts the
+            ones left out either way.
+
+    For a watcher inside another process or running for days use :meth:`watcher`: it changes
+    nothing process-wide (no switch interval, no real-time scheduling) and keeps a ring.
     """
 
     def __init__(
@@ -176,9 +107,15 @@ class ShmSampler:
         scan: Callable[..., Any] | None = None,
         events: bool = True,
         fast_switch: bool = True,
+        max_points: int = MAX_POINTS,
+        ring: bool = False,
     ) -> None:
         if interval <= 0 or owner_interval <= 0:
             raise ValueError("sampling intervals must be > 0")
+        if max_points < 2:
+            raise ValueError("max_points must be at least 2")
+        self.max_points = max_points
+        self.ring = ring
         self.path = str(path)
         self.interval = interval
         self.pids = pids
@@ -193,7 +130,8 @@ class ShmSampler:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
-        self._points: list[tuple[float, int]] = []
+        self._points: list[tuple[float, int]] | deque[tuple[float, int]] = []
+        self._changes = 0
         self._owners: list[OwnerSnapshot] = []
         self._errors: dict[str, None] = {}
         self._t0 = 0.0
@@ -207,12 +145,38 @@ class ShmSampler:
         self._realtime = False
         self._used = 0
         self._last_change = 0.0
-        self._procs: dict[int, Any] = {}
-        self._cpu_done = 0.0
+        self._tracker: OwnerTracker | None = None
         self._switch = 0.005
-        self._cpu_last: dict[int, float] = {}
-        self._torch_largest = 0
-        self._torch_creators: set[str] = set()
+
+    @classmethod
+    def watcher(
+        cls,
+        path: Path | str,
+        interval: float = 0.01,
+        *,
+        pids: Callable[[], list[int]] | None = None,
+        owner_interval: float = 1.0,
+        usage_file: Path | None = None,
+        max_points: int = WATCH_POINTS,
+        scan: Callable[..., Any] | None = None,
+    ) -> ShmSampler:
+        """A sampler safe to run inside another process or for days: ``realtime=False`` and
+        ``fast_switch=False`` (nothing process-wide changes), inotify wake-ups on, and a ring
+        of the last ``max_points`` change points. ``interval`` below 10 ms is for measuring,
+        not watching (the constructor takes it)."""
+        return cls(
+            path,
+            interval=interval,
+            pids=pids,
+            owner_interval=owner_interval,
+            usage_file=usage_file,
+            realtime=False,
+            scan=scan,
+            events=True,
+            fast_switch=False,
+            max_points=max_points,
+            ring=True,
+        )
 
     # --------------------------------------------------------------- live values
 
@@ -239,7 +203,8 @@ class ShmSampler:
         """``(creators, largest)`` so far: the pids (as in the names) of the processes that
         created ``torch_*`` blocks and the bytes of the largest block (see :class:`Timeline`);
         (empty, 0) before any was seen."""
-        return frozenset(self._torch_creators), self._torch_largest
+        tracker = self._tracker
+        return tracker.torch_seen() if tracker is not None else (frozenset(), 0)
 
     def since_peak(self) -> float:
         """Seconds since the peak was last raised."""
@@ -249,6 +214,37 @@ class ShmSampler:
         """The most recent slow-loop snapshot."""
         with self._lock:
             return self._owners[-1] if self._owners else None
+
+    def reading(self) -> Reading:
+        """The live values as one typed :class:`Reading` (safe from any thread)."""
+        now = time.monotonic()
+        return Reading(
+            t=now - self._t0,
+            used=self._used,
+            total=self._total,
+            peak=self._peak,
+            since_change=now - self._last_change,
+            n_samples=self._n,
+            owner=self.latest_owner(),
+            errors=tuple(self._errors),
+        )
+
+    def recent(self, seconds: float) -> tuple[tuple[float, int], ...]:
+        """The kept ``(t, used)`` change points of the last ``seconds`` (``t`` in seconds since
+        start), oldest first; the point in force at the window's start comes first when kept.
+        Safe while the fast loop appends (a copy is retried if it changed meanwhile)."""
+        for _ in range(8):
+            try:
+                points = tuple(self._points)
+                break
+            except RuntimeError:  # deque mutated during the copy
+                continue
+        else:
+            return ()
+        start = time.monotonic() - self._t0 - seconds
+        inside = [i for i, (t, _) in enumerate(points) if t >= start]
+        first = max(inside[0] - 1, 0) if inside else max(len(points) - 1, 0)
+        return points[first:]
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -267,7 +263,11 @@ class ShmSampler:
         now = time.monotonic()
         self._t0 = self._last_t = self._last_change = self._peak_t = now
         self._total, self._baseline, self._peak, self._used = total, used, used, used
-        self._points = [(0.0, used)]
+        if self.ring:
+            self._points = deque([(0.0, used)], maxlen=self.max_points)
+        else:
+            self._points = [(0.0, used)]
+        self._changes = 0
         self._n = 1
         # A 5 ms GIL switch interval would let the slow loop hold the fast one off for longer
         # than a spike lasts; 0.5 ms keeps the worst gap near the poll interval.
@@ -278,6 +278,7 @@ class ShmSampler:
         self._waker = self._wake = open_waker(self.path) if self.events else None
         self._threads.append(start_thread(self._fast, name="shm-sampler"))
         if self.pids is not None or self.usage_file is not None:
+            self._tracker = OwnerTracker(self.pids, self._scan, self.usage_file, self._errors)
             self._threads.append(start_thread(self._slow, name="shm-owners"))
 
     def cancel(self, wait: float = 0.0) -> None:
@@ -303,6 +304,7 @@ class ShmSampler:
             sys.setswitchinterval(self._switch)
         end = self._last_t - self._t0
         points = list(self._points)
+        dropped = self._changes + 1 - len(points)
         if points[-1][0] != end:
             points.append((end, self._used))
         return Timeline(
@@ -319,8 +321,9 @@ class ShmSampler:
             realtime=self._realtime,
             owners=tuple(self._owners),
             errors=tuple(self._errors),
-            torch_largest=self._torch_largest,
-            torch_creators=len(self._torch_creators),
+            torch_largest=self.torch_seen()[1],
+            torch_creators=len(self.torch_seen()[0]),
+            dropped_points=dropped,
         )
 
     # ------------------------------------------------------------------- loops
@@ -336,7 +339,10 @@ class ShmSampler:
         # and "used"/"peak" (read live by the hang detector) only when they change.
         path, interval, is_set = self.path, self.interval, self._stop.is_set
         statvfs, monotonic, sleep = os.statvfs, time.monotonic, time.sleep
-        points, t0, cap = self._points, self._t0, MAX_POINTS
+        points, t0 = self._points, self._t0
+        # A ring (a deque with maxlen) takes every point and drops its oldest; a list stops.
+        cap = self.max_points + 1 if self.ring else self.max_points
+        changes = self._changes
         used, peak = self._used, self._peak
         n, max_gap, last = self._n, 0.0, self._last_t
         waker, self._waker = self._waker, None
@@ -370,6 +376,7 @@ class ShmSampler:
                 if value != used:
                     used = self._used = value
                     self._last_change = now
+                    changes += 1
                     if len(points) < cap:
                         points.append((now - t0, value))
                     if value > peak:
@@ -378,68 +385,12 @@ class ShmSampler:
         finally:
             if waker is not None:
                 waker.close()
-        self._n, self._max_gap, self._last_t = n, max_gap, last
+        self._n, self._max_gap, self._last_t, self._changes = n, max_gap, last, changes
 
     def _slow(self) -> None:
-        scan = self._scan
+        tracker = self._tracker
+        assert tracker is not None
         while not self._stop.wait(self.owner_interval):
-            self._snapshot(scan)
-
-    def _snapshot(self, scan: Callable[..., Any] | None) -> None:
-        import psutil
-
-        t = time.monotonic() - self._t0
-        shm_used = self._used
-        pids = self.pids() if self.pids is not None else []
-        by_kind: Mapping[str, int] = {}
-        held = 0
-        if scan is not None and pids:
-            result = scan(pids=pids)
-            by_kind, held = dict(result.by_kind), result.total_bytes
-            files = [f for holding in result.processes for f in holding.files]
-            for f in (*files, *result.unheld):
-                m = _TORCH_NAME.search(f.path) if f.kind == "torch" else None
-                if m is not None:
-                    self._torch_creators.add(m.group(1))
-                    self._torch_largest = max(self._torch_largest, f.bytes)
-            for line in result.errors[:3]:
-                if "no such process" not in line:
-                    self._errors.setdefault(line, None)
-        rss = 0
-        cpu_now: dict[int, float] = {}
-        live: dict[int, Any] = {}
-        for pid in pids:
-            proc = self._procs.get(pid)
-            try:
-                if proc is None:
-                    proc = psutil.Process(pid)
-                with proc.oneshot():
-                    rss += proc.memory_info().rss
-                    times = proc.cpu_times()
-                cpu_now[pid] = times.user + times.system
-                live[pid] = proc
-            except psutil.Error:
-                continue
-        # An exited process keeps counting with the CPU time it had at its last snapshot.
-        self._cpu_done += sum(c for pid, c in self._cpu_last.items() if pid not in cpu_now)
-        self._cpu_last = cpu_now
-        self._procs = live
-        cpu = sum(cpu_now.values())
-        usage = None
-        if self.usage_file is not None:
-            try:
-                usage = int(self.usage_file.read_text().split()[0])
-            except (OSError, ValueError, IndexError):
-                usage = None
-        snap = OwnerSnapshot(
-            t=t,
-            shm_used=shm_used,
-            by_kind=by_kind,
-            held_bytes=held,
-            processes=len(pids),
-            rss=rss,
-            memory_usage=usage,
-            cpu_seconds=cpu + self._cpu_done,
-        )
-        with self._lock:
-            self._owners.append(snap)
+            snap = tracker.snapshot(time.monotonic() - self._t0, self._used)
+            with self._lock:
+                self._owners.append(snap)

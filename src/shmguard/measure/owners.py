@@ -1,0 +1,109 @@
+"""The sampler's slow loop: who holds /dev/shm, the process tree's RSS and CPU time, and the
+memory cgroup's usage, one :class:`~shmguard.measure.timeline.OwnerSnapshot` per call.
+
+Owners come from :func:`shmguard.inspect.holders.scan_holders` (open descriptors and
+mappings under /proc); RSS and CPU time from psutil; the cgroup's usage from its
+``memory.current`` (v2) or ``memory.usage_in_bytes`` (v1) file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from shmguard.measure.timeline import OwnerSnapshot
+
+#: PyTorch's shm block names: ``/torch_<pid>_<random>_<counter>`` (at::MapAllocator;
+#: docs/background.md).
+_TORCH_NAME = re.compile(r"/torch_(\d+)_\d+_\d+$")
+
+
+class OwnerTracker:
+    """Takes owner snapshots of one process tree and remembers what persists between them.
+
+    Args:
+        pids: returns the PIDs of the tree (None: no process is scanned).
+        scan: the holders scan (``scan(pids=...)`` returning a ``HoldersScan``), or None.
+        usage_file: the memory cgroup's current-usage file, or None.
+        errors: a dict used as an ordered set; distinct scan problems are added to it.
+    """
+
+    def __init__(
+        self,
+        pids: Callable[[], list[int]] | None,
+        scan: Callable[..., Any] | None,
+        usage_file: Path | None,
+        errors: dict[str, None],
+    ) -> None:
+        self.pids = pids
+        self.scan = scan
+        self.usage_file = usage_file
+        self.errors = errors
+        self._procs: dict[int, Any] = {}
+        self._cpu_done = 0.0
+        self._cpu_last: dict[int, float] = {}
+        self._torch_largest = 0
+        self._torch_creators: set[str] = set()
+
+    def torch_seen(self) -> tuple[frozenset[str], int]:
+        """``(creators, largest)``: the pids (as in the names) of the processes that created
+        ``torch_*`` blocks and the bytes of the largest block seen; (empty, 0) before any."""
+        return frozenset(self._torch_creators), self._torch_largest
+
+    def snapshot(self, t: float, shm_used: int) -> OwnerSnapshot:
+        """One observation at ``t`` seconds since start, with ``shm_used`` statvfs bytes."""
+        import psutil
+
+        pids = self.pids() if self.pids is not None else []
+        by_kind: Mapping[str, int] = {}
+        held = 0
+        if self.scan is not None and pids:
+            result = self.scan(pids=pids)
+            by_kind, held = dict(result.by_kind), result.total_bytes
+            files = [f for holding in result.processes for f in holding.files]
+            for f in (*files, *result.unheld):
+                m = _TORCH_NAME.search(f.path) if f.kind == "torch" else None
+                if m is not None:
+                    self._torch_creators.add(m.group(1))
+                    self._torch_largest = max(self._torch_largest, f.bytes)
+            for line in result.errors[:3]:
+                if "no such process" not in line:
+                    self.errors.setdefault(line, None)
+        rss = 0
+        cpu_now: dict[int, float] = {}
+        live: dict[int, Any] = {}
+        for pid in pids:
+            proc = self._procs.get(pid)
+            try:
+                if proc is None:
+                    proc = psutil.Process(pid)
+                with proc.oneshot():
+                    rss += proc.memory_info().rss
+                    times = proc.cpu_times()
+                cpu_now[pid] = times.user + times.system
+                live[pid] = proc
+            except psutil.Error:
+                continue
+        # An exited process keeps counting with the CPU time it had at its last snapshot.
+        self._cpu_done += sum(c for pid, c in self._cpu_last.items() if pid not in cpu_now)
+        self._cpu_last = cpu_now
+        self._procs = live
+        cpu = sum(cpu_now.values())
+        usage = None
+        if self.usage_file is not None:
+            try:
+                usage = int(self.usage_file.read_text().split()[0])
+            except (OSError, ValueError, IndexError):
+                usage = None
+        return OwnerSnapshot(
+            t=t,
+            shm_used=shm_used,
+            by_kind=by_kind,
+            held_bytes=held,
+            processes=len(pids),
+            rss=rss,
+            memory_usage=usage,
+            cpu_seconds=cpu + self._cpu_done,
+        )

@@ -1,0 +1,164 @@
+"""`shmguard watch` against a real private tmpfs (the sandbox) that a real process fills:
+figures, owners, the threshold's exit status, --on-alert, --once --json against its schema,
+bad input."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from shmguard.measure.sampler import shm_usage
+from shmguard.measure.sandbox import Sandbox, SandboxSpec
+from shmguard.units import MiB
+
+pytestmark = [pytest.mark.root, pytest.mark.timeout(90)]
+
+WATCH = [sys.executable, "-m", "shmguard", "watch"]
+# Holds a named 40 MiB psm_ file and an unlinked 8 MiB torch_ block (open fd) in a 64 MiB
+# /dev/shm, then sleeps.
+FILL = """
+import os, time
+with open("/dev/shm/psm_abcdef", "wb") as fh:
+    fh.write(b"x" * (40 << 20))
+fd = os.open("/dev/shm/torch_7_1_0", os.O_RDWR | os.O_CREAT, 0o600)
+os.posix_fallocate(fd, 0, 8 << 20)
+os.unlink("/dev/shm/torch_7_1_0")
+print("full", flush=True)
+time.sleep(60)
+"""
+
+
+def schema() -> dict[str, Any]:
+    text = (resources.files("shmguard") / "schemas" / "watch.schema.json").read_text()
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def _filled(box: Sandbox) -> int:
+    """Start the filler and return a host pid of its tree once 48 MiB are used."""
+    box.start()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if shm_usage(box.shm_path)[0] >= 48 * MiB:  # statvfs: df would read the host's mount
+            break
+        time.sleep(0.1)
+    pids = box.tree_pids()
+    assert pids
+    return pids[-1]
+
+
+def test_once_json_reports_size_use_owners_and_alert(root_only: None, no_leftovers: None) -> None:
+    spec = SandboxSpec((sys.executable, "-c", FILL), 64 * MiB)
+    with Sandbox(spec, output="capture") as box:
+        pid = _filled(box)
+        r = subprocess.run(
+            [*WATCH, "--pid", str(pid), "--once", "--json", "--interval", "200ms"],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        below = subprocess.run(
+            [*WATCH, "--pid", str(pid), "--once", "--threshold", "90%", "--interval", "0.2"],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        box.kill("test over")
+        box.wait(timeout=30)
+    assert r.returncode == 0, r.stderr  # 48 MiB of 64 MiB is 75%: below the default 80%
+    data = json.loads(r.stdout)
+    jsonschema.validate(data, schema())
+    assert data["schema"] == "shmguard.watch/1"
+    assert data["total"] == 64 * MiB
+    assert data["used"] == 48 * MiB
+    assert data["free"] == 16 * MiB
+    assert data["alert"] is False and data["threshold"] == 0.8
+    assert data["used_fraction"] == 0.75
+    assert data["owners"]["psm"] == 40 * MiB
+    assert data["owners"]["torch"] == 8 * MiB
+    assert data["processes"] >= 1
+    assert data["stall"]["stalled"] is False
+    assert data["failed_allocations"] == []
+    assert below.returncode == 0, below.stderr
+    text = below.stdout.decode()
+    assert "size 64 MiB, used 48 MiB (75%), free 16 MiB" in text
+    assert "psm 40 MiB" in text and "torch 8 MiB" in text
+
+
+def test_threshold_exit_and_on_alert(root_only: None, no_leftovers: None, tmp_path: Path) -> None:
+    spec = SandboxSpec((sys.executable, "-c", FILL), 64 * MiB)
+    marker = tmp_path / "alert.env"
+    with Sandbox(spec, output="capture") as box:
+        pid = _filled(box)
+        crossed = subprocess.run(
+            [*WATCH, "--pid", str(pid), "--threshold", "70%", "--interval", "0.2"],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        # With --on-alert the command runs once per crossing and watching goes on: stopped
+        # here by SIGTERM (exit 0, as Ctrl-C) after a few refreshes.
+        cmd = f'echo "$SHMGUARD_ALERT $SHMGUARD_USED $SHMGUARD_SIZE" >> {marker}'
+        proc = subprocess.Popen(
+            [
+                *WATCH,
+                "--pid",
+                str(pid),
+                "--threshold",
+                "70%",
+                "--interval",
+                "0.2",
+                "--on-alert",
+                cmd,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        deadline = time.monotonic() + 30
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1.0)  # a few more refreshes above the threshold: no second alert
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=30)
+        box.kill("test over")
+        box.wait(timeout=30)
+    assert crossed.returncode == 1, crossed.stderr
+    assert "ALERT: /dev/shm reached 48 MiB, at least 70% of 64 MiB" in crossed.stdout.decode()
+    assert proc.returncode == 0, err
+    assert marker.read_text().splitlines() == [f"threshold {48 * MiB} {64 * MiB}"]
+
+
+def test_container_root_and_bad_input(tmp_path: Path) -> None:
+    (tmp_path / "dev" / "shm").mkdir(parents=True)
+    r = subprocess.run(
+        [*WATCH, "--container-root", str(tmp_path), "--once", "--json", "--interval", "0.1"],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert r.returncode in (0, 1), r.stderr
+    data = json.loads(r.stdout)
+    jsonschema.validate(data, schema())
+    assert data["path"] == f"{tmp_path}/dev/shm"
+    assert data["cgroup"]["reason"] == "no process given (--container-root)"
+    for args, message in (
+        (["--pid", "1", "--container-root", "/"], "--pid and --container-root: give one"),
+        (["--threshold", "0%"], "--threshold: must be above 0%"),
+        (["--threshold", "lots"], "--threshold: not a percentage"),
+        (["--interval", "-1s"], "--interval: invalid duration"),
+        (["--container-root", str(tmp_path / "nope")], "/nope/dev/shm: no such directory"),
+    ):
+        bad = subprocess.run([*WATCH, *args, "--once"], capture_output=True, timeout=30)
+        assert bad.returncode == 2, args
+        err = bad.stderr.decode()
+        assert err.startswith("shmguard: error: ") and message in err, err
+        assert len(err.splitlines()) == 1
