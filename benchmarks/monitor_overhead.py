@@ -20,8 +20,7 @@ Target from issue 11: < 0.5% of one core at 10 Hz. CPU times come in clock ticks
 over the default 30 s window one tick is 0.033%: use a longer ``--seconds`` to resolve less.
 
 Other monitors add a row by adding an entry to :data:`MONITORS` (argv after ``-m shmguard``),
-e.g. ``"watch": ["watch", "--interval", "1s"]`` once ``shmguard watch`` exists; ``--only``
-picks rows.
+as ``watch --interval 1s`` has; ``--only`` picks rows.
 
 Run: ``python benchmarks/monitor_overhead.py [--seconds 30] [--scrapes 200] [--only exporter]``
 """
@@ -49,6 +48,8 @@ import psutil
 MONITORS: dict[str, list[str]] = {
     "exporter": ["exporter", "--listen", "127.0.0.1:0", "--interval", "100ms"],
     "exporter+scrape15s": ["exporter", "--listen", "127.0.0.1:0", "--interval", "100ms"],
+    # watch prints a line per refresh when stdout is not a terminal (here /dev/null).
+    "watch": ["watch", "--interval", "1s"],
 }
 IDLE = [sys.executable, "-c", "import shmguard.cli, time; time.sleep(1e6)"]
 TARGET = 0.5
