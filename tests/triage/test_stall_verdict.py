@@ -44,7 +44,7 @@ def test_zero_block_files_count_as_failed_allocations() -> None:
     obs = ShmObservation(TOTAL - MiB, TOTAL, TOTAL, 4 * MiB, failed_blocks=3, quiet=30)
     v = stall_verdict(obs, after=10)
     assert v.stalled
-    assert "3 new zero-block torch_* file(s)" in v.reason
+    assert "3 zero-block torch_* file(s)" in v.reason
 
 
 def test_plenty_of_room_says_so() -> None:

@@ -42,7 +42,8 @@ class ShmObservation:
             allocation seen, about one batch; at least 2% of ``total`` is used).
         alloc_failed: the output showed a failed shm allocation (the catalogue's shm
             failures).
-        failed_blocks: new zero-block ``torch_*`` files since watching began.
+        failed_blocks: zero-block ``torch_*`` files counted as failed allocations (a watcher
+            that started with the job counts only new ones, one that attaches later all).
         quiet: seconds without progress (no output, no change in used bytes, CPU flat).
     """
 
@@ -111,7 +112,7 @@ def stall_verdict(obs: ShmObservation, after: float) -> StallVerdict:
         evidence.append("the output shows a failed shared-memory allocation")
     if obs.failed_blocks:
         evidence.append(
-            f"{obs.failed_blocks} new zero-block torch_* file(s): failed DataLoader allocations"
+            f"{obs.failed_blocks} zero-block torch_* file(s): failed DataLoader allocations"
         )
     full = obs.full
     stalled = full and obs.quiet >= after
