@@ -72,6 +72,10 @@ _EXPORTS = {
     "ShmCollector": "shmguard.monitor.exporter",
     "ExporterServer": "shmguard.monitor.exporter",
     "NodeCollector": "shmguard.monitor.node_exporter",
+    "Monitor": "shmguard.monitor.watch",
+    "WatchSnapshot": "shmguard.monitor.watch",
+    "WatchTarget": "shmguard.monitor.target",
+    "resolve_target": "shmguard.monitor.target",
     # prevent (the torch extra; torch is imported when a function runs)
     "check_dataloader": "shmguard.torch",
     "assess_dataloader": "shmguard.torch",
@@ -103,6 +107,7 @@ __all__ = [
     "LoaderPrediction",
     "LoaderSpec",
     "Location",
+    "Monitor",
     "NodeCollector",
     "NodeScan",
     "NodeScanner",
@@ -116,6 +121,8 @@ __all__ = [
     "ShmCollector",
     "ShmExhaustedError",
     "ShmInsufficientError",
+    "WatchSnapshot",
+    "WatchTarget",
     "__version__",
     "apply_edits",
     "assess_dataloader",
@@ -139,6 +146,7 @@ __all__ = [
     "padded_bytes",
     "predict",
     "recommend",
+    "resolve_target",
     "scan_node",
     "shm_size_for",
     "workers_that_fit",
@@ -188,6 +196,8 @@ if TYPE_CHECKING:
     from shmguard.model.host import HostFacts
     from shmguard.monitor.exporter import ExporterOptions, ExporterServer, ShmCollector
     from shmguard.monitor.node_exporter import NodeCollector
+    from shmguard.monitor.target import WatchTarget, resolve_target
+    from shmguard.monitor.watch import Monitor, WatchSnapshot
     from shmguard.torch import (
         LoaderCheck,
         ShmExhaustedError,
