@@ -20,6 +20,40 @@ from shmguard.measure.timeline import OwnerSnapshot
 _TORCH_NAME = re.compile(r"/torch_(\d+)_\d+_\d+$")
 
 
+def _proc_facts(pid: int) -> tuple[str, int, bytes] | None:
+    """``(pid in its own namespace, parent pid, cmdline)`` of a process, or None when gone.
+    The namespace pid is the last ``NSpid`` field of /proc/PID/status (proc(5)); it is what
+    a ``torch_<pid>_...`` name carries when the job runs in a PID namespace."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="utf-8", errors="replace") as fh:
+            status = fh.read()
+        with open(f"/proc/{pid}/cmdline", "rb") as fb:
+            cmdline = fb.read()
+    except OSError:
+        return None
+    ns, ppid = str(pid), -1
+    for line in status.splitlines():
+        if line.startswith("NSpid:"):
+            ns = line.split()[-1]
+        elif line.startswith("PPid:"):
+            ppid = int(line.split()[1])
+    return ns, ppid, cmdline
+
+
+def _worker_siblings(pids: list[int], creators: set[str]) -> set[str]:
+    """Namespace pids of the processes beside each ``torch_*`` creator: children of the same
+    parent with the same command line. DataLoader workers are forks of the main process, so a
+    worker whose blocks were all consumed between two scans is still counted (a run's owner
+    scans saw 3 of a loader's 4 workers without this); a helper the main process spawned with
+    another command line (multiprocessing's resource tracker) is not."""
+    facts = {pid: f for pid in pids if (f := _proc_facts(pid)) is not None}
+    out: set[str] = set()
+    for ns, ppid, cmd in facts.values():
+        if ns in creators:
+            out |= {n for n, p, c in facts.values() if p == ppid and c == cmd}
+    return out
+
+
 class OwnerTracker:
     """Takes owner snapshots of one process tree and remembers what persists between them.
 
@@ -63,11 +97,14 @@ class OwnerTracker:
             result = self.scan(pids=pids)
             by_kind, held = dict(result.by_kind), result.total_bytes
             files = [f for holding in result.processes for f in holding.files]
+            known = len(self._torch_creators)
             for f in (*files, *result.unheld):
                 m = _TORCH_NAME.search(f.path) if f.kind == "torch" else None
                 if m is not None:
                     self._torch_creators.add(m.group(1))
                     self._torch_largest = max(self._torch_largest, f.bytes)
+            if len(self._torch_creators) > known:
+                self._torch_creators |= _worker_siblings(pids, self._torch_creators)
             for line in result.errors[:3]:
                 if "no such process" not in line:
                     self.errors.setdefault(line, None)
