@@ -110,7 +110,12 @@ class HangDetector:
             self.alloc_failed = bool(shm_failures(classify_text(data)))
         self._carry = data[data.rfind(b"\n") + 1 :][-_CARRY:]
 
-    def _observe(self, quiet: float = 0.0) -> ShmObservation:
+    def observe(self, quiet: float = 0.0) -> ShmObservation:
+        """What the stall verdict sees now: the sampler's figures, this detector's evidence.
+
+        Args:
+            quiet: seconds without progress (output, a /dev/shm change, CPU) to report.
+        """
         s = self.sampler
         return ShmObservation(
             used=s.used,
@@ -123,11 +128,11 @@ class HangDetector:
         )
 
     def _near_full(self) -> bool:
-        return self._observe().near_full
+        return self.observe().near_full
 
     def full(self) -> bool:
         """Whether /dev/shm counts as full (see the class docstring)."""
-        obs = self._observe()
+        obs = self.observe()
         if obs.full or not obs.near_full:
             return obs.full
         if self._pending and not self.alloc_failed:
@@ -135,7 +140,7 @@ class HangDetector:
             self._pending = b""
         if not self.alloc_failed:
             self._count_failed_blocks()
-        return self._observe().full
+        return self.observe().full
 
     def _count_failed_blocks(self) -> None:
         # Listed only near full, where a failed allocation can happen; names already there at
@@ -160,4 +165,4 @@ class HangDetector:
             self._cpu_mark = (now, cpu)
             return None
         quiet = min(now - since, now - self.last_output, self.sampler.since_change())
-        return "hang" if stall_verdict(self._observe(quiet), self.after).stalled else None
+        return "hang" if stall_verdict(self.observe(quiet), self.after).stalled else None

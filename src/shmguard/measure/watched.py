@@ -29,7 +29,6 @@ from shmguard.measure.supervise import ChildExit, Supervisor
 from shmguard.triage import explain_streams
 from shmguard.triage.model import Diagnosis, SizeChoice
 from shmguard.triage.stall import (
-    ShmObservation,
     StallVerdict,
     failed_torch_sizes,
     stall_verdict,
@@ -252,15 +251,7 @@ def watch_command(
             # The observation the verdict fired on: the detector's quiet time was the least of
             # these and flat CPU, so this one is at least ``stall_after`` too.
             quiet = min(sampler.since_change(), time.monotonic() - detector.last_output)
-            obs = ShmObservation(
-                used=sampler.used,
-                total=sampler.total,
-                peak=sampler.peak,
-                margin=detector.full_margin,
-                alloc_failed=detector.alloc_failed,
-                failed_blocks=detector.failed_blocks,
-                quiet=quiet,
-            )
+            obs = detector.observe(quiet)
             r = StallReport(
                 stall_verdict(obs, stall_after),
                 _state(sampler, detector.failed_blocks),
