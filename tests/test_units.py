@@ -256,6 +256,9 @@ def test_size_flag_accepts_docker_and_iec(text: str, expected: int) -> None:
         ("1.5.5g", "invalid size '1.5.5g'; write one number"),
         ("1e30", "invalid size '1e30': too large (more than 8 EiB)"),
         ("", "invalid size '': empty"),
+        # Python's \d and float() take fullwidth digits; Go's strconv does not, nor do we
+        ("\uff11g", "invalid size '\uff11g': use ASCII digits and letters"),
+        ("\uff11Gi", "invalid size '\uff11Gi': use ASCII digits and letters"),
     ],
 )
 def test_size_flag_errors_are_one_line(text: str, fragment: str) -> None:
@@ -263,6 +266,11 @@ def test_size_flag_errors_are_one_line(text: str, fragment: str) -> None:
         parse_size_flag(text)
     assert fragment in str(err.value)
     assert "\n" not in str(err.value)
+
+
+def test_docker_size_refuses_non_ascii_digits_like_go() -> None:
+    with pytest.raises(SizeError, match=r"strconv.ParseFloat: parsing .*: invalid syntax"):
+        parse_docker_size("\uff164m")
 
 
 @pytest.mark.parametrize("text", ["1 g g", "64 MB MB", "1.5.5g", "1e999m", "0x40m", "-1", "abc"])

@@ -54,9 +54,10 @@ class SizeError(ValueError):
 _GO_UNITS = {"k": KiB, "m": MiB, "g": GiB, "t": TiB, "p": 1024**5}
 # strconv.ParseFloat's decimal syntax (hex floats are irrelevant for sizes and rejected here).
 _GO_FLOAT = re.compile(
-    r"[+-]?(?:\d+(?:_\d+)*(?:\.(?:\d+(?:_\d+)*)?)?|\.\d+(?:_\d+)*)(?:[eE][+-]?\d+)?"
+    r"[+-]?(?:\d+(?:_\d+)*(?:\.(?:\d+(?:_\d+)*)?)?|\.\d+(?:_\d+)*)(?:[eE][+-]?\d+)?",
+    re.ASCII,  # Go's strconv and regexp take ASCII digits only; Python's \d takes any
 )
-_LEGACY_RE = re.compile(r"^(\d+(\.\d+)*) ?([kKmMgGtTpP])?[iI]?[bB]?$")
+_LEGACY_RE = re.compile(r"^(\d+(\.\d+)*) ?([kKmMgGtTpP])?[iI]?[bB]?$", re.ASCII)
 
 
 def _go_parse_float(num: str) -> float:
@@ -306,9 +307,9 @@ def format_iec(n: int) -> str:
     return f"{sign}{a} B"
 
 
-_IEC_FLAG = re.compile(r"^(\d+(?:\.\d+)?) ?([KMGTP])i(?:B)?$", re.IGNORECASE)
+_IEC_FLAG = re.compile(r"^(\d+(?:\.\d+)?) ?([KMGTP])i(?:B)?$", re.IGNORECASE | re.ASCII)
 #: A number and a unit word, to say what is wrong with a rejected size flag.
-_FLAG_SHAPE = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)? ?([A-Za-z]*)")
+_FLAG_SHAPE = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)? ?([A-Za-z]*)", re.ASCII)
 #: Units :func:`parse_size_flag` takes (go-units' and the IEC forms), lower case.
 _FLAG_UNITS = {"", "b"} | {f"{u}{tail}" for u in "kmgtp" for tail in ("", "b", "i", "ib")}
 #: The accepted forms, said once in every size flag error.
@@ -355,6 +356,8 @@ def _flag_problem(text: str) -> str | None:
         return "empty"
     if text.startswith("-"):
         return "must not be negative"
+    if not text.isascii():
+        return "use ASCII digits and letters"
     shape = _FLAG_SHAPE.fullmatch(text)
     if shape is None:
         return None
@@ -364,7 +367,7 @@ def _flag_problem(text: str) -> str | None:
 
 
 def _suggest(text: str) -> str | None:
-    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp])", text, re.IGNORECASE)
+    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp])", text, re.IGNORECASE | re.ASCII)
     if not m:
         return None
     return f"{m.group(1)}{m.group(2).lower()}"
@@ -373,8 +376,8 @@ def _suggest(text: str) -> str | None:
 # --------------------------------------------------------------------------- durations
 
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-_DURATION_TOKEN = re.compile(r"([\d.]+)([^\d.]*)")
-_NUMBER = re.compile(r"\d+(?:\.\d*)?|\.\d+")
+_DURATION_TOKEN = re.compile(r"([\d.]+)([^\d.]*)", re.ASCII)
+_NUMBER = re.compile(r"\d+(?:\.\d*)?|\.\d+", re.ASCII)
 DURATION_FORMS = "write e.g. 30s, 2m, 1m30s, 1.5h or a number of seconds"
 
 
