@@ -4,14 +4,15 @@ Run as root from the repository root (``python tests/monitor/record_rightsize.py
 SECONDS]``: keep the Prometheus up that long afterwards, to run ``shmguard recommend``); it writes
 tests/fixtures/prometheus/rightsize.json: ``{"window": "5m", "now": <unix s>, "answers":
 {<PromQL>: <the /api/v1/query JSON>}}``. What runs: a real Prometheus scraping every second
-nine real ``shmguard exporter`` processes, one per pod (POD_NAMESPACE/POD_NAME/CONTAINER_NAME
+ten real ``shmguard exporter`` processes, one per pod (POD_NAMESPACE/POD_NAME/CONTAINER_NAME
 as the downward API sets them), each with ``--pid`` on a sandbox whose private tmpfs /dev/shm a
 real ``head -c`` fills, some under a memory cgroup limit and one with ``--required``; and a
 static target with kube-state-metrics' owner series for three of the pods, written in
 kube-state-metrics' format (docs/metrics/workload/pod-metrics.md, replicaset-metrics.md,
 job-metrics.md) since no cluster runs here. The pods' names follow the controllers'
-patterns: a Deployment's two pods, a StatefulSet's two, a CronJob's, a training job's two
-replicas, a bare pod with no /dev/shm use, and a bare pod whose name looks like a Job's.
+patterns: a Deployment's two pods, another Deployment's pod near its /dev/shm size, a
+StatefulSet's two, a CronJob's, a training job's two replicas, a bare pod with no /dev/shm
+use, and a bare pod whose name looks like a Job's.
 """
 
 from __future__ import annotations
@@ -37,17 +38,19 @@ from shmguard.monitor.rightsize import RightsizeOptions, read_histories  # noqa:
 MiB = 1 << 20
 OUT = HERE.parent / "fixtures" / "prometheus" / "rightsize.json"
 WINDOW = "5m"
-#: (namespace, pod, container, MiB written into /dev/shm, memory limit MiB or None, --required)
+#: (namespace, pod, container, MiB written into /dev/shm, memory limit MiB or None, --required,
+#: /dev/shm MiB)
 PODS = (
-    ("ml", "train-7c9f8b6d5d-x2x4k", "trainer", 20, 512, None),
-    ("ml", "train-7c9f8b6d5d-qz7wp", "trainer", 30, 512, None),
-    ("ml", "etl-0", "worker", 10, None, None),
-    ("ml", "etl-1", "worker", 5, None, None),
-    ("ml", "nightly-29412345-bv7kd", "job", 8, 256, "16m"),
-    ("ml", "bert-master-0", "pytorch", 12, None, None),
-    ("ml", "bert-worker-0", "pytorch", 14, None, None),
-    ("ml", "scratch", "shell", 0, None, None),
-    ("research", "debug-pod-x2b4z", "main", 3, None, None),
+    ("ml", "train-7c9f8b6d5d-x2x4k", "trainer", 20, 512, None, 64),
+    ("ml", "train-7c9f8b6d5d-qz7wp", "trainer", 30, 512, None, 64),
+    ("ml", "resnet-6f7d9c8b5b-k2m4p", "trainer", 120, 1024, None, 128),
+    ("ml", "etl-0", "worker", 10, None, None, 64),
+    ("ml", "etl-1", "worker", 5, None, None, 64),
+    ("ml", "nightly-29412345-bv7kd", "job", 8, 256, "16m", 64),
+    ("ml", "bert-master-0", "pytorch", 12, None, None, 64),
+    ("ml", "bert-worker-0", "pytorch", 14, None, None, 64),
+    ("ml", "scratch", "shell", 0, None, None, 64),
+    ("research", "debug-pod-x2b4z", "main", 3, None, None, 64),
 )
 #: kube-state-metrics' owner series: (metric, help, child label, [(namespace, child, kind, name)]).
 OWNERS = (
@@ -112,10 +115,11 @@ def main() -> None:
             pod,
             container,
             f"head -c {fill}M /dev/zero > /dev/shm/data; sleep 600",
+            shm_size=shm * MiB,
             memory_limit=limit and limit * MiB,
             exporter_args=("--required", required) if required else (),
         )
-        for namespace, pod, container, fill, limit, required in PODS
+        for namespace, pod, container, fill, limit, required, shm in PODS
     ]
     with tempfile.TemporaryDirectory() as tmp:
         prom = PrometheusProcess(Path(tmp))

@@ -67,6 +67,7 @@ def test_every_recorded_pod_name_reads_as_its_controller_writes_it() -> None:
     assert {p: (w.kind, w.name) for p, w in kinds.items()} == {
         "train-7c9f8b6d5d-x2x4k": ("Deployment", "train"),
         "train-7c9f8b6d5d-qz7wp": ("Deployment", "train"),
+        "resnet-6f7d9c8b5b-k2m4p": ("Deployment", "resnet"),
         "etl-0": ("StatefulSet", "etl"),
         "etl-1": ("StatefulSet", "etl"),
         "nightly-29412345-bv7kd": ("CronJob", "nightly"),
@@ -101,6 +102,7 @@ def test_owner_series_name_workloads_and_win_over_the_name_rules() -> None:
     got = by_name(histories)
     assert set(got) == {
         "ml/Deployment/train",
+        "ml/Deployment/resnet",
         "ml/StatefulSet/etl",
         "ml/CronJob/nightly",
         "ml/TrainingJob/bert",
@@ -166,12 +168,17 @@ def test_sizes_follow_from_the_peak_through_the_policy() -> None:
     assert train.recommendation.memory_limit.value == memory_limit_for(
         64 * MiB, policy, current_limit=512 * MiB, current_shm=64 * MiB
     )
-    # a larger policy answer than the current size is proposed as it is
-    grown = size_history(
-        WorkloadHistory(**{**got["ml/Deployment/train"].__dict__, "peak": 60 * MiB}), OPTIONS
+    # 120 MiB written into a 128 MiB /dev/shm under a 1 GiB limit: both grow
+    resnet = size_history(got["ml/Deployment/resnet"], OPTIONS)
+    assert got["ml/Deployment/resnet"].peak == 120 * MiB
+    assert resnet.recommendation.shm_size == shm_size_for(120 * MiB, policy).bytes == 160 * MiB
+    assert resnet.shm_change == 32 * MiB
+    mem = memory_limit_for(160 * MiB, policy, current_limit=1024 * MiB, current_shm=128 * MiB)
+    assert resnet.recommendation.memory_limit.value == mem
+    assert resnet.memory_change == mem - 1024 * MiB > 0
+    assert "leaves 896 MiB beside the current /dev/shm 128 MiB, raised to the 1 GiB margin" in (
+        resnet.recommendation.memory_basis
     )
-    assert grown.recommendation.shm_size == shm_size_for(60 * MiB, policy).bytes == 80 * MiB
-    assert grown.shm_change == 16 * MiB
     # the configured need is the floor
     nightly = size_history(got["ml/CronJob/nightly"], OPTIONS)
     assert "configured need" not in nightly.recommendation.shm_basis  # 64 MiB kept is larger
@@ -210,7 +217,13 @@ def test_patches_per_workload_and_the_rows_left_without_one() -> None:
     report = _report(train={"peak": 60 * MiB, "size": 256 * MiB})
     patches, skipped = workload_patches(report)
     by_file = {p.name: yaml.safe_load(p.text) for p in patches}
-    assert set(by_file) == {"ml-deployment-train.yaml", "ml-cronjob-nightly.yaml"}
+    assert set(by_file) == {
+        "ml-deployment-train.yaml",
+        "ml-deployment-resnet.yaml",
+        "ml-cronjob-nightly.yaml",
+    }
+    resnet = by_file["ml-deployment-resnet.yaml"]["spec"]["template"]["spec"]
+    assert resnet["volumes"][0]["emptyDir"]["sizeLimit"] == "160Mi"
     spec = by_file["ml-deployment-train.yaml"]["spec"]["template"]
     assert spec["metadata"]["annotations"] == {"shmguard.io/shm-size": "80Mi"}
     (c,) = spec["spec"]["containers"]
@@ -226,8 +239,8 @@ def test_patches_per_workload_and_the_rows_left_without_one() -> None:
     cron = by_file["ml-cronjob-nightly.yaml"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]
     assert cron == {"containers": [{"name": "job", "resources": {"limits": {"memory": "1280Mi"}}}]}
     assert skipped == {
-        ("ml/TrainingJob/bert", "pytorch"): "a TrainingJob's pod spec path is the operator's: "
-        "use the snippet",
+        ("ml/TrainingJob/bert", "pytorch"): "a TrainingJob's pod spec lies in its operator's "
+        "replica specs: put the Kubernetes snippet of --json there",
         ("ml/Pod/scratch", "shell"): "no size proposed",
         ("ml/StatefulSet/etl", "worker"): "nothing to change",
         ("research/Pod/debug-pod-x2b4z", "main"): "nothing to change",

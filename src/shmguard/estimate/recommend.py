@@ -152,12 +152,15 @@ def _from_current_limit(
     basis sentence (no measurement of the non-shm use: raised, never cut)."""
     mem = memory_limit_for(shm, policy, current_limit=current_limit, current_shm=current_shm)
     assert mem is not None  # current_limit is known
-    room = max(current_limit - current_shm, policy.memory_margin)
+    left = current_limit - current_shm
+    room = max(left, policy.memory_margin)
     basis = (
         f"no measured non-shm use: the current limit {format_iec(current_limit)} leaves "
-        f"{format_iec(room)} beside the current /dev/shm {format_iec(current_shm)} (at least "
-        f"the {format_iec(policy.memory_margin)} margin); "
+        f"{format_iec(max(left, 0))} beside the current /dev/shm {format_iec(current_shm)}"
     )
+    if room > left:
+        basis += f", raised to the {format_iec(policy.memory_margin)} margin"
+    basis += "; "
     if mem == current_limit:
         basis += f"with /dev/shm {format_iec(shm)} it still fits: kept"
     else:

@@ -28,7 +28,9 @@ def _change(now: int | None, new: int | None, delta: int | None) -> str:
         return "-"
     if now is None or delta is None:
         return f"-> {format_iec(new)}"
-    sign = "+" if delta > 0 else "-" if delta < 0 else "±"
+    if delta == 0:
+        return f"{format_iec(now)} (kept)"
+    sign = "+" if delta > 0 else "-"
     return f"{format_iec(now)} -> {format_iec(new)} ({sign}{format_iec(abs(delta))})"
 
 
@@ -49,9 +51,9 @@ def rightsize_table(report: RightsizeReport, percentile: float) -> Table:
         f"(workloads by {report.owners})",
         title_justify="left",
     )
-    for col in ("workload", "container", "peak", f"p{percentile * 100:g}", "/dev/shm"):
-        table.add_column(col, overflow="fold")
-    table.add_column("memory limit", overflow="fold")
+    table.add_column("workload", overflow="fold")
+    for col in ("container", "peak", f"p{percentile * 100:g}", "/dev/shm", "memory limit"):
+        table.add_column(col, no_wrap=True)
     table.add_column("history", overflow="fold")
     for w in report.workloads:
         h, r = w.history, w.recommendation
@@ -62,9 +64,7 @@ def rightsize_table(report: RightsizeReport, percentile: float) -> Table:
             _size(h.used_percentile),
             _change(h.size, r.shm_size, w.shm_change),
             _change(h.memory_limit, r.memory_limit.value, w.memory_change),
-            f"{h.samples} samples, {w.coverage:.0%} of the window"
-            if w.enough_history
-            else "not enough history",
+            f"{h.samples} samples, {w.coverage:.0%}" if w.enough_history else "not enough history",
         )
     return table
 
@@ -144,7 +144,8 @@ def workload_patches(report: RightsizeReport) -> tuple[list[Patch], dict[tuple[s
         keys = tuple((workload_name(w), w.history.container) for w in rows)
         if body is None:
             why = (
-                f"a {kind}'s pod spec path is the operator's: use the snippet"
+                f"a {kind}'s pod spec lies in its operator's replica specs: put the "
+                "Kubernetes snippet of --json there"
                 if kind not in POD_SPEC_PATHS
                 else "nothing to change"
             )
