@@ -7,9 +7,10 @@ tests/fixtures/prometheus/rightsize.json: ``{"window": "5m", "now": <unix s>, "a
 ten real ``shmguard exporter`` processes, one per pod (POD_NAMESPACE/POD_NAME/CONTAINER_NAME
 as the downward API sets them), each with ``--pid`` on a sandbox whose private tmpfs /dev/shm a
 real ``head -c`` fills, some under a memory cgroup limit and one with ``--required``; and a
-static target with kube-state-metrics' owner series for three of the pods, written in
-kube-state-metrics' format (docs/metrics/workload/pod-metrics.md, replicaset-metrics.md,
-job-metrics.md) since no cluster runs here. The pods' names follow the controllers'
+static target with kube-state-metrics' owner series for three of the pods and container
+memory limits for four, written in kube-state-metrics' format
+(docs/metrics/workload/pod-metrics.md, replicaset-metrics.md, job-metrics.md) since no
+cluster runs here. The pods' names follow the controllers'
 patterns: a Deployment's two pods, another Deployment's pod near its /dev/shm size, a
 StatefulSet's two, a CronJob's, a training job's two replicas, a bare pod with no /dev/shm
 use, and a bare pod whose name looks like a Job's.
@@ -80,8 +81,28 @@ OWNERS = (
 )
 
 
+#: kube-state-metrics' container memory limits (namespace, pod, container, bytes): the train
+#: pods' as their cgroups have it; the etl pods' where their exporters see no limit (as an
+#: exporter sidecar without --pid reads its own container's cgroup).
+LIMITS = (
+    ("ml", "train-7c9f8b6d5d-x2x4k", "trainer", 512 * MiB),
+    ("ml", "train-7c9f8b6d5d-qz7wp", "trainer", 512 * MiB),
+    ("ml", "etl-0", "worker", 2048 * MiB),
+    ("ml", "etl-1", "worker", 2048 * MiB),
+)
+
+
 def _ksm_text() -> str:
-    lines = []
+    metric = "kube_pod_container_resource_limits"
+    lines = [
+        f"# HELP {metric} The number of requested limit resource by a container.",
+        f"# TYPE {metric} gauge",
+    ]
+    for ns, pod, container, limit in LIMITS:
+        lines.append(
+            f'{metric}{{namespace="{ns}",pod="{pod}",container="{container}",node="node-1",'
+            f'resource="memory",unit="byte"}} {limit}'
+        )
     for metric, doc, child, rows in OWNERS:
         lines += [f"# HELP {metric} {doc}", f"# TYPE {metric} gauge"]
         for ns, name, kind, owner in rows:

@@ -153,7 +153,20 @@ def test_a_workload_takes_its_pods_largest_peak_and_summed_samples() -> None:
     assert 0 < train.last_seen - train.first_seen <= OPTIONS.window
     assert got["ml/CronJob/nightly"].required == 16 * MiB
     assert got["ml/Pod/scratch"].peak == 0
-    assert got["ml/StatefulSet/etl"].memory_limit is None
+    # kube-state-metrics' container limit first (the exporters of etl saw no cgroup limit)
+    assert train.memory_limit_from == "kube_pod_container_resource_limits"
+    etl = got["ml/StatefulSet/etl"]
+    assert (etl.memory_limit, etl.memory_limit_from) == (
+        2048 * MiB,
+        "kube_pod_container_resource_limits",
+    )
+    resnet = got["ml/Deployment/resnet"]
+    assert (resnet.memory_limit, resnet.memory_limit_from) == (
+        1024 * MiB,
+        "shmguard_cgroup_memory_limit_bytes",
+    )
+    bert = got["ml/TrainingJob/bert"]
+    assert (bert.memory_limit, bert.memory_limit_from) == (None, None)
 
 
 def test_sizes_follow_from_the_peak_through_the_policy() -> None:

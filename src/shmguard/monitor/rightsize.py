@@ -14,7 +14,10 @@ evaluation time, over the window ``W``:
 * ``max_over_time(shmguard_shm_peak_bytes[W])``: the need;
 * ``quantile_over_time(Q, shmguard_shm_used_bytes[W])``: the usual high use (shown, not sized);
 * ``last_over_time`` of ``shmguard_shm_size_bytes``, ``shmguard_cgroup_memory_limit_bytes``,
-  ``shmguard_shm_required_bytes``; ``max_over_time`` of ``shmguard_cgroup_memory_shmem_bytes``;
+  ``shmguard_shm_required_bytes`` and kube-state-metrics'
+  ``kube_pod_container_resource_limits{resource="memory"}`` (preferred for the limit: the
+  exporter's cgroup figure is its own container's unless it runs with ``--pid``);
+  ``max_over_time`` of ``shmguard_cgroup_memory_shmem_bytes``;
 * ``count_over_time(shmguard_shm_used_bytes[W])``: the samples behind it, and the first and last
   sample times (``timestamp`` in a subquery at W/1000 steps): how much of the window has data.
 
@@ -86,7 +89,12 @@ class WorkloadHistory:
         peak: highest ``shmguard_shm_peak_bytes``.
         used_percentile: the largest of the pods' ``percentile`` quantiles of used bytes.
         size: the /dev/shm size last seen (largest over the pods).
-        memory_limit: the memory cgroup limit last seen, or None.
+        memory_limit: the container's memory limit last seen, or None: kube-state-metrics'
+            ``kube_pod_container_resource_limits{resource="memory"}`` when Prometheus has it
+            for the container (the pod spec's own figure), else the exporter's
+            ``shmguard_cgroup_memory_limit_bytes`` (the cgroup of the process it watches:
+            with ``--pid`` the job's, without it the exporter's own container).
+        memory_limit_from: which of the two gave ``memory_limit`` (the metric's name).
         shmem_peak: highest ``shmguard_cgroup_memory_shmem_bytes``, or None.
         required: the configured need last seen (``shmguard_shm_required_bytes``), or None.
         samples: scraped samples of used bytes, all pods together.
@@ -102,6 +110,7 @@ class WorkloadHistory:
     used_percentile: int | None
     size: int | None
     memory_limit: int | None
+    memory_limit_from: str | None
     shmem_peak: int | None
     required: int | None
     samples: int
@@ -155,6 +164,7 @@ def _queries(options: RightsizeOptions) -> dict[str, str]:
     sel = "" if options.namespace is None else f"{{namespace={json.dumps(options.namespace)}}}"
     by = f"max by ({', '.join(SERIES_LABELS)})"
     used = f"shmguard_shm_used_bytes{sel}"
+    ksm = '{resource="memory"' + ("" if not sel else f",{sel[1:-1]}") + "}"
     return {
         "peak": f"{by} (max_over_time(shmguard_shm_peak_bytes{sel}[{w}]))",
         "quantile": f"{by} (quantile_over_time({options.percentile:g}, {used}[{w}]))",
@@ -162,6 +172,7 @@ def _queries(options: RightsizeOptions) -> dict[str, str]:
         "limit": f"{by} (last_over_time(shmguard_cgroup_memory_limit_bytes{sel}[{w}]))",
         "shmem": f"{by} (max_over_time(shmguard_cgroup_memory_shmem_bytes{sel}[{w}]))",
         "required": f"{by} (last_over_time(shmguard_shm_required_bytes{sel}[{w}]))",
+        "ksm_limit": f"{by} (last_over_time(kube_pod_container_resource_limits{ksm}[{w}]))",
         "samples": f"sum by ({', '.join(SERIES_LABELS)}) (count_over_time({used}[{w}]))",
         "first": f"min by ({', '.join(SERIES_LABELS)}) "
         f"(min_over_time(timestamp({used})[{w}:{step}]))",
@@ -213,6 +224,12 @@ def read_histories(
 
     out = []
     for (namespace, ref, container, volume), keys in groups.items():
+        limit = top("ksm_limit", keys)
+        limit_from: str | None = "kube_pod_container_resource_limits"
+        if limit is None:
+            limit, limit_from = top("limit", keys), "shmguard_cgroup_memory_limit_bytes"
+        if limit is None:
+            limit_from = None
         out.append(
             WorkloadHistory(
                 namespace=namespace,
@@ -223,7 +240,8 @@ def read_histories(
                 peak=as_int(top("peak", keys)) or 0,
                 used_percentile=as_int(top("quantile", keys)),
                 size=as_int(top("size", keys)),
-                memory_limit=as_int(top("limit", keys)),
+                memory_limit=as_int(limit),
+                memory_limit_from=limit_from,
                 shmem_peak=as_int(top("shmem", keys)),
                 required=as_int(top("required", keys)),
                 samples=int(sum(found["samples"][k] for k in keys)),

@@ -186,6 +186,7 @@ def rightsize_data(
                 "used_percentile": h.used_percentile,
                 "size": h.size,
                 "memory_limit": h.memory_limit,
+                "memory_limit_from": h.memory_limit_from,
                 "shmem_peak": h.shmem_peak,
                 "required": h.required,
                 "samples": h.samples,
