@@ -262,6 +262,25 @@ def test_patches_per_workload_and_the_rows_left_without_one() -> None:
     assert workload_patches(few)[0] == []
 
 
+def test_node_mode_rows_resize_the_named_volume_or_get_no_patch() -> None:
+    # as the node exporter labels them: no container; the emptyDir's name, or none for a
+    # runtime's sandbox /dev/shm
+    big = {"peak": 100 * MiB, "size": 64 * MiB, "container": ""}
+    report = _report(
+        resnet={**big, "volume": "cache-shm", "memory_limit": None},
+        train={**big, "volume": ""},
+    )
+    patches, skipped = workload_patches(report)
+    by_file = {p.name: yaml.safe_load(p.text) for p in patches}
+    node = by_file["ml-deployment-resnet-cache-shm.yaml"]["spec"]["template"]
+    assert node["spec"] == {
+        "volumes": [{"name": "cache-shm", "emptyDir": {"medium": "Memory", "sizeLimit": "128Mi"}}]
+    }
+    assert skipped[("ml/Deployment/train", "")] == (
+        "the series names neither a container nor a volume"
+    )
+
+
 def test_json_body_validates_against_its_schema() -> None:
     report = _report(train={"peak": 60 * MiB, "size": 256 * MiB})
     patches, _ = workload_patches(report)

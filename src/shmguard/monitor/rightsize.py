@@ -30,6 +30,7 @@ percentiles, the samples their sum.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -161,7 +162,7 @@ def _key(labels: Mapping[str, str]) -> tuple[str, ...]:
 def _queries(options: RightsizeOptions) -> dict[str, str]:
     w = prom_duration(options.window)
     step = prom_duration(options.window / 1000)
-    sel = "" if options.namespace is None else f"{{namespace={json.dumps(options.namespace)}}}"
+    sel = _selector(options)
     by = f"max by ({', '.join(SERIES_LABELS)})"
     used = f"shmguard_shm_used_bytes{sel}"
     ksm = '{resource="memory"' + ("" if not sel else f",{sel[1:-1]}") + "}"
@@ -180,15 +181,22 @@ def _queries(options: RightsizeOptions) -> dict[str, str]:
     }
 
 
-def _owners(query: Query, window: float) -> Owners | None:
-    w = prom_duration(window)
-    pod_owner = query(f"last_over_time(kube_pod_owner[{w}])")
+def _selector(options: RightsizeOptions) -> str:
+    """``{namespace="NS"}`` for ``--namespace``, else empty."""
+    if options.namespace is None:
+        return ""
+    return f"{{namespace={json.dumps(options.namespace)}}}"
+
+
+def _owners(query: Query, options: RightsizeOptions) -> Owners | None:
+    w, sel = prom_duration(options.window), _selector(options)
+    pod_owner = query(f"last_over_time(kube_pod_owner{sel}[{w}])")
     if not pod_owner:
         return None
     return Owners.from_samples(
         pod_owner,
-        query(f"last_over_time(kube_replicaset_owner[{w}])"),
-        query(f"last_over_time(kube_job_owner[{w}])"),
+        query(f"last_over_time(kube_replicaset_owner{sel}[{w}])"),
+        query(f"last_over_time(kube_job_owner{sel}[{w}])"),
     )
 
 
@@ -205,7 +213,7 @@ def read_histories(
     found = {
         name: {_key(s.labels): s.value for s in query(q)} for name, q in _queries(options).items()
     }
-    owners = _owners(query, options.window)
+    owners = _owners(query, options)
     naming = owners or Owners({}, {})
     groups: dict[tuple[str, WorkloadRef, str, str], list[tuple[str, ...]]] = {}
     for key in found["samples"]:
@@ -220,7 +228,8 @@ def read_histories(
         return pick(values) if values else None
 
     def as_int(x: float | None) -> int | None:
-        return None if x is None else int(x)
+        # NaN or Inf (a series that is not the exporter's) is no figure
+        return None if x is None or not math.isfinite(x) else int(x)
 
     out = []
     for (namespace, ref, container, volume), keys in groups.items():
