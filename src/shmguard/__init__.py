@@ -76,6 +76,9 @@ _EXPORTS = {
     "WatchSnapshot": "shmguard.monitor.watch",
     "WatchTarget": "shmguard.monitor.target",
     "resolve_target": "shmguard.monitor.target",
+    "rightsize": "shmguard.monitor.rightsize",
+    "RightsizeOptions": "shmguard.monitor.rightsize",
+    "RightsizeReport": "shmguard.monitor.rightsize",
     # prevent (the torch extra; torch is imported when a function runs)
     "check_dataloader": "shmguard.torch",
     "assess_dataloader": "shmguard.torch",
@@ -116,6 +119,8 @@ __all__ = [
     "PlanRequest",
     "Policy",
     "Recommendation",
+    "RightsizeOptions",
+    "RightsizeReport",
     "Setting",
     "Severity",
     "ShmCollector",
@@ -147,6 +152,7 @@ __all__ = [
     "predict",
     "recommend",
     "resolve_target",
+    "rightsize",
     "scan_node",
     "shm_size_for",
     "workers_that_fit",
@@ -196,6 +202,7 @@ if TYPE_CHECKING:
     from shmguard.model.host import HostFacts
     from shmguard.monitor.exporter import ExporterOptions, ExporterServer, ShmCollector
     from shmguard.monitor.node_exporter import NodeCollector
+    from shmguard.monitor.rightsize import RightsizeOptions, RightsizeReport, rightsize
     from shmguard.monitor.target import WatchTarget, resolve_target
     from shmguard.monitor.watch import Monitor, WatchSnapshot
     from shmguard.torch import (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from shmguard.estimate import clean_size, dataloader_bound, recommend
+from shmguard.estimate.policy import clean_memory
 from shmguard.model.fact import Fact
 from shmguard.render.snippets import fix_snippets
 from shmguard.units import GiB, MiB
@@ -75,6 +76,23 @@ def test_memory_margin_is_a_quarter_of_large_non_shm_use() -> None:
     # shm 1.25 GiB; non-shm 8 GiB; margin 2 GiB -> 11.25 GiB -> 12 GiB (2 GiB steps)
     assert rec.shm_size == int(1.25 * GiB)
     assert rec.memory_limit.value == 12 * GiB
+
+
+def test_memory_limit_from_the_current_limit_is_raised_never_cut() -> None:
+    # 8 GiB limit beside a 1 GiB /dev/shm: 7 GiB room + a 2.5 GiB /dev/shm = 9.5 GiB -> 10 GiB
+    rec = recommend(2 * GiB, "peak over 7d", current_limit=8 * GiB, current_shm=GiB)
+    assert rec.shm_size == int(2.5 * GiB)
+    assert rec.memory_limit.value == 10 * GiB
+    assert rec.memory_basis.endswith("7 GiB + shm size 2.5 GiB = 9.5 GiB, rounded up to 10 GiB")
+    # room to spare: the limit stays; a measured cgroup peak takes precedence
+    kept = recommend(10 * MiB, "peak over 7d", current_limit=8 * GiB, current_shm=GiB)
+    assert kept.memory_limit.value == 8 * GiB and kept.memory_basis.endswith(": kept")
+    measured = recommend(
+        10 * MiB, "measured peak", cgroup_peak=Fact.known(100 * MiB), current_limit=8 * GiB
+    )
+    # non-shm 100 MiB (no shm peak given) + a 14 MiB /dev/shm + the 1 GiB margin
+    assert measured.shm_size == 14 * MiB
+    assert measured.memory_limit.value == clean_memory(100 * MiB + 14 * MiB + GiB)
 
 
 def test_unknown_cgroup_peak_keeps_its_reason() -> None:

@@ -2,27 +2,35 @@
 
 from __future__ import annotations
 
+import os
 import re
 import select
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 
 class ExporterProcess:
-    """``python -m shmguard exporter --listen 127.0.0.1:0 ARGS`` with its URL once serving.
+    """``python -m shmguard exporter --listen 127.0.0.1:0 ARGS`` with its URL once serving;
+    ``env`` is added to the environment (POD_NAME and the like).
 
     Raises:
         RuntimeError: it exited or did not announce its address within ``timeout`` seconds.
     """
 
-    def __init__(self, args: Sequence[str] = (), timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        args: Sequence[str] = (),
+        timeout: float = 30.0,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "shmguard", "exporter", "--listen", "127.0.0.1:0", *args],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
+            env={**os.environ, **(env or {})},
         )
         assert self.proc.stderr is not None
         end, line = time.monotonic() + timeout, b""

@@ -13,7 +13,11 @@ recommendation is made", shows them on a run:
 * memory limit: the cgroup's own peak already includes the shm the job used (tmpfs pages are
   charged to it), so summing process RSS would count every mapped batch once per process. The
   non-shm part is the largest ``cgroup usage - shm used`` seen (at least ``cgroup peak - shm
-  peak``); the limit is :func:`~shmguard.estimate.policy.memory_limit_for` of it.
+  peak``); the limit is :func:`~shmguard.estimate.policy.memory_limit_for` of it;
+* without a memory measurement but with the current limit (``recommend --prometheus`` reads
+  the exporter's ``shmguard_cgroup_memory_limit_bytes``): the room the job had beside its
+  current /dev/shm plus the new size, never lower than the current limit
+  (:func:`~shmguard.estimate.policy.memory_limit_for` with ``current_limit``).
 """
 
 from __future__ import annotations
@@ -79,6 +83,8 @@ def recommend(
     non_shm_seen: int | None = None,
     floor: int | None = None,
     floor_basis: str = "",
+    current_limit: int | None = None,
+    current_shm: int = 0,
 ) -> Recommendation:
     """Build a :class:`Recommendation`.
 
@@ -93,6 +99,9 @@ def recommend(
         floor: bytes the shm size must reach whatever the headroom gives (e.g.
             :func:`~shmguard.estimate.dataloader.dataloader_bound`), or None.
         floor_basis: what ``floor`` is, for the basis sentence.
+        current_limit: the memory limit in force, used when ``cgroup_peak`` is None: the
+            limit is then raised by what the new /dev/shm needs, never cut.
+        current_shm: bytes of the /dev/shm beside ``current_limit`` now.
 
     Raises:
         ValueError: for a negative or non-finite headroom.
@@ -110,8 +119,11 @@ def recommend(
         return no_recommendation(basis, policy=policy)
     sized = shm_size_for(need, policy, floor=floor, floor_basis=floor_basis, what=need_basis)
     shm = sized.bytes
-    if cgroup_peak is None:
-        memory: Fact[int] = Fact.unknown("memory was not measured")
+    memory: Fact[int]
+    if cgroup_peak is None and current_limit is not None:
+        memory, basis = _from_current_limit(shm, current_limit, current_shm, policy)
+    elif cgroup_peak is None:
+        memory = Fact.unknown("memory was not measured")
         basis = "memory was not measured"
     elif cgroup_peak.value is None:
         memory = Fact.unknown(cgroup_peak.reason or "memory cgroup peak unknown")
@@ -131,3 +143,29 @@ def recommend(
     return Recommendation(
         shm, sized.basis, policy.headroom, memory, basis, shm_changes(shm, memory.value)
     )
+
+
+def _from_current_limit(
+    shm: int, current_limit: int, current_shm: int, policy: Policy
+) -> tuple[Fact[int], str]:
+    """The memory limit beside a /dev/shm of ``shm`` bytes from the limit in force, and its
+    basis sentence (no measurement of the non-shm use: raised, never cut)."""
+    mem = memory_limit_for(shm, policy, current_limit=current_limit, current_shm=current_shm)
+    assert mem is not None  # current_limit is known
+    left = current_limit - current_shm
+    room = max(left, policy.memory_margin)
+    basis = (
+        f"no measured non-shm use: the current limit {format_iec(current_limit)} leaves "
+        f"{format_iec(max(left, 0))} beside the current /dev/shm {format_iec(current_shm)}"
+    )
+    if room > left:
+        basis += f", raised to the {format_iec(policy.memory_margin)} margin"
+    basis += "; "
+    if mem == current_limit:
+        basis += f"with /dev/shm {format_iec(shm)} it still fits: kept"
+    else:
+        basis += (
+            f"{format_iec(room)} + shm size {format_iec(shm)} = {format_iec(room + shm)}, "
+            f"rounded up to {format_iec(mem)}"
+        )
+    return Fact.known(mem), basis

@@ -153,3 +153,71 @@ _RENDERERS = {
     "podman": _podman,
     "ecs": _ecs,
 }
+
+
+#: Where the pod spec and the pod template's metadata lie in each workload kind, as key paths
+#: (the Kubernetes API reference of each kind). ``Job/DaemonSet`` (a name that cannot tell
+#: which) works for both: they share the path.
+POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
+    "Pod": (),
+    "CronJob": ("spec", "jobTemplate", "spec", "template"),
+    **{
+        k: ("spec", "template")
+        for k in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "Job/DaemonSet")
+    },
+}
+
+
+def kubernetes_patch(
+    kind: str,
+    shm_size: int | None,
+    memory_limits: dict[str, int | None],
+    volume: str = "dshm",
+    annotation: str | None = None,
+) -> dict[str, object] | None:
+    """A strategic merge patch (``kubectl patch --type strategic``) for a workload of ``kind``
+    that gives its containers a memory-backed emptyDir ``volume`` of ``shm_size`` bytes at
+    /dev/shm and, where given, a memory limit; None for a kind whose pod spec path is unknown
+    (:data:`POD_SPEC_PATHS`: a training operator's replica specs) or when nothing changes.
+
+    Args:
+        kind: the workload's kind.
+        shm_size: the emptyDir's ``sizeLimit`` in bytes, or None to leave /dev/shm as it is
+            (only memory limits change).
+        memory_limits: container name -> memory limit bytes (None: left as it is); an empty
+            name (a node-mode series knows no container) adds no mount: only the volume is
+            resized.
+        volume: the volume's name (an emptyDir the pod has, or ``dshm``).
+        annotation: an annotation key set on the pod template to the size (the
+            ``shmguard.io/shm-size`` that ``check --fix`` and the webhook read), or None.
+
+    Strategic merge keys (Kubernetes API, ``patchMergeKey``): containers by ``name``,
+    ``volumeMounts`` by ``mountPath``, ``volumes`` by ``name``, so the patch adds or replaces
+    exactly these entries and leaves the rest of the pod spec as it is.
+    """
+    path = POD_SPEC_PATHS.get(kind)
+    if path is None:
+        return None
+    containers: list[dict[str, object]] = []
+    for name, mem in memory_limits.items():
+        c: dict[str, object] = {"name": name}
+        if shm_size is not None:
+            c["volumeMounts"] = [{"name": volume, "mountPath": "/dev/shm"}]
+        if mem is not None:
+            c["resources"] = {"limits": {"memory": format_k8s_quantity(mem)}}
+        if name and len(c) > 1:
+            containers.append(c)
+    spec: dict[str, object] = {"containers": containers} if containers else {}
+    if shm_size is not None:
+        quantity = format_k8s_quantity(shm_size)
+        volume_entry = {"medium": "Memory", "sizeLimit": quantity}
+        spec["volumes"] = [{"name": volume, "emptyDir": volume_entry}]
+    if not spec:
+        return None
+    template: dict[str, object] = {"spec": spec}
+    if annotation and shm_size is not None:
+        template = {"metadata": {"annotations": {annotation: quantity}}, **template}
+    patch: dict[str, object] = template
+    for key in reversed(path):
+        patch = {key: patch}
+    return patch

@@ -1,0 +1,212 @@
+"""``shmguard recommend``'s table, its JSON body (``shmguard.recommend/1``,
+schemas/recommend.schema.json) and its per-workload Kubernetes patches."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from shmguard.config import ANNOTATIONS
+from shmguard.monitor.rightsize import RightsizeReport, WorkloadRecommendation
+from shmguard.render.json import to_data
+from shmguard.render.snippets import POD_SPEC_PATHS, kubernetes_patch
+from shmguard.units import format_iec, format_k8s_quantity
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+
+def _size(n: int | None) -> str:
+    return "-" if n is None else format_iec(n)
+
+
+def _change(now: int | None, new: int | None, delta: int | None) -> str:
+    if new is None:
+        return "-"
+    if now is None or delta is None:
+        return f"-> {format_iec(new)}"
+    if delta == 0:
+        return f"{format_iec(now)} (kept)"
+    sign = "+" if delta > 0 else "-"
+    return f"{format_iec(now)} -> {format_iec(new)} ({sign}{format_iec(abs(delta))})"
+
+
+def workload_name(w: WorkloadRecommendation) -> str:
+    """``namespace/Kind/name`` (``volume`` appended in node mode)."""
+    h = w.history
+    name = f"{h.namespace}/{h.workload.kind}/{h.workload.name}"
+    return f"{name} ({h.volume})" if h.volume else name
+
+
+def rightsize_table(report: RightsizeReport, percentile: float) -> Table:
+    """One row per workload container: peak, a high percentile, /dev/shm and memory limit now
+    and proposed with the change, and the history behind it (or "not enough history")."""
+    from rich.table import Table
+
+    table = Table(
+        title=f"/dev/shm right-sizing from {report.prometheus}, last {report.window_text} "
+        f"(workloads by {report.owners})",
+        title_justify="left",
+    )
+    table.add_column("workload", overflow="fold")
+    for col in ("container", "peak", f"p{percentile * 100:g}", "/dev/shm", "memory limit"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("history", overflow="fold")
+    for w in report.workloads:
+        h, r = w.history, w.recommendation
+        table.add_row(
+            workload_name(w),
+            h.container or "-",
+            _size(h.peak),
+            _size(h.used_percentile),
+            _change(h.size, r.shm_size, w.shm_change),
+            _change(h.memory_limit, r.memory_limit.value, w.memory_change),
+            f"{h.samples} samples, {w.coverage:.0%}" if w.enough_history else "not enough history",
+        )
+    return table
+
+
+def basis_lines(report: RightsizeReport) -> list[str]:
+    """How each proposal was reached and on how much data, one line each."""
+    out = []
+    for w in report.workloads:
+        r = w.recommendation
+        who = f"{workload_name(w)} {w.history.container or '-'}"
+        out.append(f"{who}: history: {w.confidence}")
+        out.append(f"{who}: /dev/shm: {r.shm_basis}")
+        if r.shm_size is not None:
+            out.append(f"{who}: memory: {r.memory_basis}")
+    return out
+
+
+@dataclass(frozen=True)
+class Patch:
+    """One workload's strategic merge patch: file name, YAML text, and the workloads' rows
+    it covers (their ``workload_name`` and container)."""
+
+    name: str
+    text: str
+    covers: tuple[tuple[str, str], ...]
+
+
+def _patch_header(w: WorkloadRecommendation, size: int | None, name: str, window: str) -> str:
+    h = w.history
+    kind, ns, wl = h.workload.kind, h.namespace, h.workload.name
+    shm = "kept" if size is None else f"-> {format_k8s_quantity(size)}"
+    lines = [
+        f"# shmguard recommend: {kind} {ns}/{wl}, /dev/shm peak {format_iec(h.peak)} "
+        f"over {window}, /dev/shm {shm} (a strategic merge patch)",
+    ]
+    if kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "CronJob"):
+        lines.append(f"# kubectl -n {ns} patch {kind.lower()} {wl} --patch-file {name}")
+    elif kind == "Job/DaemonSet":
+        lines.append(f"# a DaemonSet: kubectl -n {ns} patch daemonset {wl} --patch-file {name}")
+        lines.append("# a Job: its pod template cannot change in place; patch its manifest:")
+    else:
+        lines.append(f"# a {kind}'s pod template cannot change in place; patch its manifest:")
+    lines.append(f"# kubectl patch --local -f MANIFEST.yaml --patch-file {name} -o yaml")
+    return "\n".join(lines) + "\n"
+
+
+def workload_patches(report: RightsizeReport) -> tuple[list[Patch], dict[tuple[str, str], str]]:
+    """A patch per workload (and node-mode volume) with a confident shm size: the largest
+    proposal of its containers, each container's memory limit. Returns the patches and, for
+    each row left without one, ``(workload_name, container) -> why``."""
+    groups: dict[tuple[str, str, str, str], list[WorkloadRecommendation]] = {}
+    skipped: dict[tuple[str, str], str] = {}
+    for w in report.workloads:
+        h, key = w.history, (workload_name(w), w.history.container)
+        if w.recommendation.shm_size is None:
+            skipped[key] = "no size proposed"
+        elif not w.enough_history:
+            skipped[key] = "not enough history"
+        elif not h.container and not h.volume:
+            skipped[key] = "the series names neither a container nor a volume"
+        else:
+            wk = (h.namespace, h.workload.kind, h.workload.name, h.volume)
+            groups.setdefault(wk, []).append(w)
+    patches = []
+    for (ns, kind, wl, volume), rows in groups.items():
+        size = max(w.recommendation.shm_size or 0 for w in rows)
+        # a /dev/shm every row keeps (shm_change 0) is left out of the patch, and so is a
+        # memory limit that stays
+        shm = None if all(w.shm_change == 0 for w in rows) else size
+        limits = {
+            w.history.container: None
+            if w.memory_change == 0
+            else w.recommendation.memory_limit.value
+            for w in rows
+        }
+        body = kubernetes_patch(kind, shm, limits, volume or "dshm", ANNOTATIONS["shm-size"])
+        keys = tuple((workload_name(w), w.history.container) for w in rows)
+        if body is None:
+            why = (
+                f"a {kind}'s pod spec lies in its operator's replica specs: put the "
+                "Kubernetes snippet of --json there"
+                if kind not in POD_SPEC_PATHS
+                else "nothing to change"
+            )
+            for k in keys:
+                skipped[k] = why
+            continue
+        slug = kind.lower().replace("/", "-")
+        name = f"{ns}-{slug}-{wl}{'-' + volume if volume else ''}.yaml"
+        text = _patch_header(rows[0], shm, name, report.window_text) + yaml.safe_dump(
+            body, sort_keys=False
+        )
+        patches.append(Patch(name, text, keys))
+    return patches, skipped
+
+
+def rightsize_data(
+    report: RightsizeReport,
+    options: Mapping[str, Any],
+    patch_files: Mapping[tuple[str, str], str] | None = None,
+) -> dict[str, Any]:
+    """The ``shmguard.recommend/1`` body: where, when, how, and one object per workload
+    container (figures read, sizes proposed with their basis, fix values and snippets, the
+    patch file written for it or null)."""
+    files = patch_files or {}
+    rows = []
+    for w in report.workloads:
+        h, r = w.history, w.recommendation
+        rows.append(
+            {
+                "namespace": h.namespace,
+                "kind": h.workload.kind,
+                "workload": h.workload.name,
+                "named_by": h.workload.source,
+                "container": h.container,
+                "volume": h.volume,
+                "pods": list(h.pods),
+                "peak": h.peak,
+                "used_percentile": h.used_percentile,
+                "size": h.size,
+                "memory_limit": h.memory_limit,
+                "memory_limit_from": h.memory_limit_from,
+                "shmem_peak": h.shmem_peak,
+                "required": h.required,
+                "samples": h.samples,
+                "first_seen": h.first_seen,
+                "last_seen": h.last_seen,
+                "coverage": w.coverage,
+                "enough_history": w.enough_history,
+                "confidence": w.confidence,
+                "recommendation": to_data(r),
+                "shm_change": w.shm_change,
+                "memory_change": w.memory_change,
+                "patch": files.get((workload_name(w), h.container)),
+            }
+        )
+    return {
+        "prometheus": report.prometheus,
+        "window": report.window_text,
+        "window_seconds": report.window,
+        "evaluated_at": report.evaluated_at,
+        "owners": report.owners,
+        **options,
+        "workloads": rows,
+    }

@@ -1,0 +1,319 @@
+"""Workload naming, grouping and sizing over Prometheus API answers recorded from a real run
+(tests/fixtures/prometheus/rightsize.json, made by record_rightsize.py: a real Prometheus
+scraping nine real exporters on filled sandbox tmpfs mounts, plus kube-state-metrics' owner
+series), replayed query by query."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+from record_rightsize import OWNERS, PODS
+
+from shmguard.estimate.policy import Policy, memory_limit_for, shm_size_for
+from shmguard.monitor.prom import PromError, Sample, parse_prom_duration, parse_vector
+from shmguard.monitor.rightsize import (
+    RightsizeOptions,
+    RightsizeReport,
+    WorkloadHistory,
+    read_histories,
+    size_history,
+)
+from shmguard.monitor.workloads import Owners, workload_from_name
+from shmguard.render.json import envelope
+from shmguard.render.rightsize_text import rightsize_data, workload_name, workload_patches
+
+MiB = 1 << 20
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "prometheus" / "rightsize.json"
+RECORDED = json.loads(FIXTURE.read_text())
+OPTIONS = RightsizeOptions(
+    window=parse_prom_duration(RECORDED["window"]), window_text=RECORDED["window"]
+)
+OWNER_QUERIES = [q for q in RECORDED["answers"] if "kube_" in q]
+
+
+def replay(without_owners: bool = False) -> Any:
+    """A query function answering from the recording; ``without_owners``: the owner queries
+    answer the empty vector a Prometheus without kube-state-metrics gives."""
+
+    def query(expr: str) -> list[Sample]:
+        body = RECORDED["answers"][expr]
+        if without_owners and expr in OWNER_QUERIES:
+            body = {**body, "data": {"resultType": "vector", "result": []}}
+        return parse_vector(body, "recorded")
+
+    return query
+
+
+def by_name(histories: tuple[WorkloadHistory, ...]) -> dict[str, WorkloadHistory]:
+    return {f"{h.namespace}/{h.workload.kind}/{h.workload.name}": h for h in histories}
+
+
+def per_pod(metric_query_part: str) -> dict[str, float]:
+    """A recorded per-pod answer (pod -> value) of the query containing ``metric_query_part``."""
+    (q,) = [q for q in RECORDED["answers"] if metric_query_part in q]
+    return {
+        r["metric"]["pod"]: float(r["value"][1]) for r in RECORDED["answers"][q]["data"]["result"]
+    }
+
+
+def test_every_recorded_pod_name_reads_as_its_controller_writes_it() -> None:
+    kinds = {pod: workload_from_name(pod) for _, pod, *_ in PODS}
+    assert {p: (w.kind, w.name) for p, w in kinds.items()} == {
+        "train-7c9f8b6d5d-x2x4k": ("Deployment", "train"),
+        "train-7c9f8b6d5d-qz7wp": ("Deployment", "train"),
+        "resnet-6f7d9c8b5b-k2m4p": ("Deployment", "resnet"),
+        "etl-0": ("StatefulSet", "etl"),
+        "etl-1": ("StatefulSet", "etl"),
+        "nightly-29412345-bv7kd": ("CronJob", "nightly"),
+        "bert-master-0": ("TrainingJob", "bert"),
+        "bert-worker-0": ("TrainingJob", "bert"),
+        "scratch": ("Pod", "scratch"),
+        "debug-pod-x2b4z": ("Job/DaemonSet", "debug-pod"),
+    }
+    assert all(w.source == "name" for w in kinds.values())
+
+
+@pytest.mark.parametrize(
+    ("pod", "kind", "name"),
+    [
+        ("my-app-v2-7c9f8b6d5d-x2x4k", "Deployment", "my-app-v2"),  # dashes in the name
+        ("web-12", "StatefulSet", "web"),
+        ("web-12345", "StatefulSet", "web"),  # digits 0, 1 and 3 are not in the hash alphabet
+        ("job-abcde", "Pod", "job-abcde"),  # vowels never appear in generated suffixes
+        ("sync-bcdfghj-x2x4k", "Deployment", "sync"),  # the documented false positive
+        # 7 digits are no minute stamp, and 1 and 3 no hash: the Job's own name keeps them
+        ("nightly-2941234-bv7kd", "Job/DaemonSet", "nightly-2941234"),
+    ],
+)
+def test_name_rules_and_their_documented_limits(pod: str, kind: str, name: str) -> None:
+    w = workload_from_name(pod)
+    assert (w.kind, w.name) == (kind, name)
+
+
+def test_owner_series_name_workloads_and_win_over_the_name_rules() -> None:
+    histories, owners = read_histories(replay(), OPTIONS)
+    assert owners == "kube_pod_owner"
+    got = by_name(histories)
+    assert set(got) == {
+        "ml/Deployment/train",
+        "ml/Deployment/resnet",
+        "ml/StatefulSet/etl",
+        "ml/CronJob/nightly",
+        "ml/TrainingJob/bert",
+        "ml/Pod/scratch",
+        "research/Pod/debug-pod-x2b4z",
+    }
+    # kube_pod_owner -> kube_replicaset_owner / kube_job_owner: the top owner
+    assert got["ml/Deployment/train"].workload.source == "owner"
+    assert got["ml/CronJob/nightly"].workload.source == "owner"
+    # owner_kind <none>: a bare pod, although its name reads as a Job's
+    assert got["research/Pod/debug-pod-x2b4z"].workload.source == "owner"
+    # pods kube-state-metrics does not list fall back to their names
+    assert got["ml/StatefulSet/etl"].workload.source == "name"
+    listed = {
+        (ns, pod)
+        for metric, _, _, rows in OWNERS
+        if metric == "kube_pod_owner"
+        for ns, pod, _, _ in rows
+    }
+    assert {
+        (h.namespace, p) for h in histories if h.workload.source == "owner" for p in h.pods
+    } == listed
+
+
+def test_without_owner_series_the_names_decide() -> None:
+    histories, owners = read_histories(replay(without_owners=True), OPTIONS)
+    assert owners == "pod names"
+    got = by_name(histories)
+    assert "research/Job/DaemonSet/debug-pod" in got
+    assert got["ml/Deployment/train"].workload.source == "name"
+    assert got["ml/CronJob/nightly"].pods == ("nightly-29412345-bv7kd",)
+
+
+def test_a_workload_takes_its_pods_largest_peak_and_summed_samples() -> None:
+    histories, _ = read_histories(replay(), OPTIONS)
+    got = by_name(histories)
+    peaks, samples = per_pod("shmguard_shm_peak_bytes"), per_pod("count_over_time")
+    limits = per_pod("shmguard_cgroup_memory_limit_bytes")
+    train = got["ml/Deployment/train"]
+    assert train.pods == ("train-7c9f8b6d5d-qz7wp", "train-7c9f8b6d5d-x2x4k")
+    assert train.peak == max(peaks[p] for p in train.pods)
+    # what the recorder's sandboxes wrote: 20 MiB and 30 MiB
+    assert train.peak == 30 * MiB
+    assert train.samples == sum(samples[p] for p in train.pods)
+    assert train.memory_limit == limits["train-7c9f8b6d5d-x2x4k"] == 512 * MiB
+    assert train.size == 64 * MiB
+    assert train.first_seen is not None and train.last_seen is not None
+    assert 0 < train.last_seen - train.first_seen <= OPTIONS.window
+    assert got["ml/CronJob/nightly"].required == 16 * MiB
+    assert got["ml/Pod/scratch"].peak == 0
+    # kube-state-metrics' container limit first (the exporters of etl saw no cgroup limit)
+    assert train.memory_limit_from == "kube_pod_container_resource_limits"
+    etl = got["ml/StatefulSet/etl"]
+    assert (etl.memory_limit, etl.memory_limit_from) == (
+        2048 * MiB,
+        "kube_pod_container_resource_limits",
+    )
+    resnet = got["ml/Deployment/resnet"]
+    assert (resnet.memory_limit, resnet.memory_limit_from) == (
+        1024 * MiB,
+        "shmguard_cgroup_memory_limit_bytes",
+    )
+    bert = got["ml/TrainingJob/bert"]
+    assert (bert.memory_limit, bert.memory_limit_from) == (None, None)
+
+
+def test_sizes_follow_from_the_peak_through_the_policy() -> None:
+    histories, _ = read_histories(replay(), OPTIONS)
+    got = by_name(histories)
+    policy = Policy()
+    # a 30 MiB peak gives 40 MiB, within the 64 MiB the pod has: the 64 MiB is kept
+    train = size_history(got["ml/Deployment/train"], OPTIONS)
+    assert shm_size_for(30 * MiB, policy).bytes == 40 * MiB
+    assert train.recommendation.shm_size == 64 * MiB and train.shm_change == 0
+    assert "kept" in train.recommendation.shm_basis
+    assert train.recommendation.memory_limit.value == memory_limit_for(
+        64 * MiB, policy, current_limit=512 * MiB, current_shm=64 * MiB
+    )
+    # 120 MiB written into a 128 MiB /dev/shm under a 1 GiB limit: both grow
+    resnet = size_history(got["ml/Deployment/resnet"], OPTIONS)
+    assert got["ml/Deployment/resnet"].peak == 120 * MiB
+    assert resnet.recommendation.shm_size == shm_size_for(120 * MiB, policy).bytes == 160 * MiB
+    assert resnet.shm_change == 32 * MiB
+    mem = memory_limit_for(160 * MiB, policy, current_limit=1024 * MiB, current_shm=128 * MiB)
+    assert resnet.recommendation.memory_limit.value == mem
+    assert resnet.memory_change == mem - 1024 * MiB > 0
+    assert "leaves 896 MiB beside the current /dev/shm 128 MiB, raised to the 1 GiB margin" in (
+        resnet.recommendation.memory_basis
+    )
+    # the configured need is the floor
+    nightly = size_history(got["ml/CronJob/nightly"], OPTIONS)
+    assert "configured need" not in nightly.recommendation.shm_basis  # 64 MiB kept is larger
+    bigger = WorkloadHistory(**{**got["ml/CronJob/nightly"].__dict__, "required": 100 * MiB})
+    floored = size_history(bigger, OPTIONS)
+    assert floored.recommendation.shm_size == shm_size_for(8 * MiB, policy, floor=100 * MiB).bytes
+    assert "configured need" in floored.recommendation.shm_basis
+    # nothing written: no size
+    scratch = size_history(got["ml/Pod/scratch"], OPTIONS)
+    assert scratch.recommendation.shm_size is None and scratch.recommendation.changes == ()
+
+
+def test_confidence_counts_samples_against_the_minimum() -> None:
+    histories, _ = read_histories(replay(), OPTIONS)
+    train = by_name(histories)["ml/Deployment/train"]
+    strict = size_history(train, RightsizeOptions(**{**OPTIONS.__dict__, "min_samples": 10**6}))
+    assert not strict.enough_history
+    assert strict.confidence.startswith(f"not enough history: {train.samples} samples from 2 pods")
+    loose = size_history(train, RightsizeOptions(**{**OPTIONS.__dict__, "min_samples": 1}))
+    assert loose.enough_history and loose.confidence.startswith(f"{train.samples} samples")
+    assert 0 < loose.coverage < 1  # about a minute of data in a 5m window
+
+
+def _report(min_samples: int = 1, **changes: Any) -> RightsizeReport:
+    options = RightsizeOptions(**{**OPTIONS.__dict__, "min_samples": min_samples})
+    histories, owners = read_histories(replay(), options)
+    rows = []
+    for h in histories:
+        if h.workload.name in changes:
+            h = WorkloadHistory(**{**h.__dict__, **changes[h.workload.name]})
+        rows.append(size_history(h, options))
+    return RightsizeReport("recorded", options.window, "5m", RECORDED["now"], owners, tuple(rows))
+
+
+def test_patches_per_workload_and_the_rows_left_without_one() -> None:
+    report = _report(train={"peak": 60 * MiB, "size": 256 * MiB})
+    patches, skipped = workload_patches(report)
+    by_file = {p.name: yaml.safe_load(p.text) for p in patches}
+    assert set(by_file) == {
+        "ml-deployment-train.yaml",
+        "ml-deployment-resnet.yaml",
+        "ml-cronjob-nightly.yaml",
+    }
+    resnet = by_file["ml-deployment-resnet.yaml"]["spec"]["template"]["spec"]
+    assert resnet["volumes"][0]["emptyDir"]["sizeLimit"] == "160Mi"
+    spec = by_file["ml-deployment-train.yaml"]["spec"]["template"]
+    assert spec["metadata"]["annotations"] == {"shmguard.io/shm-size": "80Mi"}
+    (c,) = spec["spec"]["containers"]
+    assert c == {
+        "name": "trainer",
+        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+        "resources": {"limits": {"memory": "1280Mi"}},
+    }
+    assert spec["spec"]["volumes"] == [
+        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "80Mi"}}
+    ]
+    # the CronJob keeps its 64 MiB /dev/shm: only its memory limit changes, under jobTemplate
+    cron = by_file["ml-cronjob-nightly.yaml"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert cron == {"containers": [{"name": "job", "resources": {"limits": {"memory": "1280Mi"}}}]}
+    assert skipped == {
+        ("ml/TrainingJob/bert", "pytorch"): "a TrainingJob's pod spec lies in its operator's "
+        "replica specs: put the Kubernetes snippet of --json there",
+        ("ml/Pod/scratch", "shell"): "no size proposed",
+        ("ml/StatefulSet/etl", "worker"): "nothing to change",
+        ("research/Pod/debug-pod-x2b4z", "main"): "nothing to change",
+    }
+    few = _report(min_samples=10**6)
+    assert workload_patches(few)[0] == []
+
+
+def test_node_mode_rows_resize_the_named_volume_or_get_no_patch() -> None:
+    # as the node exporter labels them: no container; the emptyDir's name, or none for a
+    # runtime's sandbox /dev/shm
+    big = {"peak": 100 * MiB, "size": 64 * MiB, "container": ""}
+    report = _report(
+        resnet={**big, "volume": "cache-shm", "memory_limit": None},
+        train={**big, "volume": ""},
+    )
+    patches, skipped = workload_patches(report)
+    by_file = {p.name: yaml.safe_load(p.text) for p in patches}
+    node = by_file["ml-deployment-resnet-cache-shm.yaml"]["spec"]["template"]
+    assert node["spec"] == {
+        "volumes": [{"name": "cache-shm", "emptyDir": {"medium": "Memory", "sizeLimit": "128Mi"}}]
+    }
+    assert skipped[("ml/Deployment/train", "")] == (
+        "the series names neither a container nor a volume"
+    )
+
+
+def test_json_body_validates_against_its_schema() -> None:
+    report = _report(train={"peak": 60 * MiB, "size": 256 * MiB})
+    patches, _ = workload_patches(report)
+    files = {k: p.name for p in patches for k in p.covers}
+    extra = {"percentile": 0.99, "min_samples": 1}
+    data = json.loads(json.dumps(envelope("recommend", rightsize_data(report, extra, files))))
+    schema = json.loads(
+        (resources.files("shmguard") / "schemas" / "recommend.schema.json").read_text()
+    )
+    jsonschema.validate(data, schema)
+    train = next(w for w in data["workloads"] if w["workload"] == "train")
+    assert train["recommendation"]["shm_size"] == 80 * MiB
+    assert train["patch"] == "ml-deployment-train.yaml"
+    assert train["named_by"] == "owner" and train["kind"] == "Deployment"
+    assert [s["runtime"] for s in train["recommendation"]["snippets"]][:1] == ["docker"]
+    assert workload_name(report.workloads[0]).startswith("ml/")
+
+
+def test_prometheus_durations() -> None:
+    assert parse_prom_duration("7d") == 7 * 86400
+    assert parse_prom_duration("1h30m") == 5400
+    assert parse_prom_duration("1w2d") == 9 * 86400
+    assert parse_prom_duration("500ms") == 0.5
+    for bad in ("", "7days", "30m1h", "0s", "-1d", "1.5h", "d"):
+        with pytest.raises(ValueError, match="invalid duration"):
+            parse_prom_duration(bad)
+
+
+def test_answers_that_are_not_an_instant_vector_are_errors() -> None:
+    with pytest.raises(PromError, match="not a Prometheus API answer"):
+        parse_vector(["x"], "u")
+    with pytest.raises(PromError, match="Prometheus answered bad_data: parse error"):
+        parse_vector({"status": "error", "errorType": "bad_data", "error": "parse error"}, "u")
+    with pytest.raises(PromError, match="not an instant vector"):
+        parse_vector({"status": "success", "data": {"resultType": "matrix", "result": []}}, "u")
+    assert Owners.from_samples([]).pods == {}
