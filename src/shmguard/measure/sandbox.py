@@ -124,6 +124,34 @@ _WAIT_SIGNALS = frozenset({*FORWARD, signal.SIGCHLD})
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
+class _MainMask:
+    """The main thread's block of the signals :meth:`Sandbox.wait` forwards, shared by every
+    sandbox there: the first hold blocks them, the last drop brings back the mask from
+    before the first hold. (Each sandbox saving and restoring its own mask left them
+    blocked when two overlapped and the first ended first: the second restored the first's
+    block, and a process started afterwards inherited it.)"""
+
+    def __init__(self) -> None:
+        self._holds = 0
+        self._saved: set[int | signal.Signals] = set()
+
+    def hold(self) -> None:
+        if self._holds == 0:
+            self._saved = signal.pthread_sigmask(signal.SIG_BLOCK, _WAIT_SIGNALS)
+        self._holds += 1
+
+    def drop(self) -> None:
+        self._holds -= 1
+        if self._holds == 0:
+            # pending SIGCHLDs are dropped rather than delivered to ourselves
+            while signal.sigtimedwait({signal.SIGCHLD}, 0) is not None:
+                pass
+            signal.pthread_sigmask(signal.SIG_SETMASK, self._saved)
+
+
+_MAIN_MASK = _MainMask()
+
+
 def _signame(sig: int) -> str:
     try:
         return signal.Signals(sig).name
@@ -202,7 +230,7 @@ class Sandbox:
         self._interrupted: str | None = None
         self._result: SandboxResult | None = None
         self._gate_w: int | None = None
-        self._premask: set[int | signal.Signals] | None = None
+        self._holds_mask = False
         self._tmpdir: str | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -276,6 +304,11 @@ class Sandbox:
                 f"cannot apply --cpus: {self.plan.unavailable['cpu']}; "
                 "run as root or without --cpus"
             )
+        # From here on a SIGTERM/SIGINT to shmguard in the main thread stays pending until
+        # wait() forwards it: one that came while the namespace was being set up (a slow
+        # start on a busy machine) ended shmguard by its default action and left the command.
+        if threading.current_thread() is threading.main_thread():
+            self._hold_mask()
         # A private TMPDIR, removed at the end: multiprocessing (so every PyTorch DataLoader)
         # makes /tmp/pymp-* directories that its workers delete only when they exit cleanly;
         # a worker killed by the teardown would leave them behind on the host.
@@ -321,6 +354,7 @@ class Sandbox:
         except BaseException:
             self._close_gate()
             self._remove_tmpdir()
+            self._restore_mask()
             raise
         finally:
             os.close(status_w)
@@ -344,6 +378,7 @@ class Sandbox:
             msg = error["message"] if error else f"sandbox helper exited {self.proc.returncode}"
             self._close_gate()
             self._remove_tmpdir()
+            self._restore_mask()
             raise SandboxError(msg)
         if not hold:
             self.release()
@@ -351,27 +386,29 @@ class Sandbox:
     def release(self) -> None:
         """Let a command started with ``hold=True`` run (a no-op when already released).
 
-        In the main thread the signals :meth:`wait` forwards are blocked first, so one sent to
-        shmguard between here and :meth:`wait` stays pending and is forwarded, rather than
-        ending shmguard by its default action while the command runs on.
+        In the main thread the signals :meth:`wait` forwards are blocked from :meth:`start`
+        on, so one sent to shmguard between then and :meth:`wait` stays pending and is
+        forwarded, rather than ending shmguard by its default action while the command runs
+        on.
         """
         if self._gate_w is None:
             return
-        if self._premask is None and threading.current_thread() is threading.main_thread():
-            self._premask = signal.pthread_sigmask(signal.SIG_BLOCK, _WAIT_SIGNALS)
+        if threading.current_thread() is threading.main_thread():
+            self._hold_mask()
         with contextlib.suppress(OSError):
             os.write(self._gate_w, b"g")
         self._close_gate()
 
+    def _hold_mask(self) -> None:
+        if not self._holds_mask:
+            _MAIN_MASK.hold()
+            self._holds_mask = True
+
     def _restore_mask(self) -> None:
-        """Unblock what :meth:`release` or :meth:`wait` blocked, dropping pending SIGCHLDs
-        rather than delivering them to ourselves."""
-        if self._premask is None:
-            return
-        while signal.sigtimedwait({signal.SIGCHLD}, 0) is not None:
-            pass
-        signal.pthread_sigmask(signal.SIG_SETMASK, self._premask)
-        self._premask = None
+        """Give up this sandbox's hold on the main thread's block (:class:`_MainMask`)."""
+        if self._holds_mask:
+            self._holds_mask = False
+            _MAIN_MASK.drop()
 
     def _close_gate(self) -> None:
         if self._gate_w is not None:
@@ -494,12 +531,8 @@ class Sandbox:
                 self._restore_mask()
             return self._result
         wanted = _WAIT_SIGNALS
-        old_mask = None
         if main:
-            old_mask = self._premask
-            if old_mask is None:
-                old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, wanted)
-            self._premask = None
+            self._hold_mask()
         kill_at: float | None = None
         pending_name: str | None = None
         try:
@@ -531,8 +564,7 @@ class Sandbox:
                     kill_at = time.monotonic() + stop_grace
                     pending_name = _signame(sig)
         finally:
-            if old_mask is not None:
-                self._premask = old_mask
+            if main:
                 self._restore_mask()
         self.proc.wait()
         self._finish_threads()
