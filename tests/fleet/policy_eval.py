@@ -1,0 +1,153 @@
+"""Evaluate the generated CEL (cel-python) and Rego (regopy) on pods, and ``check`` on the
+same pods: helpers for tests/fleet. The Kubernetes CEL libraries cel-python lacks are given
+here from their documentation: ``join`` (cel-go strings extension: joins a list of strings
+with a separator) and ``quantity``/``compareTo`` (kubernetes.io/docs/reference/using-api/cel,
+"Kubernetes quantity library"), quantities parsed by shmguard.units."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from shmguard.fleet.policy import CEL_VARIABLES, RULES, rego
+from shmguard.lint.check import check_loaded
+from shmguard.lint.sources.load import load_bytes
+from shmguard.units import parse_k8s_quantity
+
+CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "k8s"
+CODES = {r.code for r in RULES}
+_TEMPLATE_KINDS = {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"}
+
+
+def corpus_pods() -> Iterator[tuple[str, dict[str, Any]]]:
+    """(file:doc, Pod dict) for every Pod and pod template of a core/apps/batch object in
+    the corpus (CronJobs' too)."""
+    for path in sorted(CORPUS.rglob("*")):
+        if path.suffix not in (".yaml", ".yml") or not path.is_file():
+            continue
+        try:
+            docs = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
+        except (yaml.YAMLError, UnicodeDecodeError):
+            continue
+        for i, d in enumerate(docs):
+            if not isinstance(d, dict):
+                continue
+            kind, tpl = d.get("kind"), None
+            if kind == "Pod":
+                tpl = d
+            elif kind in _TEMPLATE_KINDS:
+                tpl = (d.get("spec") or {}).get("template")
+            elif kind == "CronJob":
+                tpl = (((d.get("spec") or {}).get("jobTemplate") or {}).get("spec") or {}).get(
+                    "template"
+                )
+            if not isinstance(tpl, dict) or not isinstance(tpl.get("spec"), dict):
+                continue
+            spec = tpl["spec"]
+            if not isinstance(spec.get("containers"), list) or not all(
+                isinstance(c, dict) and isinstance(c.get("name"), str) for c in spec["containers"]
+            ):
+                continue
+            meta = tpl.get("metadata") if isinstance(tpl.get("metadata"), dict) else {}
+            pod = _drop_nulls(
+                {"apiVersion": "v1", "kind": "Pod", "metadata": meta or {}, "spec": spec}
+            )
+            try:
+                json.dumps(pod)
+            except (TypeError, ValueError):
+                continue  # dates and other YAML-only values: not what the API holds
+            yield f"{path.relative_to(CORPUS)}:{i}", pod
+
+
+def _drop_nulls(v: Any) -> Any:
+    """What the API server stores: null fields are absent."""
+    if isinstance(v, dict):
+        return {k: _drop_nulls(x) for k, x in v.items() if x is not None}
+    if isinstance(v, list):
+        return [_drop_nulls(x) for x in v if x is not None]
+    return v
+
+
+def check_codes(pod: dict[str, Any]) -> set[str]:
+    """The policy codes ``check`` reports for ``pod`` (written as YAML)."""
+    data = yaml.safe_dump(pod).encode()
+    return {f.code for f in check_loaded(load_bytes(data, "pod.yaml")).findings} & CODES
+
+
+def cel_functions() -> dict[str, Any]:
+    from celpy import celtypes
+
+    def join(items: Any, sep: Any = "") -> Any:
+        return celtypes.StringType(str(sep).join(str(x) for x in items))
+
+    def quantity(text: Any) -> Any:
+        return celtypes.StringType(str(text))
+
+    def compare_to(a: Any, b: Any) -> Any:
+        x, y = parse_k8s_quantity(str(a)), parse_k8s_quantity(str(b))
+        return celtypes.IntType((x > y) - (x < y))
+
+    return {"join": join, "quantity": quantity, "compareTo": compare_to}
+
+
+class CelPolicy:
+    """The policy's variables and validations compiled once with cel-python."""
+
+    def __init__(self) -> None:
+        import celpy
+
+        self._celpy = celpy
+        env = celpy.Environment()
+        fns = cel_functions()
+        self.vars = [(n, env.program(env.compile(e), functions=fns)) for n, e in CEL_VARIABLES]
+        self.rules = [(r.code, env.program(env.compile(r.cel), functions=fns)) for r in RULES]
+
+    def variables(self, pod: dict[str, Any]) -> Any:
+        """The CEL ``variables`` map for ``pod``, each evaluated in order."""
+        from celpy import celtypes
+
+        variables: dict[Any, Any] = {}
+        act = {"object": self._celpy.json_to_cel(pod), "variables": celtypes.MapType()}
+        for n, prog in self.vars:
+            v = prog.evaluate(act)
+            if isinstance(v, Exception):
+                raise v
+            variables[celtypes.StringType(n)] = v
+            act["variables"] = celtypes.MapType(variables)
+        return act["variables"]
+
+    def failing(self, pod: dict[str, Any]) -> set[str]:
+        """Codes whose validation is false for ``pod``."""
+        act = {"object": self._celpy.json_to_cel(pod), "variables": self.variables(pod)}
+        out = set()
+        for code, prog in self.rules:
+            v = prog.evaluate(act)
+            if isinstance(v, Exception):
+                raise v
+            if not v:
+                out.add(code)
+        return out
+
+
+class RegoPolicy:
+    """The Gatekeeper template's Rego, run with regopy (rego-cpp) as Gatekeeper runs it:
+    ``input.review.object`` and ``input.parameters``."""
+
+    def __init__(self) -> None:
+        from regopy import Interpreter
+
+        self._interp = Interpreter()
+        self._interp.add_module("shmguardshm", rego())
+
+    def failing(self, pod: dict[str, Any]) -> set[str]:
+        """Codes of the ``violation`` set for ``pod``."""
+        self._interp.set_input_term(
+            json.dumps({"review": {"object": pod}, "parameters": {"shmSize": "1Gi"}})
+        )
+        out = self._interp.query("x = data.shmguardshm.violation")
+        msgs = [v["msg"] for v in json.loads(str(out))["bindings"]["x"]]
+        return {m.split(" ", 1)[0] for m in msgs}
