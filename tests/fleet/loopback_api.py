@@ -45,6 +45,8 @@ class Cluster:
         self.namespaces = namespaces
         self.webhook = webhook
         self.requests: list[str] = []
+        #: resource names (plurals) whose lists answer 403, as RBAC would
+        self.forbidden: set[str] = set()
 
     def groups(self) -> list[dict[str, Any]]:
         names = {g for g, _, _ in self.by_resource if g not in BUILTIN}
@@ -93,7 +95,7 @@ class _Handler(BaseHTTPRequestHandler):
         if body is None:
             self._send(404, _status(404, "NotFound", f"the server could not find {url.path}"))
         else:
-            self._send(200, body)
+            self._send(body.get("code", 200) if body.get("kind") == "Status" else 200, body)
 
     def _route(self, parts: list[str], query: dict[str, list[str]]) -> dict[str, Any] | None:
         c = self.cluster
@@ -115,6 +117,19 @@ class _Handler(BaseHTTPRequestHandler):
         ):
             w = c.webhook
             return w if w is not None and w["metadata"]["name"] == parts[4] else None
+        if parts[0] == "apis" and len(parts) == 3:  # a group version's resources
+            plurals = sorted({p for g, v, p in c.by_resource if (g, v) == (parts[1], parts[2])})
+            if not plurals:
+                return None
+            return {
+                "kind": "APIResourceList",
+                "apiVersion": "v1",
+                "groupVersion": f"{parts[1]}/{parts[2]}",
+                "resources": [
+                    {"name": p, "namespaced": True, "kind": p, "verbs": ["get", "list"]}
+                    for p in plurals
+                ],
+            }
         if parts[0] == "api":
             group, version, rest = "", parts[1], parts[2:]
         else:
@@ -123,6 +138,8 @@ class _Handler(BaseHTTPRequestHandler):
         if len(rest) == 3 and rest[0] == "namespaces":
             ns, rest = rest[1], rest[2:]
         key = (group, version, rest[0]) if len(rest) == 1 else None
+        if key is not None and rest[0] in c.forbidden:
+            return _status(403, "Forbidden", f"cannot list resource {rest[0]!r}")
         if key is None or (key not in c.by_resource and group not in BUILTIN):
             return None  # a custom resource not installed
         items = [

@@ -188,6 +188,26 @@ def test_all_namespaces_same_findings_as_files_and_covered(
     opted = files["cluster://loopback/ml/Deployment/opted-out"]["findings"]
     assert [(f["code"], f["severity"]) for f in opted] == [("SHM001", "warning")]
     assert "/apis/" in api.requests
+    assert "not listed" not in r.output  # custom resources not installed are not asked for
+    assert not any(p.endswith(("/rayclusters", "/leaderworkersets")) for p in api.requests) or any(
+        o["kind"] in ("RayCluster", "LeaderWorkerSet") for o in objects
+    )
+
+
+def test_forbidden_custom_resource_is_a_note(objects: list[dict[str, Any]], tmp_path: Path) -> None:
+    api = Cluster(objects, NAMESPACES, WEBHOOK)
+    plural = next(p for g, _, p in api.by_resource if g not in ("", "apps", "batch"))
+    api.forbidden.add(plural)
+    with serve(api, tmp_path) as conf:
+        r = _run(["check", "--cluster", "-A"], conf)
+    assert r.exit_code in (0, 1)
+    assert ": not listed (403 Forbidden)" in r.stderr
+    assert plural in r.stderr
+    api.forbidden = {"deployments"}
+    with serve(api, tmp_path) as conf:
+        r = _run(["check", "--cluster", "-A"], conf)
+    assert r.exit_code == 2
+    assert r.stderr == "shmguard: error: cannot list deployments.apps: 403 Forbidden\n"
 
 
 def test_one_namespace_pages_and_no_webhook(
@@ -238,6 +258,17 @@ def test_errors_are_one_line(objects: list[dict[str, Any]], tmp_path: Path) -> N
         assert len(r.output.strip().splitlines()) == 1
     r = _run(["check", "--cluster"], conf)  # the server is gone
     assert r.exit_code == 2 and "cannot reach the API server of loopback" in r.output
+    gone = tmp_path / "no-such-kubeconfig"
+    r = CliRunner().invoke(
+        app,
+        ["check", "--cluster"],
+        env={"KUBECONFIG": str(gone), "KUBERNETES_SERVICE_HOST": None},
+    )
+    assert r.exit_code == 2
+    assert r.stderr == (
+        "shmguard: error: no kubeconfig (Invalid kube-config file. No configuration found.) "
+        "and not running in a cluster\n"
+    )
     for args, words in (
         (["check"], "give PATH... (- for standard input) or --cluster"),
         (["check", "--cluster", "x.yaml"], "give one or the other"),

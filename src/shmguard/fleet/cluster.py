@@ -6,8 +6,9 @@ context, else its current one), else the in-cluster service account
 (``kubernetes.config.load_incluster_config``). Listed: every kind whose pod specs the
 Kubernetes source knows (:data:`KINDS`: core, apps and batch through their typed APIs, the
 ML custom resources through ``CustomObjectsApi``), in one namespace or all; a custom
-resource whose API group the server does not serve (``GET /apis``) is skipped without a
-request, and one it answers 404 or 403 for is skipped with a note. Objects a controller owns
+resource the server does not serve (discovery: ``GET /apis``, then ``GET /apis/<group>/
+<version>`` for the groups it has) is not asked for, and one it answers 404 or 403 for is
+skipped with a note. Objects a controller owns
 (``ownerReferences`` with ``controller: true``: the ReplicaSets of a Deployment, the pods of
 a Job) are left out, so each workload is reported once, where it is written. Lists are read
 in pages of :data:`PAGE` items (``limit`` / ``continue``). Also read: the namespaces' labels
@@ -182,7 +183,7 @@ def _custom_list(
 def _pages(api: Any, kind: tuple[str, str, str, str, bool], ns: str | None) -> Iterator[Any]:
     token: str | None = None
     while True:
-        if kind[0] in ("", "apps", "batch"):
+        if kind[0] in _BUILTIN_GROUPS:
             page = _builtin_list(api, kind[0], kind[2], ns, token)
         else:
             page = _custom_list(api, kind, ns, token)
@@ -190,6 +191,26 @@ def _pages(api: Any, kind: tuple[str, str, str, str, bool], ns: str | None) -> I
         token = (page.get("metadata") or {}).get("continue")
         if not token:
             return
+
+
+_BUILTIN_GROUPS = ("", "apps", "batch")
+
+
+def _resources(api: Any, group: str, version: str, notes: list[str]) -> set[str]:
+    """The resource names ``group/version`` serves (``GET /apis/<group>/<version>``); empty
+    when the version is not served (404) or discovery is refused (noted)."""
+    k8s = _client()
+    try:
+        body = _raw(
+            k8s.client.CustomObjectsApi(api).get_api_resources(
+                group, version, _preload_content=False, _request_timeout=TIMEOUT
+            )
+        )
+    except k8s.client.ApiException as err:
+        if _status(err) != 404:
+            notes.append(f"{group}/{version}: not listed ({_status(err)} {err.reason})")
+        return set()
+    return {r.get("name", "") for r in body.get("resources") or ()}
 
 
 def _owned(obj: dict[str, Any]) -> bool:
@@ -220,12 +241,18 @@ def read_cluster(
         groups = _groups(api)
     except Exception as err:  # the client raises urllib3 and ApiException errors alike
         raise ClusterError(f"cannot reach the API server of {name}: {_short(err)}") from None
+    served: dict[tuple[str, str], set[str]] = {}
     for kind in KINDS:
         group, version, plural, kname, namespaced = kind
         if group and group not in groups:
             continue
         if ns is not None and not namespaced:
             continue  # cluster-scoped: only with -A
+        if group not in _BUILTIN_GROUPS:
+            if (group, version) not in served:
+                served[group, version] = _resources(api, group, version, snap.notes)
+            if plural not in served[group, version]:
+                continue  # that version of the custom resource is not installed
         try:
             for obj in _pages(api, kind, ns):
                 if _owned(obj):
@@ -234,7 +261,7 @@ def read_cluster(
                 obj.setdefault("kind", kname)
                 snap.objects.append(obj)
         except k8s.client.ApiException as err:
-            if _status(err) in (403, 404) and group:
+            if _status(err) in (403, 404) and group not in _BUILTIN_GROUPS:
                 snap.notes.append(f"{plural}.{group}: not listed ({_status(err)} {err.reason})")
                 continue
             what = f"{plural}.{group}" if group else plural
