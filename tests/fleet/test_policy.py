@@ -31,6 +31,28 @@ def _schema(name: str) -> dict[str, Any]:
     return schema
 
 
+def unknown_fields(value: Any, schema: dict[str, Any], path: str = "") -> list[str]:
+    """Fields of ``value`` its structural schema does not declare (the API server prunes
+    them silently, so jsonschema alone would not notice a misspelt or misplaced field)."""
+    out: list[str] = []
+    if isinstance(value, dict):
+        if schema.get("x-kubernetes-preserve-unknown-fields"):
+            return out
+        props = schema.get("properties")
+        extra = schema.get("additionalProperties")
+        for k, v in value.items():
+            if props is not None and k in props:
+                out += unknown_fields(v, props[k], f"{path}.{k}")
+            elif isinstance(extra, dict):
+                out += unknown_fields(v, extra, f"{path}.{k}")
+            elif props is not None and not extra:
+                out.append(f"{path}.{k}")
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for i, v in enumerate(value):
+            out += unknown_fields(v, schema["items"], f"{path}[{i}]")
+    return out
+
+
 def _docs(text: str) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(text) if d is not None]
 
@@ -54,6 +76,7 @@ def test_vap_validates_against_kubernetes_1_37(mode: Mode) -> None:
 def test_kyverno_validates_against_its_crd(mode: Mode) -> None:
     (doc,) = _docs(generate(Engine.KYVERNO, mode))
     jsonschema.validate(doc, _schema("kyverno-clusterpolicy-v1"))
+    assert unknown_fields(doc, _schema("kyverno-clusterpolicy-v1")) == []
     rules = doc["spec"]["rules"]
     actions = {r["validate"]["failureAction"] for r in rules if "validate" in r}
     assert actions == {"Enforce" if mode is Mode.ENFORCE else "Audit"}
@@ -63,11 +86,19 @@ def test_kyverno_validates_against_its_crd(mode: Mode) -> None:
 
 
 def test_kyverno_schema_rejects_a_broken_policy() -> None:
-    """The vendored schema is not vacuous: a wrong failureAction fails it."""
+    """The vendored schema is not vacuous: a wrong failureAction fails it, and a field put
+    where Kyverno has none is found."""
     (doc,) = kyverno(Mode.ENFORCE)
     doc["spec"]["rules"][0]["validate"]["failureAction"] = "Reject"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(doc, _schema("kyverno-clusterpolicy-v1"))
+    (doc,) = kyverno(Mode.ENFORCE)
+    doc["spec"]["rules"][0]["validate"]["cel"]["messageExpresion"] = "'x'"
+    doc["spec"]["rules"][-1]["mutate"]["foreach"][0]["precondition"] = {}
+    assert unknown_fields(doc, _schema("kyverno-clusterpolicy-v1")) == [
+        ".spec.rules[0].validate.cel.messageExpresion",
+        ".spec.rules[7].mutate.foreach[0].precondition",
+    ]
 
 
 def test_kyverno_mutate_writes_the_policy_size_not_100mi() -> None:
@@ -95,6 +126,7 @@ def test_kyverno_mutate_writes_the_policy_size_not_100mi() -> None:
 def test_gatekeeper_template_and_constraint(mode: Mode) -> None:
     template, constraint = _docs(generate(Engine.GATEKEEPER, mode))
     jsonschema.validate(template, _schema("gatekeeper-constrainttemplate-v1"))
+    assert unknown_fields(template, _schema("gatekeeper-constrainttemplate-v1")) == []
     kind = template["spec"]["crd"]["spec"]["names"]["kind"]
     assert template["metadata"]["name"] == kind.lower()  # Gatekeeper requires it
     assert constraint["kind"] == kind
