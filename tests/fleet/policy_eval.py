@@ -151,3 +151,84 @@ class RegoPolicy:
         out = self._interp.query("x = data.shmguardshm.violation")
         msgs = [v["msg"] for v in json.loads(str(out))["bindings"]["x"]]
         return {m.split(" ", 1)[0] for m in msgs}
+
+
+class KyvernoMutate:
+    """The ClusterPolicy's ``add-dshm`` rule run as Kyverno documents its parts: ``{{ }}``
+    JMESPath (python jmespath, with Kyverno's ``regex_match`` added: kyverno.io/docs/writing-
+    policies/jmespath/#regex_match), the condition operators ``Equals``, ``NotEquals``,
+    ``AnyIn`` (wildcards), ``AllNotIn`` (kyverno.io/docs/writing-policies/preconditions/
+    #operators), ``foreach`` over the containers and the strategic merge of its patch (lists
+    of containers and volumes merged by ``name``)."""
+
+    def __init__(self, rule: dict[str, Any]) -> None:
+        import jmespath
+        from jmespath import functions
+
+        class _Fns(functions.Functions):
+            @functions.signature({"types": ["string"]}, {"types": ["string", "number"]})
+            def _func_regex_match(self, pattern: str, value: Any) -> bool:
+                import re
+
+                return re.search(pattern, str(value)) is not None
+
+        self._jp = jmespath
+        self._opts = jmespath.Options(custom_functions=_Fns())
+        self.rule = rule
+
+    def _value(self, v: Any, data: dict[str, Any]) -> Any:
+        if isinstance(v, str) and v.startswith("{{") and v.endswith("}}"):
+            return self._jp.search(v[2:-2].strip(), data, options=self._opts)
+        return v
+
+    def _holds(self, cond: dict[str, Any], data: dict[str, Any]) -> bool:
+        import fnmatch
+
+        key, value = self._value(cond["key"], data), self._value(cond["value"], data)
+        keys = key if isinstance(key, list) else [key]
+        op = cond["operator"]
+        if op == "Equals":
+            return bool(key == value)
+        if op == "NotEquals":
+            return bool(key != value)
+        if op == "AnyIn":
+            return any(fnmatch.fnmatchcase(str(k), str(p)) for k in keys for p in value)
+        if op == "AllNotIn":
+            return all(k not in value for k in keys)
+        raise ValueError(op)
+
+    def _pass(self, pre: dict[str, Any], data: dict[str, Any]) -> bool:
+        every = all(self._holds(c, data) for c in pre.get("all", ()))
+        some = not pre.get("any") or any(self._holds(c, data) for c in pre["any"])
+        return every and some
+
+    def selected(self, pod: dict[str, Any]) -> list[str]:
+        """Names of the containers the rule mounts its volume in."""
+        data: dict[str, Any] = {"request": {"object": pod}}
+        if not self._pass(self.rule["preconditions"], data):
+            return []
+        (each,) = self.rule["mutate"]["foreach"]
+        out = []
+        for c in self._jp.search(each["list"], data) or ():
+            if self._pass(each["preconditions"], {**data, "element": c}):
+                out.append(c["name"])
+        return out
+
+    def apply(self, pod: dict[str, Any]) -> dict[str, Any]:
+        """``pod`` after the rule: each selected container's patch merged in by name."""
+        import copy
+
+        out = copy.deepcopy(pod)
+        (each,) = self.rule["mutate"]["foreach"]
+        for name in self.selected(pod):
+            patch = each["patchStrategicMerge"]["spec"]
+            (mount,) = patch["containers"][0]["volumeMounts"]
+            c = next(c for c in out["spec"]["containers"] if c["name"] == name)
+            c.setdefault("volumeMounts", [])
+            if all(m["name"] != mount["name"] for m in c["volumeMounts"]):
+                c["volumeMounts"].append(dict(mount))
+            vols = out["spec"].setdefault("volumes", [])
+            for v in patch["volumes"]:
+                if all(x["name"] != v["name"] for x in vols):
+                    vols.append(copy.deepcopy(v))
+        return out

@@ -344,3 +344,26 @@ def test_cli_size_from_configuration(tmp_path: Path) -> None:
     assert gatekeeper(policy=Policy(default_shm_size=2 * GiB))[1]["spec"]["parameters"] == {
         "shmSize": "2Gi"
     }
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is absent")
+def test_kyverno_mutate_fixes_the_pods_check_flags(cel: CelPolicy) -> None:
+    """The add-dshm rule, run per Kyverno's documented semantics, picks exactly the ML
+    containers with nothing at /dev/shm (the CEL ``bare`` variable, in pods without hostIPC),
+    and after it check reports no SHM001 or SHM007 on the pod."""
+    pytest.importorskip("jmespath")
+    from policy_eval import KyvernoMutate
+
+    (doc,) = kyverno()
+    (rule,) = [r for r in doc["spec"]["rules"] if "mutate" in r]
+    mutate = KyvernoMutate(rule)
+    changed = 0
+    for where, pod in [*corpus_pods(), *((c[0], c[1]) for c in CASES)]:
+        v = cel.variables(pod)
+        want = [] if v["hostIPC"] else [str(c["name"]) for c in v["bare"]]
+        assert mutate.selected(pod) == want, where
+        if want:
+            changed += 1
+            after = check_codes(mutate.apply(pod))
+            assert not after & {"SHM001", "SHM007"}, where
+    assert changed >= 20

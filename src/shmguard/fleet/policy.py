@@ -141,6 +141,7 @@ def _kyverno_mutate(size: str) -> dict[str, Any]:
     from shmguard.lint.sources.workload import COMMAND_PATTERN, ENV_PREFIXES, IMAGE_PATTERN
 
     cmd = "join(' ', [element.command || `[]`, element.args || `[]`][])"
+    stated = "{{ request.object.metadata.annotations.\"shmguard.io/workload\" || '' }}"
     return {
         "name": "add-dshm",
         **_kyverno_match(),
@@ -160,12 +161,14 @@ def _kyverno_mutate(size: str) -> dict[str, Any]:
                     "preconditions": {
                         "all": [
                             {
-                                "key": "/dev/shm",
-                                "operator": "AnyNotIn",
+                                "key": ["/dev/shm", "/dev/shm/"],
+                                "operator": "AllNotIn",
                                 "value": "{{ element.volumeMounts[].mountPath || `[]` }}",
-                            }
+                            },
+                            {"key": stated, "operator": "NotEquals", "value": "container"},
                         ],
                         "any": [
+                            {"key": stated, "operator": "Equals", "value": "ml"},
                             {
                                 "key": f"{{{{ regex_match('(?i){IMAGE_PATTERN}', "
                                 "element.image || '') }}",
