@@ -143,14 +143,18 @@ class RegoPolicy:
         self._interp = Interpreter()
         self._interp.add_module("shmguardshm", rego())
 
+    def messages(self, pod: dict[str, Any], parameters: dict[str, Any] | None = None) -> list[str]:
+        """The ``violation`` messages for ``pod`` (Constraint parameters as given)."""
+        given = {"review": {"object": pod}}
+        if parameters is not None:
+            given["parameters"] = parameters
+        self._interp.set_input_term(json.dumps(given))
+        out = self._interp.query("x = data.shmguardshm.violation")
+        return sorted(v["msg"] for v in json.loads(str(out))["bindings"]["x"])
+
     def failing(self, pod: dict[str, Any]) -> set[str]:
         """Codes of the ``violation`` set for ``pod``."""
-        self._interp.set_input_term(
-            json.dumps({"review": {"object": pod}, "parameters": {"shmSize": "1Gi"}})
-        )
-        out = self._interp.query("x = data.shmguardshm.violation")
-        msgs = [v["msg"] for v in json.loads(str(out))["bindings"]["x"]]
-        return {m.split(" ", 1)[0] for m in msgs}
+        return {m.split(" ", 1)[0] for m in self.messages(pod, {"shmSize": "1Gi"})}
 
 
 class KyvernoMutate:

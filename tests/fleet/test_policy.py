@@ -367,3 +367,14 @@ def test_kyverno_mutate_fixes_the_pods_check_flags(cel: CelPolicy) -> None:
             after = check_codes(mutate.apply(pod))
             assert not after & {"SHM001", "SHM007"}, where
     assert changed >= 20
+
+
+def test_rego_messages_name_the_container_and_size(opa: RegoPolicy) -> None:
+    pod = CASES[0][1]
+    msg = (
+        "SHM001 ml-workload-without-shm-size: container train runs PyTorch, NCCL or an "
+        "inference server with no volume at /dev/shm: it gets the runtime's 64 MiB. Mount an "
+        "emptyDir {medium: Memory, sizeLimit: SIZE} at /dev/shm."
+    )
+    assert opa.messages(pod, {"shmSize": "2Gi"}) == [msg.replace("SIZE", "2Gi")]
+    assert opa.messages(pod) == [msg.replace("SIZE", "1Gi")]  # no parameters: the default

@@ -28,9 +28,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from shmguard.estimate.policy import DEFAULT_SHM_SIZE
 from shmguard.lint.sources.workload import COMMAND_PATTERN, ENV_PREFIXES, IMAGE_PATTERN
+from shmguard.units import format_k8s_quantity
 
 SHM_PATHS = ("/dev/shm", "/dev/shm/")
+_DEFAULT_SIZE = format_k8s_quantity(DEFAULT_SHM_SIZE)
 _SHM = "['/dev/shm', '/dev/shm/']"
 _ENV_RE = "^(?:" + "|".join(ENV_PREFIXES) + ")"
 
@@ -136,7 +139,7 @@ RULES: tuple[PodRule, ...] = (
     c := ml_containers[_]
     not mounts_shm(c)
     count(dshm) + count(spare) == 0
-    msg := sprintf("SHM001 ml-workload-without-shm-size: container %v runs PyTorch, NCCL or an inference server with no volume at /dev/shm: it gets the runtime's 64 MiB. Mount an emptyDir {medium: Memory, sizeLimit: %v} at /dev/shm.", [c.name, input.parameters.shmSize])""",  # noqa: E501
+    msg := sprintf("SHM001 ml-workload-without-shm-size: container %v runs PyTorch, NCCL or an inference server with no volume at /dev/shm: it gets the runtime's 64 MiB. Mount an emptyDir {medium: Memory, sizeLimit: %v} at /dev/shm.", [c.name, shm_size])""",  # noqa: E501
         "detection by image, command and environment patterns is heuristic",
     ),
     PodRule(
@@ -185,7 +188,7 @@ RULES: tuple[PodRule, ...] = (
         """v := dshm[_]
     not v.emptyDir.sizeLimit
     not limited(v)
-    msg := sprintf("SHM008 unbounded-memory-emptydir: volume %v at /dev/shm has no sizeLimit and no container mounting it has a memory limit; add sizeLimit: %v", [v.name, input.parameters.shmSize])""",  # noqa: E501
+    msg := sprintf("SHM008 unbounded-memory-emptydir: volume %v at /dev/shm has no sizeLimit and no container mounting it has a memory limit; add sizeLimit: %v", [v.name, shm_size])""",  # noqa: E501
     ),
     PodRule(
         "SHM009",
@@ -227,6 +230,11 @@ REGO_HELPERS = f"""\
 shm_paths := {{"/dev/shm", "/dev/shm/"}}
 
 pod := input.review.object
+
+# the Constraint's parameter; the sizing policy's default size when a Constraint has none
+default shm_size := "{_DEFAULT_SIZE}"
+
+shm_size := input.parameters.shmSize
 
 host_ipc if {{
     pod.spec.hostIPC == true
