@@ -318,8 +318,9 @@ _LIMITS = {
         "as `shmguard check --fix` does, and it is left out in audit mode.",
     ),
     Engine.GATEKEEPER: (
-        "Gatekeeper (OPA Rego v0 syntax). Validation only: Gatekeeper's mutation sets static",
-        "values and cannot size /dev/shm from the memory limit or pick containers by image.",
+        "Gatekeeper (Rego v1 syntax, import rego.v1: OPA 0.59+). Validation only: its",
+        "mutation sets static values and cannot size /dev/shm from the memory limit or pick",
+        "containers by image.",
         "SHM009 compares with OPA units.parse_bytes; milli quantities are left to SHM004.",
     ),
 }
