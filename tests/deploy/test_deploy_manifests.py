@@ -49,6 +49,8 @@ def test_shmguard_check_finds_nothing() -> None:
         "shmguard-rules.yaml": "yaml",
         "shmguard-rules.test.yaml": "yaml",
         "shmguard.json": "yaml",
+        # the generated ValidatingAdmissionPolicy (a policy, not a workload: tests/fleet)
+        "validating-admission-policy.yaml": "kubernetes",
     }
     for f in json.loads(r.stdout)["files"]:
         assert f["findings"] == [] and f["diagnostics"] == [], f

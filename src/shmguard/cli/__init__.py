@@ -14,6 +14,7 @@ from shmguard.cli import explain as _explain  # noqa: F401
 from shmguard.cli import exporter as _exporter  # noqa: F401
 from shmguard.cli import measure as _measure  # noqa: F401
 from shmguard.cli import plan as _plan  # noqa: F401
+from shmguard.cli import policy as _policy  # noqa: F401
 from shmguard.cli import probe as _probe  # noqa: F401
 from shmguard.cli import recommend as _recommend  # noqa: F401
 from shmguard.cli import run as _run  # noqa: F401

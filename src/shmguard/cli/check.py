@@ -39,14 +39,15 @@ def _codes(values: list[str] | None) -> tuple[str, ...]:
 @app.command(cls=PlainUsage)
 def check(
     paths: Annotated[
-        list[str],
+        list[str] | None,
         typer.Argument(
             metavar="PATH...",
             help="Files or directories (walked, .gitignore respected) to check; - reads "
-            "standard input (helm template ... | shmguard check -).",
+            "standard input (helm template ... | shmguard check -, kubectl get -A -o yaml "
+            "| shmguard check -).",
             show_default=False,
         ),
-    ],
+    ] = None,
     json_out: Annotated[
         bool,
         typer.Option("--json", help="Print the shmguard.check/1 JSON document (--format json)."),
@@ -140,14 +141,42 @@ def check(
             show_default=False,
         ),
     ] = None,
+    cluster: Annotated[
+        bool,
+        typer.Option(
+            "--cluster",
+            help="Check the live objects of a cluster (the kubeconfig's current context, or "
+            "in-cluster) instead of files; needs the cluster extra.",
+        ),
+    ] = False,
+    context: Annotated[
+        str | None,
+        typer.Option("--context", metavar="NAME", help="With --cluster: the kubeconfig context."),
+    ] = None,
+    namespace: Annotated[
+        str | None,
+        typer.Option(
+            "-n",
+            "--namespace",
+            metavar="NS",
+            help="With --cluster: this namespace [default: the context's].",
+            show_default=False,
+        ),
+    ] = None,
+    all_namespaces: Annotated[
+        bool,
+        typer.Option("-A", "--all-namespaces", help="With --cluster: every namespace."),
+    ] = False,
     config: ConfigOption = None,
 ) -> None:
-    """Check config files for /dev/shm problems; exit 1 on findings at --fail-on or above,
-    2 when a file could not be read.
+    """Check config files (or, with --cluster, a live cluster's objects) for /dev/shm
+    problems; exit 1 on findings at --fail-on or above, 2 when a file could not be read.
 
     Suppress a finding with a `# shmguard: ignore[SHM001]` comment on its line or the line
     above, or a `shmguard.io/ignore: "SHM001"` annotation (Kubernetes) or label (Compose)."""
     from shmguard.config import Config, code_problem
+    from shmguard.fleet.cluster import ClusterError, read_cluster
+    from shmguard.fleet.cluster_check import check_objects, cover, stream_view
     from shmguard.lint.baseline import Baseline, BaselineError, entries, parse_baseline
     from shmguard.lint.check import CheckOptions, check_loaded, fix_file, write_atomic
     from shmguard.lint.config import RULES
@@ -181,6 +210,17 @@ def check(
     if bad:
         fail(f"{conf.path}: {', '.join(bad)}: no such rule ({have})")
     conf = dataclasses.replace(conf, select=sel or conf.select, ignore=(*conf.ignore, *ign))
+    paths = paths or []
+    if cluster and paths:
+        fail("--cluster checks a cluster, not PATH...: give one or the other")
+    if not cluster and not paths:
+        fail("give PATH... (- for standard input) or --cluster")
+    if not cluster and (context or namespace or all_namespaces):
+        fail("--context, -n and -A go with --cluster")
+    if namespace and all_namespaces:
+        fail("-n and -A ask for one namespace and for all: give one")
+    if cluster and (fix or diff):
+        fail("--fix and --diff edit files; --cluster reads live objects")
     if fix and "-" in paths:
         fail("--fix cannot write to standard input; use --diff")
     fail_on = fail_on or conf.fail_on or FailOn.WARNING
@@ -203,6 +243,18 @@ def check(
     repaired: list[Finding] = []
     diffs: list[str] = []
     own = [p for p in (baseline, create_baseline) if p is not None]
+    if cluster:
+        try:
+            snap = read_cluster(context, namespace, all_namespaces)
+        except ClusterError as err:
+            fail(str(err))
+        for note in snap.notes:
+            _info(note)
+        for result, data in check_objects(
+            snap.objects, snap.context, snap.view, options, config=conf
+        ):
+            sources[result.path] = data
+            results.append(result)
     for path in discover(paths, skip=own):
         lf = load_path(path)
         if (fix or diff) and lf.src is not None and lf.kind != "error":
@@ -227,6 +279,8 @@ def check(
                 result = fr.remaining
         else:
             result = check_loaded(lf, options, config=conf)
+            if lf.kind == "kubernetes":
+                result = cover(result, lf, stream_view(lf))
         errors += sum(not d.info for d in result.diagnostics)
         if lf.src is not None:
             sources[result.path] = lf.src.data

@@ -24,6 +24,8 @@ def finding_lines(f: Finding) -> list[str]:
     """The finding's line and, when it has a fix, the hint line."""
     loc = f.location
     where = _where(loc.file or "-", loc.line, loc.column) if loc is not None else "-"
+    if loc is not None and loc.line is None and loc.path:
+        where += f" {loc.path}"  # an object read from a cluster: no lines, a field path
     out = [f"{where}: {f.code} [{f.severity.value}] {f.message}"]
     if f.fix is not None:
         how = f.fix.applicability.value if f.fix.edits else "display-only"

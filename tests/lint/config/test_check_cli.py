@@ -225,7 +225,7 @@ def test_unknown_codes_and_prefixes_exit_2_with_one_line(tmp_path: Path) -> None
 
 def test_usage_line_metavars() -> None:
     _, out, _ = run("check", "--help")
-    assert out.splitlines()[0] == "Usage: shmguard check [OPTIONS] PATH..."
+    assert out.splitlines()[0] == "Usage: shmguard check [OPTIONS] [PATH...]"  # or --cluster
     _, out, _ = run("rule", "--help")
     assert out.splitlines()[0] == "Usage: shmguard rule [OPTIONS] CODE"
 

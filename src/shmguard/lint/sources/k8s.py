@@ -203,6 +203,8 @@ def _template_meta(root: YMap, spec: YMap) -> YNode | None:
     parent = spec.path.rpartition(".")[0]
     if not spec.path.endswith(".spec") or not parent:
         return None
+    if root.path and parent.startswith(root.path + "."):
+        parent = parent[len(root.path) + 1 :]  # an item of a List: the path starts at items[i]
     node: YNode | None = root
     for part in _split(parent):
         node = dig(node, part) if isinstance(part, str) else _index(node, part)

@@ -35,7 +35,13 @@ _COMMAND = re.compile(
     r"\bpython[0-9.]*\s+(?:-u\s+)?-m\s+torch\b",
     re.I,
 )
-_ENV = re.compile(r"^(?:NCCL_|TORCH_NCCL_|TORCH_DISTRIBUTED|PYTORCH_|TORCHELASTIC_)")
+#: Environment variable name prefixes that mark an ML container.
+ENV_PREFIXES = ("NCCL_", "TORCH_NCCL_", "TORCH_DISTRIBUTED", "PYTORCH_", "TORCHELASTIC_")
+_ENV = re.compile("^(?:" + "|".join(map(re.escape, ENV_PREFIXES)) + ")")
+#: The image and command patterns (Python ``re`` syntax that RE2 also reads: no
+#: look-around or back-references; matched case-insensitively), for generated policies.
+IMAGE_PATTERN = _IMAGE.pattern
+COMMAND_PATTERN = _COMMAND.pattern
 # The same patterns, case-sensitive, for lower-cased ASCII text (several times faster than
 # ``re.I``, and the same matches for ASCII, whose case mapping is one to one), and words one of
 # which every command match contains (a command without any is not searched).
