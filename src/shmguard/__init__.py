@@ -83,6 +83,8 @@ _EXPORTS = {
     "guard": "shmguard.torch",
     "ShmInsufficientError": "shmguard.torch",
     "ShmExhaustedError": "shmguard.torch",
+    "tune": "shmguard.torch",
+    "TuneResult": "shmguard.torch",
 }
 
 __all__ = [
@@ -121,6 +123,7 @@ __all__ = [
     "ShmCollector",
     "ShmExhaustedError",
     "ShmInsufficientError",
+    "TuneResult",
     "WatchSnapshot",
     "WatchTarget",
     "__version__",
@@ -149,6 +152,7 @@ __all__ = [
     "resolve_target",
     "scan_node",
     "shm_size_for",
+    "tune",
     "workers_that_fit",
 ]
 
@@ -202,9 +206,11 @@ if TYPE_CHECKING:
         LoaderCheck,
         ShmExhaustedError,
         ShmInsufficientError,
+        TuneResult,
         assess_dataloader,
         check_dataloader,
         guard,
+        tune,
     )
     from shmguard.triage import Diagnosis, explain_each, explain_files, explain_streams
 

@@ -16,6 +16,7 @@ from shmguard.cli import measure as _measure  # noqa: F401
 from shmguard.cli import plan as _plan  # noqa: F401
 from shmguard.cli import probe as _probe  # noqa: F401
 from shmguard.cli import run as _run  # noqa: F401
+from shmguard.cli import tune as _tune  # noqa: F401
 from shmguard.cli import watch as _watch  # noqa: F401
 from shmguard.cli._app import app
 

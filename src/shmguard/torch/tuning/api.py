@@ -25,7 +25,7 @@ from shmguard.torch.tuning.budget import read_budget
 from shmguard.torch.tuning.model import Budget, Settings, Trial, TrialConfig, TuneResult
 from shmguard.torch.tuning.search import Search, Stop, pick
 from shmguard.torch.tuning.trial import TrialPlan, TuneInputError, default_pythonpath, run_trial
-from shmguard.units import format_iec
+from shmguard.units import DOCKER_DEFAULT_SHM, format_iec
 
 
 @dataclass(frozen=True)
@@ -77,12 +77,22 @@ def loader_ref(factory: str | Callable[..., Any]) -> str:
 def container_settings(trial: Trial, budget: Budget, policy: Policy) -> Settings:
     """The node's container settings for ``trial`` (see the module docstring)."""
     ranks = budget.local_ranks
-    peak = max(trial.peak_shm or 0, 1) * ranks
-    floor = (trial.predicted_peak or 0) * ranks or None
-    sized = shm_size_for(
-        peak, policy, floor=floor, floor_basis="the DataLoader model's peak", what="measured peak"
-    )
-    shm, shm_basis = sized.bytes, sized.basis
+    if trial.config.num_workers == 0:
+        shm = min(DOCKER_DEFAULT_SHM, budget.shm)
+        shm_basis = (
+            "num_workers=0 puts no batch in /dev/shm; the runtimes' default "
+            f"{format_iec(DOCKER_DEFAULT_SHM)} is enough"
+        )
+    else:
+        peak = max(trial.peak_shm or 0, 1) * ranks
+        sized = shm_size_for(
+            peak,
+            policy,
+            floor=(trial.predicted_peak or 0) * ranks or None,
+            floor_basis="the DataLoader model's peak",
+            what="measured peak",
+        )
+        shm, shm_basis = sized.bytes, sized.basis
     if shm > budget.shm:
         shm = budget.shm
         shm_basis += f"; capped at the {format_iec(budget.shm)} budget the trial ran within"

@@ -6,8 +6,9 @@ CPUs this process may run on (``sched_getaffinity``); PyTorch's own check looks 
 affinity (``torch/utils/data/dataloader.py``, ``_check_worker_number_rationality``), so a
 quota-limited container gets more workers than it has CPUs. Memory: the cgroup's limit.
 /dev/shm: 80% of its size, leaving room for what else the job and its libraries put there;
-but a /dev/shm mounted without ``size=`` (the kernel default, half of RAM: tmpfs(5)) or with
-``size=0`` is the host's, not a container's, so it is refused: production will not have it.
+but a /dev/shm mounted without ``size=`` (the kernel default, half of RAM: tmpfs(5)), with
+``size=0``, or of :data:`HOST_LIKE` of RAM or more is a host's, not a container's, so it is
+refused: production will not have it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from shmguard.units import PAGE_SIZE, format_iec
 
 #: Fraction of this container's /dev/shm used as the budget when none is given.
 SHM_FRACTION = 0.8
+#: A /dev/shm of at least this fraction of RAM is taken for a host's (the kernel's default is
+#: half of RAM, tmpfs(5); a container's is sized for its job, Docker's default 64 MiB).
+HOST_LIKE = 0.45
 
 
 class BudgetError(ValueError):
@@ -71,12 +75,18 @@ def read_budget(
     sources: list[str] = []
     if shm is None:
         sizing, total = facts.shm.sizing.value, facts.shm.total.value
-        if sizing in ("kernel-default", "unlimited"):
-            size = f" ({format_iec(total)})" if total else ""
+        ram = facts.memory.total.value
+        if sizing in ("kernel-default", "unlimited") or (
+            total and ram and total >= HOST_LIKE * ram
+        ):
+            what = "unsized" if sizing in ("kernel-default", "unlimited") else "host-sized"
+            size = ""
+            if total:
+                size = f" ({format_iec(total)}" + (f" of {format_iec(ram)} RAM)" if ram else ")")
             raise BudgetError(
-                f"/dev/shm here is unsized{size}: the host's tmpfs (half of RAM), not a "
-                "container's, so it says nothing of production; give --budget-shm SIZE (the "
-                "production container's /dev/shm, e.g. 1g)"
+                f"/dev/shm here is {what}{size}: a host's tmpfs (half of RAM or "
+                "more), not a container's, so it says nothing of production; give --budget-shm "
+                "SIZE (the production container's /dev/shm, e.g. 1g)"
             )
         if not total:
             raise BudgetError(

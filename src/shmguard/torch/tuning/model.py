@@ -44,10 +44,10 @@ class TrialConfig:
         }
 
     def label(self) -> str:
-        """Short text: ``workers=2 prefetch=2 persistent``."""
-        text = f"workers={self.num_workers}"
+        """Short text: ``nw=2 pf=2 persistent``."""
+        text = f"nw={self.num_workers}"
         if self.num_workers:
-            text += f" prefetch={self.prefetch_factor}"
+            text += f" pf={self.prefetch_factor}"
         if self.persistent_workers:
             text += " persistent"
         if self.pin_memory:

@@ -3,10 +3,12 @@
 1. ``num_workers=0`` first: it needs no /dev/shm, checks the factory, and sizes one batch
    (``B'``) for the DataLoader model;
 2. a geometric sweep of ``num_workers`` (1, 2, 4, ...) up to the CPUs and the most workers
-   whose predicted peak fits the shm budget (:func:`~shmguard.estimate.max_workers`); those
-   beyond the model's limit are listed as ruled out and never run. The sweep stops early when
+   whose predicted peak fits the shm budget (:func:`~shmguard.estimate.max_workers`), each
+   with ``prefetch_factor=2``, or 1 when the model rules 2 out; configurations beyond the
+   model's limit are listed as ruled out and never run. The sweep stops early when
    a configuration is infeasible (more workers need more shm), when the loop no longer waits
-   for data (under :data:`WAIT_DONE` of its time), or when throughput stops improving;
+   for data (under :data:`WAIT_DONE` of its time), or when throughput stops improving by
+   :data:`TOLERANCE` over the best worker configuration so far;
 3. refinement: the untried worker counts halfway between the best and its swept neighbours;
 4. ``prefetch_factor`` at the best worker count: 1 (less shm) always, 4 only when the loop
    still waits for data (more prefetch only absorbs jitter);
@@ -120,8 +122,15 @@ class Search:
     def _shm_workers(self) -> int:
         if not self.batch_pages:
             return self.cpu_workers
-        spec = LoaderSpec(self.batch_pages, 1, 2)
+        spec = LoaderSpec(self.batch_pages, 1, 1)
         return max_workers(self.budget.rank_shm, spec, limit=self.cpu_workers)
+
+    def _sweep(self, nw: int) -> Trial:
+        """``nw`` workers with prefetch_factor 2, or 1 when the model rules 2 out."""
+        trial = self._try(config(nw))
+        if trial.status == "ruled-out":
+            trial = self._try(config(nw, prefetch_factor=1))
+        return trial
 
     def _search(self) -> None:
         base = self._try(config(0))
@@ -131,7 +140,7 @@ class Search:
         fits = self._shm_workers()
         if fits < self.cpu_workers:
             self.notes.append(
-                f"the DataLoader model allows at most {fits} worker(s) with prefetch_factor=2 "
+                f"the DataLoader model allows at most {fits} worker(s) (with prefetch_factor=1) "
                 "in the /dev/shm budget; more were ruled out without running"
             )
         points = sweep_points(min(fits, self.cpu_workers))
@@ -145,12 +154,15 @@ class Search:
                     f"for data under {WAIT_DONE:.0%} of its time"
                 )
                 break
-            trial = self._try(config(nw))
+            workers = pick([t for t in self.trials if t.config.num_workers])[0]
+            trial = self._sweep(nw)
             if not trial.ok:
                 break
-            if prev is not None and (trial.samples_per_s or 0.0) < (prev.samples_per_s or 0.0) * (
-                1 + TOLERANCE
-            ):
+            # Compared with the best *worker* configuration: one worker is often slower than
+            # loading in the main process (a batch crosses processes), two may not be.
+            if workers is not None and (trial.samples_per_s or 0.0) < (
+                workers.samples_per_s or 0.0
+            ) * (1 + TOLERANCE):
                 break
         self._refine()
         self._prefetch()
@@ -169,7 +181,7 @@ class Search:
                 continue
             mid = (nw + other) // 2 if other > nw else math.ceil((nw + other) / 2)
             if mid not in swept and mid > 0:
-                self._try(config(mid))
+                self._sweep(mid)
 
     def _prefetch(self) -> None:
         best = self.best()

@@ -175,8 +175,7 @@ def ruled_out(config: TrialConfig, batch_pages: int, shm: int) -> Trial | None:
     return Trial(
         config,
         "ruled-out",
-        f"the DataLoader model predicts a {format_iec(peak)} peak, above the "
-        f"{format_iec(shm)} /dev/shm budget",
+        f"model peak {format_iec(peak)} > {format_iec(shm)} budget",
         predicted_peak=peak,
         batch_pages=batch_pages,
     )
