@@ -75,6 +75,10 @@ def plot_tune(result: TuneResult, path: Path) -> Path:
             )
         budget = result.budget.rank_shm / MiB
         low.axhline(budget, color="tab:red", linestyle="--", label=f"shm budget {budget:.0f} MiB")
+        from matplotlib.ticker import MaxNLocator
+
+        low.xaxis.set_major_locator(MaxNLocator(integer=True))
+        top.set_ylim(bottom=0)
         low.set_xlabel("num_workers")
         low.set_ylabel("peak /dev/shm, MiB")
         low.set_ylim(0, max([budget, *(y for _, y in model)]) * 1.15)

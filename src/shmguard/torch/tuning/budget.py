@@ -18,6 +18,7 @@ import os
 from pathlib import Path
 
 from shmguard.inspect.host import inspect_host
+from shmguard.inspect.shm import statvfs_from_json
 from shmguard.measure.cgroups import available_cpus
 from shmguard.torch.tuning.model import Budget
 from shmguard.units import PAGE_SIZE, format_iec
@@ -71,7 +72,11 @@ def read_budget(
         raise BudgetError(f"--local-ranks must be >= 1, got {local_ranks}")
     if cpus is not None and (not math.isfinite(cpus) or cpus <= 0):
         raise BudgetError(f"--cpus must be a number > 0, got {cpus:g}")
-    facts = inspect_host(root, holders=False, gpus=True)
+    # A fixture tree records statvfs beside its files (statvfs cannot be faked with files).
+    recorded = root != Path("/") and (root / "statvfs.json").is_file()
+    facts = inspect_host(
+        root, holders=False, gpus=True, statvfs=statvfs_from_json(root) if recorded else None
+    )
     sources: list[str] = []
     if shm is None:
         sizing, total = facts.shm.sizing.value, facts.shm.total.value
