@@ -123,3 +123,32 @@ def test_loader_ref_accepts_module_factory_text_and_importable_functions() -> No
             loader_ref(bad)
     with pytest.raises(TuneInputError, match="module-level function"):
         loader_ref(lambda **kw: None)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--steps", "0"], "--steps: must be >= 1, got 0"),
+        (["--warmup", "-1"], "--warmup: must be >= 0, got -1"),
+        (["--local-ranks", "0"], "--local-ranks: must be >= 1, got 0"),
+        (["--step-time", "-1"], "--step-time: must be a finite number >= 0, got -1"),
+        (["--trial-timeout", "0"], "--trial-timeout: must be greater than 0, got 0"),
+        (["--cpus", "0"], "--cpus: must be greater than 0, got 0"),
+        (["--budget-shm", "64x"], "--budget-shm: "),
+        (["--loader", "train"], "--loader 'train': expected MODULE:FACTORY"),
+    ],
+)
+def test_bad_options_are_one_line_errors(args: list[str], message: str) -> None:
+    import subprocess
+    import sys
+
+    argv = ["--loader", "train:make", *args] if "--loader" not in args else args
+    done = subprocess.run(
+        [sys.executable, "-m", "shmguard", "tune", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"shmguard: error: {message}"), done.stderr
+    assert done.stderr.count("\n") == 1 and done.stdout == ""

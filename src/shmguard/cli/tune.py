@@ -30,22 +30,24 @@ _Plot = Annotated[
 
 
 class _Bar:
-    """Draws the search's progress on stderr: one line per finished trial above the bar."""
+    """Draws the search's progress on stderr: one line per finished trial, above a live bar
+    on a terminal (``progress`` None: the lines alone)."""
 
-    def __init__(self, progress: Any) -> None:
+    def __init__(self, console: Any, progress: Any = None) -> None:
+        self.console = console
         self.progress = progress
-        self.task = progress.add_task("starting", total=None)
+        self.task = progress.add_task("starting", total=None) if progress is not None else None
 
     def __call__(self, event: Any) -> None:
         if event.trial is None:
-            self.progress.update(self.task, description=f"trial: {event.config.label()}")
+            if self.progress is not None:
+                self.progress.update(self.task, description=f"trial: {event.config.label()}")
             return
-        self.progress.update(self.task, completed=event.done)
+        if self.progress is not None:
+            self.progress.update(self.task, completed=event.done)
         t = event.trial
         rate = f"{t.samples_per_s:,.0f} samples/s" if t.samples_per_s is not None else t.reason
-        self.progress.console.print(
-            f"  {event.config.label()}: {t.status}, {rate}", highlight=False
-        )
+        self.console.print(f"  {event.config.label()}: {t.status}, {rate}", highlight=False)
 
 
 def _run(ref: str, quiet: bool, **kwargs: Any) -> Any:
@@ -59,6 +61,8 @@ def _run(ref: str, quiet: bool, **kwargs: Any) -> Any:
     from shmguard.cli._common import use_color
 
     err = Console(stderr=True, no_color=not use_color(), highlight=False)
+    if not err.is_terminal:  # no live bar in a log: it would only add blank lines
+        return run_tune(ref, progress=_Bar(err), **kwargs)
     with Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
@@ -67,7 +71,7 @@ def _run(ref: str, quiet: bool, **kwargs: Any) -> Any:
         console=err,
         transient=True,
     ) as progress:
-        return run_tune(ref, progress=_Bar(progress), **kwargs)
+        return run_tune(ref, progress=_Bar(progress.console, progress), **kwargs)
 
 
 @app.command()
@@ -101,13 +105,13 @@ def tune(
         show_default=False,
     ),
     local_ranks: int = typer.Option(
-        1, "--local-ranks", min=1, help="Ranks per node sharing the budgets (each gets 1/N)."
+        1, "--local-ranks", help="Ranks per node sharing the budgets (each gets 1/N)."
     ),
     step_time: float = typer.Option(
         0.0, "--step-time", metavar="SECONDS", help="Simulated training time per batch."
     ),
-    steps: int = typer.Option(30, "--steps", min=1, help="Timed batches per trial."),
-    warmup: int = typer.Option(3, "--warmup", min=0, help="Batches before timing starts."),
+    steps: int = typer.Option(30, "--steps", help="Timed batches per trial."),
+    warmup: int = typer.Option(3, "--warmup", help="Batches before timing starts."),
     trial_timeout: float = typer.Option(
         60.0, "--trial-timeout", metavar="SECONDS", help="A trial running longer is infeasible."
     ),
@@ -131,22 +135,30 @@ def tune(
     130 when interrupted (the partial report is printed).
     """
     from shmguard.measure.sandbox import SandboxError
-    from shmguard.torch.tuning import BudgetError, TuneInputError
+    from shmguard.torch.tuning import BudgetError, TuneInputError, loader_ref
 
     shm = size_option(budget_shm, "--budget-shm")
     mem = size_option(budget_memory, "--budget-memory")
     _positive(cpus, "--cpus")
     _positive(trial_timeout, "--trial-timeout")
     _positive(hang_after, "--hang-after")
+    for value, flag, least in ((local_ranks, "--local-ranks", 1), (steps, "--steps", 1),
+                               (warmup, "--warmup", 0)):  # fmt: skip
+        if value < least:
+            fail(f"{flag}: must be >= {least}, got {value}")
     if not math.isfinite(step_time) or step_time < 0:
         fail(f"--step-time: must be a finite number >= 0, got {step_time:g}")
     if plot is not None:
         _check_plot(plot)
+    try:
+        ref = loader_ref(loader)
+    except TuneInputError as err:
+        fail(str(err))
     if not _importable_torch():
         fail("tune needs PyTorch: pip install 'shmguard[torch]'")
     try:
         result = _run(
-            loader,
+            ref,
             quiet or json_out,
             budget_shm=shm,
             budget_memory=mem,
