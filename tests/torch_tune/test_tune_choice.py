@@ -152,3 +152,20 @@ def test_bad_options_are_one_line_errors(args: list[str], message: str) -> None:
     assert done.returncode == 2
     assert done.stderr.startswith(f"shmguard: error: {message}"), done.stderr
     assert done.stderr.count("\n") == 1 and done.stdout == ""
+
+
+def test_docs_list_exactly_the_options_of_tune() -> None:
+    import re
+
+    import typer.main
+
+    from shmguard.cli import app
+
+    command = typer.main.get_command(app).commands["tune"]  # type: ignore[attr-defined]
+    options = {o for p in command.params for o in p.opts if o not in ("-h", "--help")}
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "tune.md").read_text()
+    table = doc[doc.index("## Options") : doc.index("## The search")]
+    documented = set(re.findall(r"^\| `(-[^` ]+)", table, re.M))
+    documented |= set(re.findall(r"^\| `-\w`, `(--[^` ]+)`", table, re.M))
+    documented |= {"-q"} if "`-q`, `--quiet`" in table else set()
+    assert documented == options
