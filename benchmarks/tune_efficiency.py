@@ -77,7 +77,10 @@ def run_grid(plan: TrialPlan, cpus: int, pages: int) -> tuple[list[Trial], float
     for cfg in grid(cpus):
         if cfg.num_workers and predicted_peak(cfg, pages) > plan.shm:
             continue  # the model rules it out: tune never runs it either
-        trials.append(run_trial(plan, cfg)[0])
+        trial = run_trial(plan, cfg)[0]
+        if trial.status == "interrupted":
+            raise KeyboardInterrupt  # Ctrl-C reached the trial: stop the benchmark too
+        trials.append(trial)
     return trials, time.monotonic() - t0
 
 

@@ -208,9 +208,7 @@ def tune(
         done += 1
         if progress is not None:
             progress(TuneProgress(done, cfg, trial))
-        if trial.status == "interrupted":
-            interrupted = True
-            raise Stop
+        interrupted = interrupted or trial.status == "interrupted"
         return trial
 
     search = Search(run, budget, int(trial_cpus) or 1)

@@ -13,7 +13,9 @@
 4. ``prefetch_factor`` at the best worker count: 1 (less shm) always, 4 only when the loop
    still waits for data (more prefetch only absorbs jitter);
 5. ``persistent_workers=True`` only when a trial crossed an epoch boundary (it changes
-   nothing within an epoch), and ``pin_memory=True`` only where a GPU exists;
+   nothing within an epoch): then at 1 worker already, and the sweep goes on with it when it
+   is faster (worker start-up at every epoch can outweigh the worker count); otherwise at the
+   best configuration; ``pin_memory=True`` only where a GPU exists;
 6. the pick (:func:`pick`): the cheapest configuration within :data:`TOLERANCE` of the best
    throughput.
 """
@@ -81,7 +83,8 @@ class Search:
     """The search over one loader, trial by trial through ``run``.
 
     Args:
-        run: runs one configuration (raises :class:`Stop` to end the search).
+        run: runs one configuration (raises :class:`Stop` to end the search; an
+            ``interrupted`` trial ends it too, after it is listed).
         budget: the budget (its per-rank figures bound the trials).
         cpu_workers: the most workers the CPUs allow.
     """
@@ -93,6 +96,10 @@ class Search:
         self.trials: list[Trial] = []
         self.notes: list[str] = []
         self.batch_pages = 0
+        #: A trial ends an epoch (the loader is shorter than warm-up + steps).
+        self.crosses_epochs = False
+        #: Persistent workers proved faster at 1 worker: the sweep goes on with them.
+        self.persistent = False
 
     def _try(self, cfg: TrialConfig) -> Trial:
         done = next((t for t in self.trials if t.config == cfg), None)
@@ -105,6 +112,8 @@ class Search:
                 return out
         trial = self.run(cfg)
         self.trials.append(trial)
+        if trial.status == "interrupted":
+            raise Stop  # listed, so the report shows where the search stopped
         if trial.batch_pages and not self.batch_pages:
             self.batch_pages = trial.batch_pages
         return trial
@@ -126,10 +135,20 @@ class Search:
         return max_workers(self.budget.rank_shm, spec, limit=self.cpu_workers)
 
     def _sweep(self, nw: int) -> Trial:
-        """``nw`` workers with prefetch_factor 2, or 1 when the model rules 2 out."""
-        trial = self._try(config(nw))
+        """``nw`` workers with prefetch_factor 2, or 1 when the model rules 2 out (with
+        persistent workers once they proved faster)."""
+        trial = self._try(config(nw, 2, self.persistent))
         if trial.status == "ruled-out":
-            trial = self._try(config(nw, prefetch_factor=1))
+            trial = self._try(config(nw, 1, self.persistent))
+        if trial.ok and self.crosses_epochs and not self.persistent and nw == 1:
+            # Epochs end within a trial: worker start-up recurs at every epoch unless the
+            # workers persist, which can outweigh the worker count, so decide it first.
+            other = self._try(replace(trial.config, persistent_workers=True))
+            if other.ok and (other.samples_per_s or 0.0) >= (trial.samples_per_s or 0.0) * (
+                1 + TOLERANCE
+            ):
+                self.persistent = True
+                return other
         return trial
 
     def _search(self) -> None:
@@ -137,6 +156,7 @@ class Search:
         if not base.ok:
             self.notes.append(f"num_workers=0 did not run ({base.reason}); nothing to compare")
             return
+        self.crosses_epochs = base.epochs > 1
         fits = self._shm_workers()
         if fits < self.cpu_workers:
             self.notes.append(
