@@ -45,7 +45,7 @@ def test_help_lists_every_command() -> None:
         timeout=60,
         check=True,
     ).stdout
-    for command in ("doctor", "explain", "sandbox", "measure", "probe", "demo", "run"):
+    for command in ("doctor", "explain", "sandbox", "measure", "probe", "demo", "run", "tune"):
         assert command in out
 
 

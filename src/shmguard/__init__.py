@@ -86,6 +86,8 @@ _EXPORTS = {
     "guard": "shmguard.torch",
     "ShmInsufficientError": "shmguard.torch",
     "ShmExhaustedError": "shmguard.torch",
+    "tune": "shmguard.torch",
+    "TuneResult": "shmguard.torch",
 }
 
 __all__ = [
@@ -126,6 +128,7 @@ __all__ = [
     "ShmCollector",
     "ShmExhaustedError",
     "ShmInsufficientError",
+    "TuneResult",
     "WatchSnapshot",
     "WatchTarget",
     "__version__",
@@ -155,6 +158,7 @@ __all__ = [
     "rightsize",
     "scan_node",
     "shm_size_for",
+    "tune",
     "workers_that_fit",
 ]
 
@@ -209,9 +213,11 @@ if TYPE_CHECKING:
         LoaderCheck,
         ShmExhaustedError,
         ShmInsufficientError,
+        TuneResult,
         assess_dataloader,
         check_dataloader,
         guard,
+        tune,
     )
     from shmguard.triage import Diagnosis, explain_each, explain_files, explain_streams
 

@@ -158,4 +158,4 @@ def test_help_lists_plan() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "shmguard", "--help"], capture_output=True, text=True, timeout=60
     )
-    assert "predict: plan." in done.stdout
+    assert "predict: plan," in done.stdout

@@ -18,6 +18,7 @@ from shmguard.cli import policy as _policy  # noqa: F401
 from shmguard.cli import probe as _probe  # noqa: F401
 from shmguard.cli import recommend as _recommend  # noqa: F401
 from shmguard.cli import run as _run  # noqa: F401
+from shmguard.cli import tune as _tune  # noqa: F401
 from shmguard.cli import watch as _watch  # noqa: F401
 from shmguard.cli._app import app
 

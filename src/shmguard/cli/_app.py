@@ -25,7 +25,7 @@ app = typer.Typer(
     help=(
         "Find, measure, fix and prevent /dev/shm exhaustion in containerized PyTorch jobs.\n\n"
         "find: doctor, explain.  fix: check, rules, rule.  "
-        "measure: sandbox, measure, probe, demo.  predict: plan.  "
+        "measure: sandbox, measure, probe, demo.  predict: plan, tune.  "
         "prevent: run, watch, exporter, recommend.  fleet: policy."
     ),
     no_args_is_help=True,

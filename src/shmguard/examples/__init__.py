@@ -13,6 +13,10 @@ Each module is a script: ``python examples/<name>.py --help`` from the repositor
 * :mod:`grid_loader`: the calibration loader of benchmarks/plan_calibration.py (docs/model.md):
   any workers, prefetch, batch size in MiB, dtype, return kind and consumer speed.
 
+Each of these four is also a DataLoader factory for ``shmguard tune`` (docs/tune.md):
+``shmguard.examples.<name>:loader`` takes ``num_workers``, ``prefetch_factor``,
+``persistent_workers`` and ``pin_memory`` (and its own ``batch_size=``, ``batches=``).
+
 Not in :data:`EXAMPLES` (it never ends in a small /dev/shm): :mod:`hang_loader`, one 24 MiB
 numpy array per item with ``batch_size=None``, which always *hangs* when /dev/shm is too small
 (every allocation happens in a worker's feeder thread); the guard's tests use it.

@@ -33,8 +33,22 @@ def parse_args(description: str, argv: list[str] | None = None) -> argparse.Name
     return p.parse_args(argv)
 
 
-def make_loader(args: argparse.Namespace, make_sample: Callable[[int], Any]) -> Any:
-    """The examples' DataLoader over ``make_sample(i)``, ``args.batches`` batches long."""
+def build_loader(
+    make_sample: Callable[[int], Any],
+    *,
+    batches: int,
+    batch_size: int,
+    num_workers: int,
+    prefetch_factor: int | None = 2,
+    persistent_workers: bool = False,
+    pin_memory: bool = False,
+    timeout: float = 0.0,
+) -> Any:
+    """A DataLoader over ``make_sample(i)``, ``batches`` batches of ``batch_size`` long.
+
+    ``prefetch_factor`` and ``persistent_workers`` apply only with workers (torch refuses
+    them with ``num_workers=0``), so a factory can pass whatever it is given.
+    """
     import warnings
 
     from torch.utils.data import DataLoader, Dataset
@@ -44,16 +58,30 @@ def make_loader(args: argparse.Namespace, make_sample: Callable[[int], Any]) -> 
 
     class Synthetic(Dataset):  # type: ignore[type-arg]
         def __len__(self) -> int:
-            return int(args.batches * args.batch_size)
+            return int(batches * batch_size)
 
         def __getitem__(self, i: int) -> Any:
             return make_sample(i)
 
     return DataLoader(
         Synthetic(),
+        batch_size=batch_size,
+        num_workers=num_workers,
+        prefetch_factor=(prefetch_factor or 2) if num_workers > 0 else None,
+        persistent_workers=persistent_workers and num_workers > 0,
+        pin_memory=pin_memory,
+        timeout=timeout,
+    )
+
+
+def make_loader(args: argparse.Namespace, make_sample: Callable[[int], Any]) -> Any:
+    """The examples' DataLoader over ``make_sample(i)``, ``args.batches`` batches long."""
+    return build_loader(
+        make_sample,
+        batches=args.batches,
         batch_size=args.batch_size,
         num_workers=args.workers,
-        prefetch_factor=args.prefetch_factor if args.workers > 0 else None,
+        prefetch_factor=args.prefetch_factor,
         timeout=args.timeout,
     )
 

@@ -15,6 +15,7 @@ work. ``--del-batch`` drops each batch at the end of the loop body.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from typing import Any
@@ -70,6 +71,39 @@ def make_sample(i: int, n: int, dtype: str, returns: str) -> Any:
         mask = np.full(MASK_ELEMENTS, i % 2, dtype=np.uint8)
         return {"image": data, "mask": mask, "label": i, "path": f"sample-{i}.bin"}
     return data, i
+
+
+def loader(
+    num_workers: int = 4,
+    prefetch_factor: int | None = 2,
+    persistent_workers: bool = False,
+    pin_memory: bool = False,
+    *,
+    batch_mib: float = 5.0,
+    dtype: str = "float32",
+    returns: str = "tensor",
+    batch_size: int = 32,
+    batches: int = 30,
+) -> Any:
+    """The grid's DataLoader as a factory for ``shmguard tune --loader
+    shmguard.examples.grid_loader:loader``: ``batches`` batches of ``batch_mib`` MiB.
+
+    Raises:
+        ValueError: for an unknown dtype or return kind, or a size <= 0.
+    """
+    from shmguard.examples._common import build_loader
+
+    batch_storages(batch_mib, dtype, returns, batch_size)  # validates the arguments
+    n = sample_elements(batch_mib, dtype, batch_size)
+    return build_loader(
+        functools.partial(make_sample, n=n, dtype=dtype, returns=returns),
+        batches=batches,
+        batch_size=batch_size,
+        num_workers=num_workers,
+        prefetch_factor=prefetch_factor,
+        persistent_workers=persistent_workers,
+        pin_memory=pin_memory,
+    )
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

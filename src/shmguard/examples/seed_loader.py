@@ -15,9 +15,9 @@ from typing import Any
 
 if __package__ in (None, ""):  # run as a file: make the sibling helper importable
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from _common import parse_args, run  # type: ignore[import-not-found]
+    from _common import build_loader, parse_args, run  # type: ignore[import-not-found]
 else:
-    from shmguard.examples._common import parse_args, run
+    from shmguard.examples._common import build_loader, parse_args, run
 
 
 def sample(i: int) -> tuple[Any, int]:
@@ -25,6 +25,29 @@ def sample(i: int) -> tuple[Any, int]:
     import torch
 
     return torch.rand(3, 224, 224), i % 1000
+
+
+def loader(
+    num_workers: int = 4,
+    prefetch_factor: int | None = 2,
+    persistent_workers: bool = False,
+    pin_memory: bool = False,
+    *,
+    batch_size: int = 32,
+    batches: int = 50,
+) -> Any:
+    """This example's DataLoader as a factory for ``shmguard tune --loader
+    shmguard.examples.seed_loader:loader``: ``batches`` batches of ``batch_size``
+    3x224x224 float32 images."""
+    return build_loader(
+        sample,
+        batches=batches,
+        batch_size=batch_size,
+        num_workers=num_workers,
+        prefetch_factor=prefetch_factor,
+        persistent_workers=persistent_workers,
+        pin_memory=pin_memory,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

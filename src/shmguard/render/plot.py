@@ -7,7 +7,7 @@ matplotlib is imported lazily with the non-interactive Agg backend; when it is m
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from shmguard.units import MiB
 
@@ -17,6 +17,22 @@ if TYPE_CHECKING:
 
 class PlotUnavailable(RuntimeError):
     """matplotlib is not installed; ``str(err)`` says how to get it."""
+
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` with the non-interactive Agg backend.
+
+    Raises:
+        PlotUnavailable: matplotlib is not installed.
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise PlotUnavailable("--plot needs matplotlib: pip install 'shmguard[plot]'") from None
+    return plt
 
 
 def plot_timeline(
@@ -43,13 +59,7 @@ def plot_timeline(
         PlotUnavailable: matplotlib is not installed.
         OSError: the file cannot be written.
     """
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise PlotUnavailable("--plot needs matplotlib: pip install 'shmguard[plot]'") from None
+    plt = pyplot()
     xs = [t for t, _ in timeline.samples]
     ys = [u / MiB for _, u in timeline.samples]
     fig, ax = plt.subplots(figsize=(9, 4), dpi=100)

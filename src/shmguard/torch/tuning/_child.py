@@ -1,0 +1,141 @@
+"""One tune trial, run inside the sandbox: build the user's DataLoader and time it.
+
+``python -m shmguard.torch.tuning._child '<json>'`` with ``{"loader": "MODULE:FACTORY",
+"kwargs": {...}, "steps": N, "warmup": W, "step_time": S}``. It imports MODULE, calls
+``FACTORY(**kwargs)``, checks that the result is a DataLoader with the ``num_workers`` asked
+for, iterates ``W`` warm-up batches (worker start-up included) and then ``N`` timed ones,
+sleeping ``S`` seconds per batch as a training step would, and prints one line
+``shmguard-tune: <json>`` on stdout: either the figures (``elapsed``, ``wait``: seconds blocked
+in ``next()``, ``samples``, ``epochs``, ``leaves``: the first batch's storage bytes) or an
+input error (``error``: ``import``, ``factory``, ``not-a-dataloader``, ``fixed-workers``,
+``empty``; ``message``: one line), with exit status :data:`EXIT_INPUT`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import time
+import warnings
+from typing import Any
+
+#: Prefix of the line the parent reads.
+MARKER = "shmguard-tune: "
+#: Exit status of a trial whose input is wrong (the factory, not the configuration).
+EXIT_INPUT = 3
+
+
+def _emit(data: dict[str, Any]) -> None:
+    sys.stdout.write(MARKER + json.dumps(data) + "\n")
+    sys.stdout.flush()
+
+
+def _input_error(kind: str, message: str) -> None:
+    _emit({"error": kind, "message": message.splitlines()[0] if message else kind})
+    sys.exit(EXIT_INPUT)
+
+
+def _factory(ref: str) -> Any:
+    module_name, _, attr = ref.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except Exception as err:
+        _input_error("import", f"cannot import {module_name}: {type(err).__name__}: {err}")
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            _input_error("import", f"module {module_name} has no attribute {attr}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        _input_error("import", f"{ref} is not callable ({type(obj).__name__})")
+    return obj
+
+
+def _samples(batch: Any, default: int) -> int:
+    """Samples in ``batch``: the first dimension of its first tensor, else ``default``."""
+    import torch
+
+    todo = [batch]
+    while todo:
+        obj = todo.pop(0)
+        if isinstance(obj, torch.Tensor):
+            return int(obj.shape[0]) if obj.dim() else default
+        if isinstance(obj, dict):
+            todo.extend(obj.values())
+        elif isinstance(obj, (list, tuple)):
+            todo.extend(obj)
+    return default
+
+
+def main(argv: list[str]) -> None:
+    """Run the trial described by ``argv[0]`` (see the module docstring)."""
+    spec = json.loads(argv[0])
+    warnings.filterwarnings("ignore", message="This DataLoader will create")
+    factory = _factory(spec["loader"])
+    kwargs = spec["kwargs"]
+    try:
+        loader = factory(**kwargs)
+    except Exception as err:
+        _input_error("factory", f"{spec['loader']}(**{kwargs}) raised {type(err).__name__}: {err}")
+    from torch.utils.data import DataLoader
+
+    if not isinstance(loader, DataLoader):
+        _input_error(
+            "not-a-dataloader",
+            f"{spec['loader']} returned {type(loader).__module__}.{type(loader).__qualname__}, "
+            "not a torch.utils.data.DataLoader",
+        )
+    if loader.num_workers != kwargs["num_workers"]:
+        _input_error(
+            "fixed-workers",
+            f"{spec['loader']}(num_workers={kwargs['num_workers']}) returned a DataLoader with "
+            f"num_workers={loader.num_workers}: the factory must pass its num_workers keyword "
+            "to the DataLoader",
+        )
+    from shmguard.torch.sizing import shm_leaves
+
+    default = loader.batch_size or 1
+    steps, warmup, step_time = int(spec["steps"]), int(spec["warmup"]), float(spec["step_time"])
+    it = iter(loader)
+    epochs = 1
+    leaves: list[int] | None = None
+    wait = samples = 0.0
+    t_start = 0.0
+    for i in range(warmup + steps):
+        if i == warmup:
+            t_start = time.perf_counter()
+            wait = samples = 0.0
+        t0 = time.perf_counter()
+        try:
+            batch = next(it)
+        except StopIteration:
+            epochs += 1
+            it = iter(loader)
+            try:
+                batch = next(it)
+            except StopIteration:
+                _input_error("empty", f"{spec['loader']} returned a DataLoader with no batches")
+        wait += time.perf_counter() - t0
+        if leaves is None:
+            leaves = shm_leaves(batch)
+        samples += _samples(batch, default)
+        if step_time:
+            time.sleep(step_time)
+        del batch
+    elapsed = time.perf_counter() - t_start
+    _emit(
+        {
+            "elapsed": elapsed,
+            "wait": wait,
+            "samples": samples,
+            "batches": steps,
+            "epochs": epochs,
+            "leaves": leaves or [],
+            "num_workers": loader.num_workers,
+        }
+    )
+    del it
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

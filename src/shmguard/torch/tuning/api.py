@@ -1,0 +1,234 @@
+"""``shmguard.torch.tune``: the fastest DataLoader configuration that fits a budget.
+
+The search is :mod:`~shmguard.torch.tuning.search`, each trial
+:mod:`~shmguard.torch.tuning.trial`, the budget :mod:`~shmguard.torch.tuning.budget`. The
+container settings for the pick go through the one sizing policy
+(:func:`~shmguard.estimate.policy.shm_size_for` of the measured peak, raised to the DataLoader
+model's peak; :func:`~shmguard.estimate.policy.memory_limit_for` of the measured non-shm
+memory) and the one fix model (:func:`~shmguard.model.fix.shm_changes`), capped at the budget:
+the pick ran within it, and its predicted peak fits it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from shmguard.estimate.policy import Policy, memory_limit_for, shm_size_for
+from shmguard.measure.cgroups import available_cpus
+from shmguard.model.fix import shm_changes
+from shmguard.torch.tuning.budget import read_budget
+from shmguard.torch.tuning.model import Budget, Settings, Trial, TrialConfig, TuneResult
+from shmguard.torch.tuning.search import Search, Stop, pick
+from shmguard.torch.tuning.trial import TrialPlan, TuneInputError, default_pythonpath, run_trial
+from shmguard.units import DOCKER_DEFAULT_SHM, format_iec
+
+
+@dataclass(frozen=True)
+class TuneProgress:
+    """One step of the search, for a progress display.
+
+    Attributes:
+        done: trials finished so far (ruled-out ones included).
+        config: the configuration starting (``trial`` None) or finished.
+        trial: the finished trial, or None when it is starting.
+    """
+
+    done: int
+    config: TrialConfig
+    trial: Trial | None
+
+
+def loader_ref(factory: str | Callable[..., Any]) -> str:
+    """``MODULE:FACTORY`` for a factory given as that text or as an importable function.
+
+    Raises:
+        TuneInputError: the text is not ``MODULE:FACTORY``, or the function cannot be imported
+            by name in a new process (a lambda, a nested function, or one defined in
+            ``__main__``).
+    """
+    if isinstance(factory, str):
+        module, sep, attr = factory.partition(":")
+        if (
+            not sep
+            or not module
+            or not attr
+            or not all(p.isidentifier() for p in (*module.split("."), *attr.split(".")))
+        ):
+            raise TuneInputError(
+                f"--loader {factory!r}: expected MODULE:FACTORY, e.g. "
+                "shmguard.examples.seed_loader:loader"
+            )
+        return factory
+    owner = getattr(factory, "__module__", None)
+    name = getattr(factory, "__qualname__", "")
+    if not callable(factory) or not owner or owner == "__main__" or "<" in name:
+        raise TuneInputError(
+            f"cannot tune {factory!r}: each trial imports the factory in a new process, so it "
+            "must be a module-level function of an importable module (or pass 'MODULE:FACTORY')"
+        )
+    return f"{owner}:{name}"
+
+
+def container_settings(trial: Trial, budget: Budget, policy: Policy) -> Settings:
+    """The node's container settings for ``trial`` (see the module docstring)."""
+    ranks = budget.local_ranks
+    if trial.config.num_workers == 0:
+        shm = min(DOCKER_DEFAULT_SHM, budget.shm)
+        shm_basis = (
+            "num_workers=0 puts no batch in /dev/shm; the runtimes' default "
+            f"{format_iec(DOCKER_DEFAULT_SHM)} is enough"
+        )
+    else:
+        peak = max(trial.peak_shm or 0, 1) * ranks
+        sized = shm_size_for(
+            peak,
+            policy,
+            floor=(trial.predicted_peak or 0) * ranks or None,
+            floor_basis="the DataLoader model's peak",
+            what="measured peak",
+        )
+        shm, shm_basis = sized.bytes, sized.basis
+    if shm > budget.shm:
+        shm = budget.shm
+        shm_basis += f"; capped at the {format_iec(budget.shm)} budget the trial ran within"
+    memory: int | None = None
+    if trial.memory_peak is None:
+        mem_basis = "the trial's memory cgroup peak is unknown, so no memory limit is given"
+    else:
+        non_shm = max(trial.memory_peak - (trial.peak_shm or 0), 0) * ranks
+        memory = memory_limit_for(shm, policy, non_shm=non_shm)
+        assert memory is not None
+        mem_basis = (
+            f"non-shm peak {format_iec(non_shm)} + shm {format_iec(shm)} + the policy's margin,"
+            f" rounded up to {format_iec(memory)}"
+        )
+        if budget.memory is not None and memory > budget.memory:
+            memory = budget.memory
+            mem_basis += (
+                f"; capped at the {format_iec(budget.memory)} budget the trial ran within "
+                f"(its cgroup peak: {format_iec(trial.memory_peak * ranks)})"
+            )
+    return Settings(shm, shm_basis, memory, mem_basis, budget.cpus, shm_changes(shm, memory))
+
+
+def tune(
+    factory: str | Callable[..., Any],
+    *,
+    budget_shm: int | None = None,
+    budget_memory: int | None = None,
+    cpus: float | None = None,
+    local_ranks: int = 1,
+    step_time: float = 0.0,
+    steps: int = 30,
+    warmup: int = 3,
+    trial_timeout: float = 60.0,
+    hang_after: float = 5.0,
+    policy: Policy | None = None,
+    progress: Callable[[TuneProgress], None] | None = None,
+    root: Path = Path("/"),
+) -> TuneResult:
+    """Find the cheapest DataLoader configuration within 2% of the fastest that fits the
+    budget, by running each in a sandbox of the budget.
+
+    Args:
+        factory: ``"MODULE:FACTORY"`` or an importable module-level function;
+            ``FACTORY(num_workers=..., prefetch_factor=..., persistent_workers=...,
+            pin_memory=...)`` must return a ``torch.utils.data.DataLoader`` built with them.
+        budget_shm: bytes of /dev/shm for the node (default: 80% of this container's;
+            refused when /dev/shm is the host's).
+        budget_memory: bytes of memory limit for the node (default: this container's).
+        cpus: CPUs for the node (default: this container's effective CPUs).
+        local_ranks: ranks per node; each trial gets ``1/local_ranks`` of every budget.
+        step_time: seconds of simulated training per batch.
+        steps: timed batches per trial (after ``warmup`` batches).
+        warmup: batches before timing starts.
+        trial_timeout: seconds before a trial counts as infeasible (``timeout``).
+        hang_after: seconds of full /dev/shm and no progress that count as a hang.
+        policy: the sizing policy (default :class:`~shmguard.estimate.Policy`).
+        progress: called as each trial starts and ends (the library never prints).
+        root: filesystem root for reading this container's limits.
+
+    Returns:
+        the :class:`TuneResult`; ``interrupted`` when Ctrl-C stopped the search (what was
+        found so far is kept).
+
+    Raises:
+        TuneInputError: the factory cannot be tuned (one line).
+        shmguard.torch.tuning.budget.BudgetError: no budget can be told (one line).
+        shmguard.measure.sandbox.SandboxError: the sandbox cannot be set up (not root).
+        ValueError: for steps, warm-up, times or ranks out of range.
+    """
+    if steps < 1 or warmup < 0:
+        raise ValueError(f"steps must be >= 1 and warm-up >= 0, got {steps} and {warmup}")
+    for name, value in (("step time", step_time), ("trial timeout", trial_timeout)):
+        if not math.isfinite(value) or value < 0 or (name == "trial timeout" and value == 0):
+            raise ValueError(f"{name} must be a finite number of seconds, got {value:g}")
+    ref = loader_ref(factory)
+    budget = read_budget(
+        shm=budget_shm, memory=budget_memory, cpus=cpus, local_ranks=local_ranks, root=root
+    )
+    here = available_cpus()
+    trial_cpus = min(budget.rank_cpus, float(here))
+    plan = TrialPlan(
+        ref,
+        steps,
+        warmup,
+        step_time,
+        budget.rank_shm,
+        budget.rank_memory,
+        trial_cpus,
+        trial_timeout,
+        hang_after,
+        default_pythonpath(),
+    )
+    notes: list[str] = []
+    if budget.rank_cpus > here:
+        notes.append(
+            f"the budget gives each rank {budget.rank_cpus:g} CPUs but this machine has "
+            f"{here}: trials ran with {here}, so more workers could not be measured here"
+        )
+    interrupted = False
+    started = time.monotonic()
+    done = 0
+
+    def run(cfg: TrialConfig) -> Trial:
+        nonlocal interrupted, done
+        if progress is not None:
+            progress(TuneProgress(done, cfg, None))
+        try:
+            trial, _ = run_trial(plan, cfg)
+        except KeyboardInterrupt:
+            interrupted = True
+            raise Stop from None
+        done += 1
+        if progress is not None:
+            progress(TuneProgress(done, cfg, trial))
+        interrupted = interrupted or trial.status == "interrupted"
+        return trial
+
+    search = Search(run, budget, int(trial_cpus) or 1)
+    try:
+        search.execute()
+    except KeyboardInterrupt:
+        interrupted = True
+    trials = tuple(search.trials)
+    best, chosen = pick(trials)
+    settings = container_settings(chosen, budget, policy or Policy()) if chosen else None
+    return TuneResult(
+        loader=ref,
+        budget=budget,
+        steps=steps,
+        step_time=step_time,
+        trials=trials,
+        best=best,
+        recommended=chosen,
+        settings=settings,
+        interrupted=interrupted,
+        notes=tuple(notes + search.notes),
+        wall_time=time.monotonic() - started,
+    )

@@ -1,0 +1,181 @@
+"""Run one tune trial: the user's DataLoader in a sandbox of the budget, measured.
+
+Each trial is ``measure``'s run (:func:`shmguard.measure.run.measure_command`): a private
+tmpfs /dev/shm of the rank's shm budget, a memory cgroup of its memory budget and a CPU quota,
+the one sampler for the peak, the hang detector and stall verdict for a hang, and the one
+failure classifier for why it failed. Inside, :mod:`shmguard.torch.tuning._child` builds the
+loader and times it. A configuration that exhausts /dev/shm, gets SIGBUS, hangs, is OOM-killed
+or runs out of time is *infeasible* (it would fail in production the same way), not slow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from shmguard.estimate import LoaderSpec, padded_bytes, predict
+from shmguard.measure.outcome import Outcome
+from shmguard.measure.run import MeasureResult, measure_command
+from shmguard.torch.tuning._child import EXIT_INPUT, MARKER
+from shmguard.torch.tuning.model import Trial, TrialConfig
+
+#: Outcomes that make a configuration infeasible under the budget.
+INFEASIBLE = frozenset(
+    {Outcome.SHM_EXHAUSTED, Outcome.SIGBUS, Outcome.HANG, Outcome.OOM_KILLED, Outcome.TIMEOUT}
+)
+
+
+class TuneInputError(ValueError):
+    """The factory cannot be tuned (it cannot be imported, raises, returns no DataLoader, or
+    fixes ``num_workers`` itself); ``str(err)`` is one line."""
+
+
+@dataclass(frozen=True)
+class TrialPlan:
+    """How every trial runs.
+
+    Attributes:
+        loader: ``MODULE:FACTORY``.
+        steps: timed batches.
+        warmup: batches before timing starts (worker start-up included).
+        step_time: seconds of simulated training per batch.
+        shm: bytes of the trial's tmpfs.
+        memory: bytes of the trial's memory limit, or None.
+        cpus: the trial's CPU quota, or None.
+        timeout: seconds before a trial is stopped (then infeasible: ``timeout``).
+        hang_after: seconds of full /dev/shm and no progress that count as a hang.
+        pythonpath: directories the trial imports from (the caller's ``sys.path``).
+    """
+
+    loader: str
+    steps: int
+    warmup: int
+    step_time: float
+    shm: int
+    memory: int | None
+    cpus: float | None
+    timeout: float
+    hang_after: float
+    pythonpath: tuple[str, ...] = ()
+
+
+def default_pythonpath() -> tuple[str, ...]:
+    """The working directory and this interpreter's ``sys.path`` directories, so the trial
+    imports MODULE and shmguard as the caller does."""
+    dirs = [os.getcwd(), *(p or os.getcwd() for p in sys.path)]
+    return tuple(dict.fromkeys(d for d in dirs if os.path.isdir(d)))
+
+
+def predicted_peak(config: TrialConfig, batch_pages: int) -> int:
+    """The DataLoader model's peak for ``config`` (one rank, one iterator), in bytes."""
+    spec = LoaderSpec(
+        batch_pages,
+        config.num_workers,
+        config.prefetch_factor or 2,
+        pin_memory=config.pin_memory,
+        persistent_workers=config.persistent_workers,
+    )
+    return predict(spec).per_iterator_peak
+
+
+def _report(stdout: bytes) -> dict[str, Any] | None:
+    for line in reversed(stdout.decode("utf-8", "replace").splitlines()):
+        if line.startswith(MARKER):
+            try:
+                data = json.loads(line[len(MARKER) :])
+            except ValueError:
+                return None
+            return data if isinstance(data, dict) else None
+    return None
+
+
+def run_trial(plan: TrialPlan, config: TrialConfig) -> tuple[Trial, MeasureResult]:
+    """Run ``config`` under ``plan`` and return the trial and measure's result.
+
+    Raises:
+        TuneInputError: the factory is at fault (the same for every configuration).
+        shmguard.measure.sandbox.SandboxError: the sandbox cannot be set up.
+    """
+    spec = {
+        "loader": plan.loader,
+        "kwargs": config.kwargs(),
+        "steps": plan.steps,
+        "warmup": plan.warmup,
+        "step_time": plan.step_time,
+    }
+    out = bytearray()
+
+    def keep(stream: str, chunk: bytes) -> None:
+        if stream == "stdout":
+            out.extend(chunk)
+            del out[: -(1 << 20)]
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(plan.pythonpath or default_pythonpath())
+    result = measure_command(
+        [sys.executable, "-m", "shmguard.torch.tuning._child", json.dumps(spec)],
+        shm_size=plan.shm,
+        memory_limit=plan.memory,
+        cpus=plan.cpus,
+        timeout=plan.timeout,
+        hang_after=plan.hang_after,
+        output="capture",
+        on_output=keep,
+        env=env,
+    )
+    report = _report(bytes(out))
+    if report is not None and "error" in report and result.exit_status == EXIT_INPUT:
+        raise TuneInputError(str(report["message"]))
+    return _trial(config, result, report), result
+
+
+def _trial(config: TrialConfig, result: MeasureResult, report: dict[str, Any] | None) -> Trial:
+    pages = padded_bytes(report["leaves"]) if report and report.get("leaves") else 0
+    cpu = result.timeline.owners[-1].cpu_seconds if result.timeline.owners else None
+    common: dict[str, Any] = {
+        "peak_shm": max(result.peak - result.baseline, 0),
+        "predicted_peak": predicted_peak(config, pages) if pages else None,
+        "memory_peak": result.memory_peak.value,
+        "cpu_seconds": cpu,
+        "wall_time": result.wall_time,
+        "outcome": result.cause.outcome.value,
+        "batch_pages": pages,
+    }
+    if result.interrupted:
+        return Trial(config, "interrupted", f"interrupted by {result.interrupted}", **common)
+    if result.passed and report is not None and "elapsed" in report:
+        elapsed = max(float(report["elapsed"]), 1e-9)
+        return Trial(
+            config,
+            "ok",
+            samples_per_s=float(report["samples"]) / elapsed,
+            data_wait=min(1.0, float(report["wait"]) / elapsed),
+            epochs=int(report["epochs"]),
+            **common,
+        )
+    summary = result.cause.summary.rstrip(".")
+    if result.cause.outcome in INFEASIBLE:
+        return Trial(config, "infeasible", f"{result.cause.outcome.value}: {summary}", **common)
+    tail = result.stderr_tail[-1] if result.stderr_tail else ""
+    reason = f"{summary}: {tail}" if tail else summary
+    return Trial(config, "failed", reason, **common)
+
+
+def ruled_out(config: TrialConfig, batch_pages: int, shm: int) -> Trial | None:
+    """A ``ruled-out`` trial when the model's peak for ``config`` exceeds ``shm`` bytes, else
+    None."""
+    peak = predicted_peak(config, batch_pages)
+    if peak <= shm:
+        return None
+    from shmguard.units import format_iec
+
+    return Trial(
+        config,
+        "ruled-out",
+        f"model peak {format_iec(peak)} > {format_iec(shm)} budget",
+        predicted_peak=peak,
+        batch_pages=batch_pages,
+    )

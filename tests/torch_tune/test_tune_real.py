@@ -1,0 +1,184 @@
+"""`shmguard tune` and `shmguard.torch.tune` on real PyTorch 2.13 loaders in real sandboxes.
+
+Budgets are a few MiB and batches 1 MiB (tune_factories.small), so a whole search takes under
+a minute on 2 CPUs. Throughput on a shared machine is noisy: the tests hold what the budget
+guarantees, never which configuration wins.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from shmguard.torch.tuning import TuneProgress, TuneResult, tune
+from shmguard.torch.tuning.model import config
+from shmguard.torch.tuning.trial import TrialPlan, default_pythonpath, run_trial
+from shmguard.units import GiB, MiB
+
+torch = pytest.importorskip("torch")
+
+pytestmark = [pytest.mark.torch, pytest.mark.root, pytest.mark.slow]
+
+HERE = Path(__file__).resolve().parent
+SMALL = "tune_factories:small"
+
+
+def schema() -> dict[str, Any]:
+    text = (resources.files("shmguard") / "schemas" / "tune.schema.json").read_text()
+    return dict(json.loads(text))
+
+
+def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(default_pythonpath())}
+    return subprocess.run(
+        [sys.executable, "-m", "shmguard", "tune", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=HERE,
+        env=env,
+    )
+
+
+@pytest.mark.timeout(150)
+def test_recommendation_fits_the_budgets_it_was_tuned_for(root_only: None) -> None:
+    events: list[TuneProgress] = []
+    shm, memory = 6 * MiB, GiB
+    # No step time: the loop always waits for data, so the sweep reaches 2 workers.
+    result = tune(
+        SMALL,
+        budget_shm=shm,
+        budget_memory=memory,
+        cpus=2,
+        steps=8,
+        warmup=2,
+        progress=events.append,
+    )
+    assert isinstance(result, TuneResult)
+    assert not result.interrupted
+    rec, settings = result.recommended, result.settings
+    assert rec is not None and settings is not None and result.best is not None
+    assert rec.ok and (rec.samples_per_s or 0) >= 0.98 * (result.best.samples_per_s or 0)
+    assert result.trials[0].config == config(0) and result.trials[0].batch_pages > MiB
+    for t in result.trials:
+        if t.status == "ruled-out":
+            # ruled out by the model, never run
+            assert (t.predicted_peak or 0) > shm and t.peak_shm is None and t.wall_time == 0
+        else:
+            assert (t.predicted_peak or 0) <= shm, t
+            assert t.ok, t  # the model's bound held: nothing that fits it failed
+            assert (t.peak_shm or 0) <= shm and (t.memory_peak or 0) <= memory
+    # 2 workers x prefetch 2 would need (4 + 2) batches of 1 MiB and a page: ruled out, listed,
+    # and prefetch 1 tried in its place
+    ruled = [t.config for t in result.trials if t.status == "ruled-out"]
+    assert config(2, 2) in ruled
+    assert any(t.config == config(2, 1) and t.ok for t in result.trials)
+    assert settings.shm_size <= shm and settings.memory_limit is not None
+    assert settings.memory_limit <= memory and settings.cpus == 2
+    assert [c.setting.value for c in settings.changes] == ["shm-size", "memory-limit"]
+    run = [t for t in result.trials if t.status != "ruled-out"]
+    assert [e.config for e in events if e.trial is None] == [t.config for t in run]
+    assert [e.trial for e in events if e.trial is not None] == run
+    # The recommendation again, in a tmpfs of exactly the shm budget and a memory cgroup of
+    # exactly the memory budget: it runs, within both.
+    plan = TrialPlan(SMALL, 16, 2, 0.0, shm, memory, 2.0, 60, 5.0, default_pythonpath())
+    again, measured = run_trial(plan, rec.config)
+    assert again.ok, again
+    assert measured.shm_size == shm and measured.memory_limit == memory
+    assert measured.peak <= shm and (again.memory_peak or 0) <= memory
+
+
+@pytest.mark.timeout(90)
+def test_a_config_beyond_the_shm_budget_fails_as_infeasible(root_only: None) -> None:
+    # 2 workers x prefetch 4 of 1 MiB batches need about 10 MiB; the tmpfs has 3.
+    plan = TrialPlan(SMALL, 30, 2, 0.0, 3 * MiB, None, None, 60, 2.0, default_pythonpath())
+    trial, measured = run_trial(plan, config(2, 4))
+    assert trial.status == "infeasible", trial
+    assert trial.outcome in ("shm-exhausted", "hang", "sigbus")
+    assert trial.samples_per_s is None and measured.peak > 2 * MiB
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("factory", "message"),
+    [
+        (
+            "raises",
+            "tune_factories:raises(**{'num_workers': 0, 'prefetch_factor': None, "
+            "'persistent_workers': False, 'pin_memory': False}) raised RuntimeError: "
+            "dataset path /data/train does not exist",
+        ),
+        (
+            "not_a_loader",
+            "tune_factories:not_a_loader returned builtins.list, not a torch.utils.data.DataLoader",
+        ),
+        (
+            "fixed_workers",
+            "tune_factories:fixed_workers(num_workers=0) returned a DataLoader with "
+            "num_workers=4: the factory must pass its num_workers keyword to the DataLoader",
+        ),
+        ("missing", "module tune_factories has no attribute missing"),
+    ],
+)
+def test_bad_factories_are_one_line_errors(root_only: None, factory: str, message: str) -> None:
+    done = cli("--loader", f"tune_factories:{factory}", "--budget-shm", "8m", "--quiet")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == f"shmguard: error: {message}\n"
+    assert done.stdout == ""
+
+
+@pytest.mark.timeout(90)
+def test_json_validates_and_the_plot_is_written(root_only: None, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "tune.png"
+    # 6 MiB for 2 ranks: 3 MiB each, less than one worker's (1 x 1 + 2) 1 MiB batches need.
+    done = cli(
+        "--loader", SMALL, "--budget-shm", "6m", "--local-ranks", "2", "--cpus", "1",
+        "--steps", "5", "--json", "--plot", str(png),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    jsonschema.validate(data, schema())
+    assert data["budget"]["rank_shm"] == 3 * MiB and data["budget"]["rank_cpus"] == 0.5
+    assert data["recommended_kwargs"] == config(0).kwargs()
+    statuses = [t["status"] for t in data["trials"]]
+    assert statuses == ["ok", "ruled-out", "ruled-out"]
+    assert data["settings"]["shm_size"] <= 6 * MiB
+    assert {s["runtime"] for s in data["settings"]["snippets"]} >= {"docker", "kubernetes"}
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.timeout(120)
+def test_ctrl_c_keeps_what_was_found(root_only: None) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(default_pythonpath()), "COLUMNS": "200"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "shmguard", "tune", "--loader", SMALL, "--budget-shm", "64m",
+         "--steps", "400", "--step-time", "0.02"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=HERE,
+        env=env,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    deadline = time.monotonic() + 60
+    seen = ""
+    while "nw=0: ok" not in seen and time.monotonic() < deadline:
+        seen += proc.stderr.readline()
+    assert "nw=0: ok" in seen
+    time.sleep(3)  # into the second trial
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Interrupted" in out
+    assert "nw=0 " in out and "num_workers=0" in out  # the trial that finished is reported
