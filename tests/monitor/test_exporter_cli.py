@@ -60,6 +60,18 @@ def test_sigint_also_stops_it_cleanly(tmp_path: Path) -> None:
     assert b"Traceback" not in exp.proc.stderr.read()
 
 
+def test_it_stops_on_sigterm_even_when_started_with_it_blocked(tmp_path: Path) -> None:
+    # A parent that waits for signals with sigtimedwait (the sandbox, some init systems) passes
+    # its blocked mask on: the exporter unblocks SIGTERM and SIGINT, as watch does.
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+    try:
+        exp = ExporterProcess(["--shm-path", str(tmp_path)])
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    assert _values(exp.scrape())["shmguard_up"] == 1
+    assert exp.stop(timeout=5) == 0  # not -9: SIGTERM reached it
+
+
 def test_missing_shm_path_is_served_as_down() -> None:
     exp = ExporterProcess(["--shm-path", "/nonexistent/shm"])
     try:

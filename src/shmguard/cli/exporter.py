@@ -130,6 +130,9 @@ def exporter(
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
+    # Unblocked as watch does: a parent that waits for them with sigtimedwait (the sandbox,
+    # some init systems) passes its blocked mask on, and the exporter would not stop.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
     shown = f"[{server.host}]" if ":" in server.host else server.host
     if sys.stderr is not None:
         sys.stderr.write(
