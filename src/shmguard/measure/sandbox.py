@@ -18,161 +18,43 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from shmguard.measure._nsinit import EXIT_SETUP, FORWARD, SI_KERNEL
+from shmguard.measure._nsinit import FORWARD, SI_KERNEL
+from shmguard.measure._sigmask import MainMask
 from shmguard.measure._threads import start_thread
 from shmguard.measure.cgroups import CgroupPlan, plan_cgroups
-from shmguard.model.fact import Fact
+from shmguard.measure.sandbox_result import (
+    TAIL_BYTES,
+    RunInterrupted,
+    SandboxError,
+    SandboxResult,
+    SandboxSpec,
+    Tail,
+    build_result,
+    signame,
+)
 
 _HELPER = Path(__file__).with_name("_nsinit.py")
-#: Bytes of each output stream kept for classification.
-TAIL_BYTES = 256 * 1024
 
+__all__ = [
+    "TAIL_BYTES",
+    "RunInterrupted",
+    "Sandbox",
+    "SandboxError",
+    "SandboxResult",
+    "SandboxSpec",
+    "run_sandboxed",
+]
 
-class SandboxError(Exception):
-    """The sandbox could not be set up. ``str(err)`` is one line saying what is missing."""
-
-
-@dataclass(frozen=True)
-class SandboxSpec:
-    """What to run and under which limits.
-
-    Attributes:
-        command: argv of the command (looked up on PATH like a shell does).
-        shm_size: bytes of the private tmpfs mounted on /dev/shm (> 0; the kernel rounds up to
-            whole pages).
-        memory_limit: bytes of a real memory cgroup limit, or None.
-        cpus: CPU quota in CPUs (CFS bandwidth), or None.
-        account_memory: create a memory cgroup even without a limit, to read its peak.
-        mount_proc: mount a fresh /proc inside (best effort; the host's stays otherwise).
-        env: environment of the command; None inherits ours.
-    """
-
-    command: tuple[str, ...]
-    shm_size: int
-    memory_limit: int | None = None
-    cpus: float | None = None
-    account_memory: bool = False
-    mount_proc: bool = True
-    env: Mapping[str, str] | None = None
-
-
-@dataclass(frozen=True)
-class SandboxResult:
-    """How a sandboxed command ended.
-
-    Attributes:
-        exit_status: the shell-convention status: the command's exit code, ``128+N`` when
-            signal N killed it, 127/126 when it could not be executed.
-        exit_code: the exit code when it exited normally, else None.
-        signal: the number of the signal that killed it, else None.
-        signal_name: ``SIGBUS`` and the like, else None.
-        stopped_by: why shmguard stopped it (``timeout``, ``hang``, a signal name that was not
-            obeyed in time), else None.
-        exec_error: ``"<cmd>: No such file or directory"`` when it could not be started.
-        memory_peak: peak bytes of the sandbox's memory cgroup (tmpfs pages included), or
-            unknown with the reason.
-        proc_remounted: whether the command saw a /proc of its own PID namespace.
-        user_namespace: whether an unprivileged user namespace was used.
-        wall_time: seconds from start to the end of teardown.
-        leftovers: cgroup directories that could not be removed (should be empty).
-        stdout_tail: the last :data:`TAIL_BYTES` of stdout (only when output was piped).
-        stderr_tail: the same for stderr.
-        oom_kills: processes the memory cgroup's OOM killer killed (``oom_kill`` of
-            memory.oom_control / memory.events), or None when unknown (no memory cgroup, or
-            a kernel before 4.13).
-        interrupted: the name of a SIGINT/SIGTERM/SIGHUP/SIGQUIT that shmguard received
-            while waiting (from a terminal or sent to it), else None. Callers that run several
-            sandboxes (probe, demo) stop there instead of counting the run as a failure.
-    """
-
-    exit_status: int
-    exit_code: int | None
-    signal: int | None
-    signal_name: str | None
-    stopped_by: str | None
-    exec_error: str | None
-    memory_peak: Fact[int]
-    proc_remounted: bool
-    user_namespace: bool
-    wall_time: float
-    leftovers: tuple[str, ...] = ()
-    stdout_tail: bytes = field(default=b"", repr=False)
-    stderr_tail: bytes = field(default=b"", repr=False)
-    interrupted: str | None = None
-    oom_kills: int | None = None
-
-
-class RunInterrupted(Exception):
-    """The user interrupted a series of sandboxed runs (Ctrl-C, SIGTERM to shmguard).
-
-    ``str(err)`` names the signal; ``err.signal_name`` is its name (``SIGINT``).
-    """
-
-    def __init__(self, signal_name: str) -> None:
-        super().__init__(f"interrupted by {signal_name}; the sandbox was torn down")
-        self.signal_name = signal_name
-
-
-#: Signals that mean "the user wants this to stop" when shmguard receives them.
 #: What :meth:`Sandbox.wait` waits on: the forwarded signals and SIGCHLD.
 _WAIT_SIGNALS = frozenset({*FORWARD, signal.SIGCHLD})
+#: Signals that mean "the user wants this to stop" when shmguard receives them.
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
-
-
-class _MainMask:
-    """The main thread's block of the signals :meth:`Sandbox.wait` forwards, shared by every
-    sandbox there: the first hold blocks them, the last drop brings back the mask from
-    before the first hold. (Each sandbox saving and restoring its own mask left them
-    blocked when two overlapped and the first ended first: the second restored the first's
-    block, and a process started afterwards inherited it.)"""
-
-    def __init__(self) -> None:
-        self._holds = 0
-        self._saved: set[int | signal.Signals] = set()
-
-    def hold(self) -> None:
-        if self._holds == 0:
-            self._saved = signal.pthread_sigmask(signal.SIG_BLOCK, _WAIT_SIGNALS)
-        self._holds += 1
-
-    def drop(self) -> None:
-        self._holds -= 1
-        if self._holds == 0:
-            # pending SIGCHLDs are dropped rather than delivered to ourselves
-            while signal.sigtimedwait({signal.SIGCHLD}, 0) is not None:
-                pass
-            signal.pthread_sigmask(signal.SIG_SETMASK, self._saved)
-
-
-_MAIN_MASK = _MainMask()
-
-
-def _signame(sig: int) -> str:
-    try:
-        return signal.Signals(sig).name
-    except ValueError:
-        return f"signal {sig}"
-
-
-class _Tail:
-    """Keeps the last ``limit`` bytes of a stream."""
-
-    def __init__(self, limit: int = TAIL_BYTES) -> None:
-        self.limit = limit
-        self.data = bytearray()
-
-    def add(self, chunk: bytes) -> None:
-        self.data += chunk
-        if len(self.data) > self.limit * 2:
-            del self.data[: -self.limit]
-
-    def value(self) -> bytes:
-        return bytes(self.data[-self.limit :])
+#: One hold for every sandbox of the main thread (:class:`MainMask`).
+_MAIN_MASK = MainMask(_WAIT_SIGNALS)
 
 
 class Sandbox:
@@ -223,7 +105,7 @@ class Sandbox:
         self.events: list[dict[str, Any]] = []
         self._ready = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._tails = {"stdout": _Tail(), "stderr": _Tail()}
+        self._tails = {"stdout": Tail(), "stderr": Tail()}
         self._started = 0.0
         self._stopped_by: str | None = None
         self._stop_kill_at: float | None = None
@@ -504,6 +386,19 @@ class Sandbox:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.proc.pid, sig)
 
+    def _build_result(self) -> SandboxResult:
+        assert self.proc is not None
+        return build_result(
+            self.events,
+            self.plan,
+            self.proc.returncode,
+            started=self._started,
+            stopped_by=self._stopped_by,
+            interrupted=self._interrupted,
+            stdout_tail=self._tails["stdout"].value(),
+            stderr_tail=self._tails["stderr"].value(),
+        )
+
     def wait(
         self,
         timeout: float | None = None,
@@ -556,13 +451,13 @@ class Sandbox:
                     continue
                 sig = info.si_signo
                 if sig in _STOP_SIGNALS and self._interrupted is None:
-                    self._interrupted = _signame(sig)
+                    self._interrupted = signame(sig)
                 if sig in (signal.SIGINT, signal.SIGQUIT) and info.si_code == SI_KERNEL:
                     continue  # from the terminal: the command's process group has it already
                 self.send(sig)
                 if sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP) and kill_at is None:
                     kill_at = time.monotonic() + stop_grace
-                    pending_name = _signame(sig)
+                    pending_name = signame(sig)
         finally:
             if main:
                 self._restore_mask()
@@ -571,57 +466,6 @@ class Sandbox:
         self._result = self._build_result()
         self._remove_tmpdir()
         return self._result
-
-    def _build_result(self) -> SandboxResult:
-        assert self.proc is not None
-        ev = {e["event"]: e for e in self.events}
-        status = self.proc.returncode
-        code: int | None = None
-        sig: int | None = None
-        if "exit" in ev:
-            code = int(ev["exit"]["code"])
-            status = code
-        elif "signal" in ev:
-            sig = int(ev["signal"]["signal"])
-            status = 128 + sig
-        elif status is not None and status > 128 and status != EXIT_SETUP:
-            sig = status - 128
-        elif status is not None and status < 0:
-            sig = -status
-            status = 128 + sig
-        else:
-            code = status
-        exec_error = ev["exec_error"]["message"] if "exec_error" in ev else None
-        peaks = ev.get("cgroup", {}).get("peaks", {})
-        memory_peak: Fact[int]
-        if "memory" in self.plan.unavailable:
-            memory_peak = Fact.unknown(self.plan.unavailable["memory"])
-        elif self.plan.get("memory") is None:
-            memory_peak = Fact.unknown("no memory cgroup was asked for")
-        elif peaks.get("memory") is None:
-            cg = self.plan.get("memory")
-            memory_peak = Fact.unknown(
-                f"{cg.dir if cg else 'cgroup'}: no peak counter (memory.peak needs Linux 5.19+)"
-            )
-        else:
-            memory_peak = Fact.known(int(peaks["memory"]))
-        return SandboxResult(
-            exit_status=status if status is not None else EXIT_SETUP,
-            exit_code=code,
-            signal=sig,
-            signal_name=_signame(sig) if sig else None,
-            stopped_by=self._stopped_by,
-            exec_error=exec_error,
-            memory_peak=memory_peak,
-            proc_remounted=bool(ev.get("proc", {}).get("ok", False)),
-            user_namespace=bool(ev.get("ready", {}).get("userns", False)),
-            wall_time=time.monotonic() - self._started,
-            leftovers=tuple(ev.get("cgroup", {}).get("left", ())),
-            stdout_tail=self._tails["stdout"].value(),
-            stderr_tail=self._tails["stderr"].value(),
-            interrupted=self._interrupted,
-            oom_kills=ev.get("cgroup", {}).get("oom_kills"),
-        )
 
 
 def run_sandboxed(
