@@ -17,6 +17,7 @@ from shmguard.cli import plan as _plan  # noqa: F401
 from shmguard.cli import probe as _probe  # noqa: F401
 from shmguard.cli import run as _run  # noqa: F401
 from shmguard.cli import watch as _watch  # noqa: F401
+from shmguard.cli import webhook as _webhook  # noqa: F401
 from shmguard.cli._app import app
 
 __all__ = ["app", "main"]

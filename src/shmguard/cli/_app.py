@@ -25,7 +25,8 @@ app = typer.Typer(
     help=(
         "Find, measure, fix and prevent /dev/shm exhaustion in containerized PyTorch jobs.\n\n"
         "find: doctor, explain.  fix: check, rules, rule.  "
-        "measure: sandbox, measure, probe, demo.  predict: plan.  prevent: run, watch, exporter."
+        "measure: sandbox, measure, probe, demo.  predict: plan.  "
+        "prevent: run, watch, exporter, webhook."
     ),
     no_args_is_help=True,
     add_completion=False,
