@@ -8,16 +8,14 @@ signal, 2 for bad input, an unreadable certificate or an address that cannot be 
 from __future__ import annotations
 
 import logging
-import signal
 import sys
-import threading
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from shmguard.cli._app import app
-from shmguard.cli._common import fail, size_option
+from shmguard.cli._common import fail, size_option, stop_on_signal
 from shmguard.cli._config import ConfigOption, settings
 from shmguard.cli._runopts import _duration
 from shmguard.cli.exporter import parse_listen
@@ -113,18 +111,12 @@ def webhook(
         fail(f"--tls-cert/--tls-key: {err}")
     except OSError as err:
         fail(f"--listen {listen}: {err.strerror or err}")
-    done = threading.Event()
-
-    def _stop(_signum: int, _frame: object) -> None:
-        done.set()
-
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
+    stop = stop_on_signal()
     thread = server.start()
     shown = f"[{server.host}]" if ":" in server.host else server.host
     mode = " (audit: patching nothing)" if audit else ""
     logger.info("shmguard webhook: serving https://%s:%d/mutate%s", shown, server.port, mode)
-    while not done.wait(0.5):
+    while not stop.wait(0.5):
         pass
     logger.info("shmguard webhook: shutting down")
     server.shutdown()

@@ -130,6 +130,19 @@ class _Handler(BaseHTTPRequestHandler):
     def _json(self, code: int, obj: object) -> None:
         self._send(code, json.dumps(obj, separators=(",", ":")).encode())
 
+    def _drain(self, most: int, seconds: float = 1.0) -> None:
+        """Read and drop up to ``most`` bytes of a refused body for up to ``seconds``: closing
+        a socket with unread data makes the kernel send a reset, which can destroy the
+        response before the client reads it (a lingering close, as HTTP servers do)."""
+        end = time.monotonic() + seconds
+        with contextlib.suppress(OSError, ValueError):
+            while most > 0 and (left := end - time.monotonic()) > 0:
+                self.connection.settimeout(left)
+                chunk = self.rfile.read1(min(most, 65536))
+                if not chunk:
+                    break
+                most -= len(chunk)
+
     def do_GET(self) -> None:
         path = self.path.partition("?")[0]
         if path == "/healthz":
@@ -157,6 +170,7 @@ class _Handler(BaseHTTPRequestHandler):
             msg = f"request body of {length} bytes is over the {opts.max_body}-byte limit"
             self._json(413, error_response(msg, 413))
             log.warning(json.dumps({"action": "error", "reason": "too-large", "message": msg}))
+            self._drain(min(int(length), opts.max_body))
             return
         body = self.rfile.read(int(length))
         if len(body) < int(length):
