@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from webhook_helpers import Pki, client_context, make_pki
 
-from shmguard.fleet.webhook import ServerOptions, WebhookServer
+from shmguard.fleet.webhook import WebhookServer, WebhookServerOptions
 
 
 @pytest.fixture
@@ -24,11 +24,13 @@ def pki(tmp_path: Path) -> Pki:
 @pytest.fixture
 def serve(pki: Pki) -> Iterator[Callable[..., WebhookServer]]:
     """Start a webhook on 127.0.0.1 (any free port) with ``server.crt``; keyword arguments
-    go to :class:`ServerOptions`. Every server is shut down at the end."""
+    go to :class:`WebhookServerOptions`. Every server is shut down at the end."""
     servers: list[WebhookServer] = []
 
     def start(**kw: Any) -> WebhookServer:
-        opts = ServerOptions(pki.dir / "server.crt", pki.dir / "server.key", "127.0.0.1", 0, **kw)
+        opts = WebhookServerOptions(
+            pki.dir / "server.crt", pki.dir / "server.key", "127.0.0.1", 0, **kw
+        )
         s = WebhookServer(opts)
         s.start()
         servers.append(s)

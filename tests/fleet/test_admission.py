@@ -10,6 +10,8 @@ from typing import Any
 
 import jsonpatch
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from webhook_helpers import review
 
 from shmguard.estimate.plan import PlanRequest, make_plan
@@ -18,9 +20,9 @@ from shmguard.fleet import names
 from shmguard.fleet.admission import (
     ReviewError,
     WebhookOptions,
-    decide,
-    error_response,
-    response,
+    admission_error,
+    admission_response,
+    decide_admission,
 )
 from shmguard.fleet.patch import pointer
 from shmguard.fleet.sizing import loader_request
@@ -46,7 +48,7 @@ WEB = {"name": "web", "image": "nginx:1.27"}
 
 
 def patched(obj: dict[str, Any], options: WebhookOptions | None = None) -> dict[str, Any]:
-    d = decide(review(obj), options or WebhookOptions())
+    d = decide_admission(review(obj), options or WebhookOptions())
     assert all(op["op"] == "add" for op in d.patch)
     return jsonpatch.apply_patch(copy.deepcopy(obj), list(d.patch))  # type: ignore[no-any-return]
 
@@ -64,7 +66,7 @@ def shm_mounts(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def test_default_size_is_check_fixs_and_the_patch_creates_missing_keys() -> None:
     obj = pod(TRAIN, WEB)
-    d = decide(review(obj))
+    d = decide_admission(review(obj))
     assert d.action == "inject" and d.reason == ""
     assert GiB == DEFAULT
     assert [op["path"] for op in d.patch] == [
@@ -89,7 +91,7 @@ def test_default_size_is_check_fixs_and_the_patch_creates_missing_keys() -> None
 def test_second_pass_over_the_patched_pod_adds_nothing() -> None:
     obj = pod(TRAIN, dict(TRAIN, name="sidecar-train"))
     once = patched(obj)
-    d = decide(review(once))
+    d = decide_admission(review(once))
     assert d.action == "skip" and d.reason == "already-mounted" and d.patch == ()
     # both ML containers share one volume
     assert set(shm_mounts(once["spec"])) == {"train", "sidecar-train"}
@@ -103,7 +105,7 @@ def test_existing_arrays_get_items_appended_and_names_are_escaped() -> None:
         {"name": "data", "emptyDir": {}},
         {"name": names.VOLUME_NAME, "configMap": {"name": "x"}},
     ]
-    d = decide(review(obj))
+    d = decide_admission(review(obj))
     paths = [op["path"] for op in d.patch]
     assert paths == [
         "/spec/volumes/-",
@@ -118,10 +120,10 @@ def test_existing_arrays_get_items_appended_and_names_are_escaped() -> None:
 
 def test_annotation_size_wins_then_the_model_then_the_default() -> None:
     ann = {names.SHM_SIZE_ANNOTATION: "3Gi", "shmguard.io/dataloader": "num_workers=4"}
-    d = decide(review(pod(TRAIN, annotations=ann)))
+    d = decide_admission(review(pod(TRAIN, annotations=ann)))
     assert d.record["shm_bytes"] == 3 * GiB and d.record["source"] == "annotation"
     loader = "num_workers=8,batch_size=64,sample_shape=3x224x224,dtype=float32"
-    d = decide(review(pod(TRAIN, annotations={"shmguard.io/dataloader": loader})))
+    d = decide_admission(review(pod(TRAIN, annotations={"shmguard.io/dataloader": loader})))
     want = make_plan(PlanRequest(8, batch_size=64, sample_shape=(3, 224, 224)))
     assert want.shm is not None
     assert d.record["shm_bytes"] == want.shm.bytes == 896 * MiB
@@ -130,7 +132,7 @@ def test_annotation_size_wins_then_the_model_then_the_default() -> None:
 
 def test_unreadable_annotations_are_warned_and_fall_back() -> None:
     ann = {names.SHM_SIZE_ANNOTATION: "lots", "shmguard.io/dataloader": "num_workers=x"}
-    d = decide(review(pod(TRAIN, annotations=ann)))
+    d = decide_admission(review(pod(TRAIN, annotations=ann)))
     assert d.record["shm_bytes"] == GiB and d.record["source"] == "default"
     assert len(d.warnings) == 3
     assert d.warnings[1].startswith("shmguard: shmguard.io/shm-size='lots' ignored")
@@ -141,12 +143,12 @@ def test_unreadable_annotations_are_warned_and_fall_back() -> None:
 
 def test_default_is_capped_by_the_memory_limit_never_the_whole_limit() -> None:
     c = dict(TRAIN, resources={"limits": {"memory": "1536Mi"}})
-    d = decide(review(pod(c)))
+    d = decide_admission(review(pod(c)))
     # 1.5 GiB limit - 1 GiB margin = 512 MiB, the same cap check --fix uses
     assert d.record["shm_bytes"] == 512 * MiB
     assert d.record["shm_bytes"] == fix_size(CheckOptions(), Workload("ml"), 1536 * MiB)
     small = dict(TRAIN, resources={"limits": {"memory": "1Gi"}})
-    d = decide(review(pod(small)))
+    d = decide_admission(review(pod(small)))
     assert d.action == "skip" and d.reason == "no-room"
     assert "shmguard.io/raise-memory-limit" in d.message
 
@@ -156,7 +158,7 @@ def test_raise_memory_limit_only_when_asked() -> None:
     out = patched(pod(c))
     assert out["spec"]["containers"][0]["resources"]["limits"]["memory"] == "8Gi"
     ann = {names.RAISE_MEMORY_ANNOTATION: "true", names.SHM_SIZE_ANNOTATION: "2Gi"}
-    d = decide(review(pod(c, annotations=ann)))
+    d = decide_admission(review(pod(c, annotations=ann)))
     assert "/spec/containers/0/resources/limits/memory" in [op["path"] for op in d.patch]
     out = patched(pod(c, annotations=ann))
     assert out["spec"]["containers"][0]["resources"]["limits"]["memory"] == "10Gi"
@@ -165,7 +167,7 @@ def test_raise_memory_limit_only_when_asked() -> None:
         ("shm-size", 2 * GiB),
         ("memory-limit", 10 * GiB),
     ]
-    assert decide(review(out)).patch == ()  # not raised twice
+    assert decide_admission(review(out)).patch == ()  # not raised twice
 
 
 @pytest.mark.parametrize(
@@ -190,23 +192,25 @@ def test_raise_memory_limit_only_when_asked() -> None:
     ],
 )
 def test_skips(obj: dict[str, Any], namespace: str, reason: str, annotated: bool) -> None:
-    d = decide(review(obj, namespace=namespace))
+    d = decide_admission(review(obj, namespace=namespace))
     assert (d.action, d.reason) == ("skip", reason)
     assert d.record["reason"] == reason and d.record["namespace"] == namespace
     assert bool(d.patch) == annotated and bool(d.warnings) == annotated
     if annotated:
         out = jsonpatch.apply_patch(obj, list(d.patch))
         assert out["metadata"]["annotations"][names.DECISION_ANNOTATION] == d.message
-        assert decide(review(out, namespace=namespace)).patch == ()
+        assert decide_admission(review(out, namespace=namespace)).patch == ()
 
 
 def test_host_ipc_and_custom_excluded_namespace() -> None:
     obj = pod(TRAIN)
     obj["spec"]["hostIPC"] = True
-    assert decide(review(obj)).reason == "host-ipc"
+    assert decide_admission(review(obj)).reason == "host-ipc"
     opts = WebhookOptions(excluded_namespaces=frozenset({"batch"}))
-    assert decide(review(pod(TRAIN), namespace="batch"), opts).reason == "excluded-namespace"
-    assert decide(review(pod(TRAIN), namespace="kube-system"), opts).action == "inject"
+    assert (
+        decide_admission(review(pod(TRAIN), namespace="batch"), opts).reason == "excluded-namespace"
+    )
+    assert decide_admission(review(pod(TRAIN), namespace="kube-system"), opts).action == "inject"
 
 
 def test_opt_in_annotation_covers_every_main_container() -> None:
@@ -216,19 +220,19 @@ def test_opt_in_annotation_covers_every_main_container() -> None:
 
 def test_workload_annotation_overrides_detection() -> None:
     obj = pod(TRAIN, labels={"shmguard.io/workload": "container"})
-    assert decide(review(obj)).reason == "no-ml-container"
+    assert decide_admission(review(obj)).reason == "no-ml-container"
     env = dict(WEB, env=[{"name": "NCCL_DEBUG", "value": "INFO"}])
-    assert decide(review(pod(env))).action == "inject"
+    assert decide_admission(review(pod(env))).action == "inject"
 
 
 def test_audit_patches_nothing_and_says_what_it_would_do() -> None:
-    d = decide(review(pod(TRAIN)), WebhookOptions(audit=True))
+    d = decide_admission(review(pod(TRAIN)), WebhookOptions(audit=True))
     assert d.action == "audit" and d.patch == ()
     assert d.warnings == (
         "shmguard: audit: would add /dev/shm 1Gi for train (sizing policy default)",
     )
     assert d.message.startswith("audit: would add /dev/shm 1Gi")
-    d = decide(review(pod(WEB)), WebhookOptions(audit=True))
+    d = decide_admission(review(pod(WEB)), WebhookOptions(audit=True))
     assert d.action == "skip" and d.patch == () and d.warnings
 
 
@@ -243,24 +247,24 @@ def test_memory_backed_dev_shm_of_another_container_is_reused() -> None:
 
 def test_not_a_pod_create_is_ignored_and_bad_reviews_raise() -> None:
     r = review(pod(TRAIN), operation="UPDATE")
-    d = decide(r)
+    d = decide_admission(r)
     assert d.action == "ignore" and d.patch == () and d.uid == r["request"]["uid"]
-    assert response(d)["response"] == {"uid": d.uid, "allowed": True}
+    assert admission_response(d)["response"] == {"uid": d.uid, "allowed": True}
     for bad in (
         [],
         {"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview"},
         {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {}},
     ):
         with pytest.raises(ReviewError):
-            decide(bad)
-    err = error_response("bad", 400)["response"]
+            decide_admission(bad)
+    err = admission_error("bad", 400)["response"]
     assert err["allowed"] is False and err["status"]["code"] == 400
 
 
 def test_response_carries_the_base64_patch_and_uid() -> None:
     r = review(pod(TRAIN))
-    d = decide(r)
-    resp = response(d)
+    d = decide_admission(r)
+    resp = admission_response(d)
     assert resp["apiVersion"] == "admission.k8s.io/v1" and resp["kind"] == "AdmissionReview"
     body = resp["response"]
     assert body["uid"] == r["request"]["uid"] and body["allowed"] is True
@@ -271,4 +275,44 @@ def test_response_carries_the_base64_patch_and_uid() -> None:
 
 def test_policy_default_from_configuration() -> None:
     opts = WebhookOptions(policy=Policy(default_shm_size=2 * GiB))
-    assert decide(review(pod(TRAIN)), opts).record["shm_bytes"] == 2 * GiB
+    assert decide_admission(review(pod(TRAIN)), opts).record["shm_bytes"] == 2 * GiB
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+_KEYS = st.sampled_from(
+    [
+        "metadata",
+        "spec",
+        "containers",
+        "volumes",
+        "volumeMounts",
+        "resources",
+        "limits",
+        "memory",
+        "annotations",
+        "name",
+        "image",
+        "env",
+        "hostIPC",
+        "mountPath",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    obj=st.dictionaries(_KEYS, _JSON | st.dictionaries(_KEYS, _JSON, max_size=4), max_size=5),
+    ns=st.text(max_size=5),
+)
+def test_any_json_object_gets_a_decision_never_an_exception(obj: dict[str, Any], ns: str) -> None:
+    r = review({"apiVersion": "v1", "kind": "Pod", **obj}, namespace=ns)
+    d = decide_admission(r)
+    assert d.uid == r["request"]["uid"] and d.action in ("inject", "skip", "ignore")
+    assert all(op["op"] == "add" for op in d.patch)
+    json.dumps(admission_response(d))

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from cryptography import x509
-from webhook_helpers import Pki, client_context, post, review
+from webhook_helpers import Pki, client_context, post, review, start_webhook
 
 from shmguard.fleet.tls import CertError, CertReloader
 from shmguard.fleet.webhook import WebhookServer
@@ -217,28 +217,7 @@ def test_keep_alive_serves_many_requests_on_one_connection(serve: Serve, connect
 
 
 def _start_cli(pki: Pki, *extra: str) -> tuple[subprocess.Popen[str], int]:
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "shmguard",
-            "webhook",
-            "--listen",
-            "127.0.0.1:0",
-            "--tls-cert",
-            str(pki.dir / "server.crt"),
-            "--tls-key",
-            str(pki.dir / "server.key"),
-            *extra,
-        ],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stderr is not None
-    line = proc.stderr.readline()
-    assert "shmguard webhook: serving https://127.0.0.1:" in line, line
-    port = int(line.split("127.0.0.1:")[1].split("/")[0])
-    return proc, port
+    return start_webhook(pki.dir / "server.crt", pki.dir / "server.key", *extra)
 
 
 def test_cli_serves_logs_json_decisions_and_stops_on_sigterm(pki: Pki) -> None:

@@ -9,6 +9,8 @@ import http.client
 import ipaddress
 import json
 import ssl
+import subprocess
+import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,7 +106,7 @@ def review(obj: dict[str, Any], namespace: str = "ml", operation: str = "CREATE"
             "resource": {"group": "", "version": "v1", "resource": "pods"},
             "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
             "requestResource": {"group": "", "version": "v1", "resource": "pods"},
-            "name": obj.get("metadata", {}).get("name", ""),
+            "name": meta.get("name", "") if isinstance(meta := obj.get("metadata"), dict) else "",
             "namespace": namespace,
             "operation": operation,
             "userInfo": {"username": "system:serviceaccount:kube-system:job-controller"},
@@ -127,3 +129,18 @@ def post(
         return resp.status, json.loads(data)
     except ValueError:
         return resp.status, data
+
+
+def start_webhook(cert: Path, key: Path, *extra: str) -> tuple[subprocess.Popen[str], int]:
+    """Start ``python -m shmguard webhook`` on a free loopback port with ``cert``/``key``
+    (stderr a text pipe); return the process and the port from its first log line."""
+    argv = ["webhook", "--listen", "127.0.0.1:0", "--tls-cert", str(cert), "--tls-key", str(key)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "shmguard", *argv, *extra], stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    if "shmguard webhook: serving https://127.0.0.1:" not in line:
+        proc.kill()
+        raise RuntimeError(f"the webhook did not start: {line}{proc.stderr.read()}")
+    return proc, int(line.split("127.0.0.1:")[1].split("/")[0])

@@ -7,6 +7,7 @@ signal, 2 for bad input, an unreadable certificate or an address that cannot be 
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
 from pathlib import Path
@@ -74,7 +75,7 @@ def webhook(
     """
     from shmguard.fleet.admission import DEFAULT_EXCLUDED, WebhookOptions
     from shmguard.fleet.tls import CertError
-    from shmguard.fleet.webhook import ServerOptions, WebhookServer
+    from shmguard.fleet.webhook import WebhookServer, WebhookServerOptions
 
     host, port = parse_listen(listen)
     body = size_option(max_body, "--max-body")
@@ -86,7 +87,7 @@ def webhook(
     for ns in exclude_namespace:
         if not ns or len(ns) > 63:
             fail(f"--exclude-namespace {ns!r}: not a namespace name")
-    options = ServerOptions(
+    options = WebhookServerOptions(
         cert=tls_cert,
         key=tls_key,
         host=host,
@@ -111,6 +112,10 @@ def webhook(
         fail(f"--tls-cert/--tls-key: {err}")
     except OSError as err:
         fail(f"--listen {listen}: {err.strerror or err}")
+    # everything imported so far lives as long as the process: keep it out of the cyclic
+    # collector's full passes, whose pauses would land on requests (gc.freeze, Python 3.7+)
+    gc.collect()
+    gc.freeze()
     stop = stop_on_signal()
     thread = server.start()
     shown = f"[{server.host}]" if ":" in server.host else server.host

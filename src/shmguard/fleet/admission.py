@@ -2,7 +2,7 @@
 
 Input: an ``admission.k8s.io/v1`` ``AdmissionReview`` (a parsed JSON object) whose request is
 about a Pod (kubernetes.io/docs/reference/access-authn-authz/extensible-admission-controllers,
-"Request" and "Response"). Output: a :class:`Decision`: always allowed (the webhook sizes,
+"Request" and "Response"). Output: a :class:`AdmissionDecision`: always allowed (the webhook sizes,
 never denies), a JSONPatch (RFC 6902) made only of ``add`` operations, the warnings returned to
 the client, the ``shmguard.io/decision`` annotation and a log record.
 
@@ -71,7 +71,7 @@ class WebhookOptions:
 
 
 @dataclass(frozen=True)
-class Decision:
+class AdmissionDecision:
     """The answer to one AdmissionReview.
 
     Attributes:
@@ -107,7 +107,9 @@ def _request(review: object) -> Mapping[str, Any]:
     return req
 
 
-def decide(review: object, options: WebhookOptions = WebhookOptions()) -> Decision:
+def decide_admission(
+    review: object, options: WebhookOptions = WebhookOptions()
+) -> AdmissionDecision:
     """The decision for one AdmissionReview (see the module docstring).
 
     Raises:
@@ -149,8 +151,8 @@ class _Pod:
         warnings: tuple[str, ...] = (),
         changes: tuple[Change, ...] = (),
         **extra: Any,
-    ) -> Decision:
-        """The :class:`Decision`, with its log record."""
+    ) -> AdmissionDecision:
+        """The :class:`AdmissionDecision`, with its log record."""
         record = {
             "uid": self.uid,
             "namespace": self.req.get("namespace") or self.meta.get("namespace") or "",
@@ -161,9 +163,11 @@ class _Pod:
             "patched": bool(patch),
             **extra,
         }
-        return Decision(self.uid, action, reason, message, patch, warnings, changes, record)
+        return AdmissionDecision(
+            self.uid, action, reason, message, patch, warnings, changes, record
+        )
 
-    def skip(self, reason: str, why: str, problems: tuple[str, ...] = ()) -> Decision:
+    def skip(self, reason: str, why: str, problems: tuple[str, ...] = ()) -> AdmissionDecision:
         """A skip: annotated (unless audit, or a pod already annotated) and warned, except
         for excluded namespaces and mirror pods, which are only logged."""
         message = f"skipped: {why}"
@@ -186,7 +190,7 @@ class _Pod:
             return "host-ipc", "hostIPC: true (the node's /dev/shm)"
         return None
 
-    def decide(self) -> Decision:
+    def decide(self) -> AdmissionDecision:
         """The decision for the pod."""
         skip = self.skip_reason()
         if skip is not None:
@@ -286,7 +290,7 @@ def _warnings(*texts: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def response(decision: Decision) -> dict[str, Any]:
+def admission_response(decision: AdmissionDecision) -> dict[str, Any]:
     """The AdmissionReview v1 response for ``decision`` (the patch base64-encoded, with
     ``patchType: JSONPatch``, only when there is one)."""
     resp: dict[str, Any] = {"uid": decision.uid, "allowed": True}
@@ -298,7 +302,7 @@ def response(decision: Decision) -> dict[str, Any]:
     return {"apiVersion": API_VERSION, "kind": "AdmissionReview", "response": resp}
 
 
-def error_response(message: str, code: int = 400, uid: str = "") -> dict[str, Any]:
+def admission_error(message: str, code: int = 400, uid: str = "") -> dict[str, Any]:
     """An AdmissionReview v1 response that reports a failure (``status.code``/``message``)
     instead of a decision: for a body that is not an AdmissionReview the webhook can read."""
     return {

@@ -1,13 +1,13 @@
 """The admission webhook's HTTPS server: ``POST /mutate``, ``GET /healthz``, ``GET /readyz``.
 
 Standard library only (:mod:`http.server`, :mod:`ssl`). Each connection gets a thread from a
-bounded pool of :attr:`ServerOptions.max_connections`; one more is closed at once (the API
+bounded pool of :attr:`WebhookServerOptions.max_connections`; one more is closed at once (the API
 server then applies the webhook's ``failurePolicy: Ignore``). The TLS handshake runs in the
 connection's thread, never in the accept loop, so a client that stalls it delays only itself.
 Every request, the wait for it on a kept-alive connection included, must finish within
-:attr:`ServerOptions.request_timeout`: a reaper thread shuts down the socket of any that does
+:attr:`WebhookServerOptions.request_timeout`: a reaper thread shuts down the socket of any that does
 not (a slowloris holds a thread for at most that long). Bodies over
-:attr:`ServerOptions.max_body` get 413 without being read; a body that is not an
+:attr:`WebhookServerOptions.max_body` get 413 without being read; a body that is not an
 AdmissionReview gets 400 with an AdmissionReview whose ``status`` says why. Each decision is
 logged as one JSON line on the ``shmguard.webhook`` logger (nothing is printed).
 """
@@ -28,9 +28,9 @@ from typing import Any
 from shmguard.fleet.admission import (
     ReviewError,
     WebhookOptions,
-    decide,
-    error_response,
-    response,
+    admission_error,
+    admission_response,
+    decide_admission,
 )
 from shmguard.fleet.tls import CertReloader
 from shmguard.units import MiB
@@ -39,7 +39,7 @@ log = logging.getLogger("shmguard.webhook")
 
 
 @dataclass(frozen=True)
-class ServerOptions:
+class WebhookServerOptions:
     """The server's address, files and limits.
 
     Attributes:
@@ -163,12 +163,12 @@ class _Handler(BaseHTTPRequestHandler):
         length = self.headers.get("Content-Length")
         if self.headers.get("Transfer-Encoding") or length is None or not length.isdigit():
             self.close_connection = True
-            self._json(411, error_response("a Content-Length is required", 411))
+            self._json(411, admission_error("a Content-Length is required", 411))
             return
         if int(length) > opts.max_body:
             self.close_connection = True  # the body is not read
             msg = f"request body of {length} bytes is over the {opts.max_body}-byte limit"
-            self._json(413, error_response(msg, 413))
+            self._json(413, admission_error(msg, 413))
             log.warning(json.dumps({"action": "error", "reason": "too-large", "message": msg}))
             self._drain(min(int(length), opts.max_body))
             return
@@ -223,7 +223,7 @@ class WebhookServer:
         shmguard.fleet.tls.CertError: the certificate or key cannot be loaded.
     """
 
-    def __init__(self, options: ServerOptions) -> None:
+    def __init__(self, options: WebhookServerOptions) -> None:
         self.options = options
         self.certs = CertReloader(options.cert, options.key)
         self.deadlines = _Deadlines()
@@ -255,17 +255,17 @@ class WebhookServer:
         """HTTP status and AdmissionReview for one request body; the decision is logged."""
         start = time.perf_counter()
         try:
-            decision = decide(json.loads(body), self.options.webhook)
+            decision = decide_admission(json.loads(body), self.options.webhook)
         except (ValueError, RecursionError) as err:  # JSONDecodeError and ReviewError too
             msg = str(err) if isinstance(err, ReviewError) else f"not JSON: {err}"
             log.warning(json.dumps({"action": "error", "reason": "bad-request", "message": msg}))
-            return 400, error_response(msg, 400)
+            return 400, admission_error(msg, 400)
         except Exception:
             log.exception("webhook decision failed")
-            return 500, error_response("internal error", 500)
+            return 500, admission_error("internal error", 500)
         ms = round((time.perf_counter() - start) * 1000, 3)
         log.info(json.dumps({**decision.record, "ms": ms}, separators=(",", ":")))
-        return 200, response(decision)
+        return 200, admission_response(decision)
 
     def serve_forever(self) -> None:
         """Serve until :meth:`shutdown` (from another thread)."""
