@@ -50,7 +50,14 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "fleet"))
 
-from webhook_helpers import client_context, make_pki, review, start_webhook  # noqa: E402
+from webhook_helpers import (  # noqa: E402
+    CORPUS,
+    client_context,
+    corpus_pods,
+    make_pki,
+    review,
+    start_webhook,
+)
 
 TIMEOUT = 3.0
 TARGET_P99 = 0.020
@@ -58,12 +65,7 @@ TARGET_P99 = 0.020
 
 def bodies(limit: int = 400) -> list[bytes]:
     """Serialized reviews of corpus pods (the first ``limit``), or of built-in pods."""
-    try:
-        from test_webhook_corpus import CORPUS, corpus_pods
-
-        pods = [p for _, p in corpus_pods()] if (CORPUS / "k8s").is_dir() else []
-    except ImportError:
-        pods = []
+    pods = [p for _, p in corpus_pods()] if (CORPUS / "k8s").is_dir() else []
     if not pods:
         c = {"name": "train", "image": "pytorch/pytorch:2.3.0", "command": ["torchrun", "t.py"]}
         pods = [

@@ -10,62 +10,23 @@ import base64
 import copy
 import http.client
 import json
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import jsonpatch
 import pytest
-import yaml
-from webhook_helpers import post, review
+from webhook_helpers import CORPUS, corpus_pods, post, review
 
 from shmguard.fleet import names
+from shmguard.fleet.admission import WebhookOptions
 from shmguard.fleet.webhook import WebhookServer
-from shmguard.lint.sources.discover import discover
-from shmguard.lint.sources.k8s_model import text
-from shmguard.lint.sources.load import load_path
 
 kv = pytest.importorskip("kubernetes_validate")
 
-CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus"
 pytestmark = pytest.mark.skipif(
     not (CORPUS / "k8s").is_dir(), reason="../shared/corpus (next to the repository) is absent"
 )
 K8S = "1.37"
-
-
-def at(obj: Any, path: str) -> Any:
-    for part in path.split("."):
-        name, _, idx = part.partition("[")
-        if name:
-            obj = obj[name]
-        if idx:
-            obj = obj[int(idx.rstrip("]"))]
-    return obj
-
-
-def corpus_pods() -> Iterator[tuple[str, dict[str, Any]]]:
-    """(where, Pod) for every pod template the k8s source finds in the corpus: the template's
-    spec with its object's and template's labels and annotations (as ``check`` merges them)."""
-    for f in discover([str(CORPUS / "k8s")]):
-        lf = load_path(f)
-        if not lf.pod_specs:
-            continue
-        try:
-            docs = list(yaml.safe_load_all(Path(f).read_text()))
-        except yaml.YAMLError:
-            continue
-        for i, ps in enumerate(lf.pod_specs):
-            doc = docs[ps.obj.doc]
-            spec = at(doc, ps.path)
-            meta: dict[str, Any] = {"name": f"p{i}"}
-            for key, src in (("labels", ps.labels), ("annotations", ps.annotations)):
-                vals = {k: v for k, n in src.items() if isinstance(v := text(n), str)}
-                if vals:
-                    meta[key] = vals
-            pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
-            # dates and other YAML-only values become strings, as kubectl would send them
-            yield f"{f}:{ps.path}", json.loads(json.dumps(pod, default=str))
 
 
 def valid(pod: dict[str, Any]) -> bool:
@@ -95,7 +56,7 @@ def test_every_corpus_pod_template(
     serve: Callable[..., WebhookServer],
     connect: Callable[[WebhookServer], http.client.HTTPSConnection],
 ) -> None:
-    server, auditor = serve(), serve(webhook=_audit())
+    server, auditor = serve(), serve(webhook=WebhookOptions(audit=True))
     conn, audit_conn = connect(server), connect(auditor)
     seen = injected = checked = 0
     for where, pod in corpus_pods():
@@ -128,9 +89,3 @@ def test_every_corpus_pod_template(
     # MPIJob launchers (docs/webhook.md); 113 of them validated as written, and still do
     assert seen == 908
     assert (injected, checked) == (130, 113)
-
-
-def _audit() -> Any:
-    from shmguard.fleet.admission import WebhookOptions
-
-    return WebhookOptions(audit=True)

@@ -201,7 +201,7 @@ def _wants(pod: dict[str, Any]) -> bool:
 
 def test_match_conditions_compile_and_select_gpu_or_opted_in_pods() -> None:
     cel = pytest.importorskip("cel")
-    from test_webhook_corpus import CORPUS, corpus_pods
+    from webhook_helpers import CORPUS, corpus_pods
 
     (hook,) = one("MutatingWebhookConfiguration")["webhooks"]
     exprs = [m["expression"] for m in hook["matchConditions"]]

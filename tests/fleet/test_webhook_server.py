@@ -262,3 +262,25 @@ def test_cli_bad_certificate_is_a_one_line_error(tmp_path: Path) -> None:
     )
     assert r.returncode == 2
     assert r.stderr == f"shmguard: error: --tls-cert/--tls-key: {tmp_path / 'c'}: no such file\n"
+
+
+def test_ipv6_listen(pki: Pki) -> None:
+    try:
+        socket.create_server(("::1", 0), family=socket.AF_INET6).close()
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    from shmguard.fleet.webhook import WebhookServerOptions
+
+    server = WebhookServer(
+        WebhookServerOptions(pki.dir / "server.crt", pki.dir / "server.key", "::1", 0)
+    )
+    server.start()
+    try:
+        ctx = client_context(pki.ca_file)
+        ctx.check_hostname = False  # the test certificate names 127.0.0.1 and localhost
+        c = http.client.HTTPSConnection("::1", server.port, context=ctx, timeout=5)
+        status, _ = post(c, json.dumps(review(POD)).encode())
+        c.close()
+        assert status == 200
+    finally:
+        server.shutdown(grace=1.0)

@@ -12,14 +12,23 @@ import ssl
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+
+from shmguard.lint.sources.discover import discover
+from shmguard.lint.sources.k8s_model import text
+from shmguard.lint.sources.load import load_path
+
+#: ../shared/corpus, next to the repository (absent on some machines: callers skip).
+CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus"
 
 
 @dataclass
@@ -144,3 +153,37 @@ def start_webhook(cert: Path, key: Path, *extra: str) -> tuple[subprocess.Popen[
         proc.kill()
         raise RuntimeError(f"the webhook did not start: {line}{proc.stderr.read()}")
     return proc, int(line.split("127.0.0.1:")[1].split("/")[0])
+
+
+def at(obj: Any, path: str) -> Any:
+    for part in path.split("."):
+        name, _, idx = part.partition("[")
+        if name:
+            obj = obj[name]
+        if idx:
+            obj = obj[int(idx.rstrip("]"))]
+    return obj
+
+
+def corpus_pods() -> Iterator[tuple[str, dict[str, Any]]]:
+    """(where, Pod) for every pod template the k8s source finds in the corpus: the template's
+    spec with its object's and template's labels and annotations (as ``check`` merges them)."""
+    for f in discover([str(CORPUS / "k8s")]):
+        lf = load_path(f)
+        if not lf.pod_specs:
+            continue
+        try:
+            docs = list(yaml.safe_load_all(Path(f).read_text()))
+        except yaml.YAMLError:
+            continue
+        for i, ps in enumerate(lf.pod_specs):
+            doc = docs[ps.obj.doc]
+            spec = at(doc, ps.path)
+            meta: dict[str, Any] = {"name": f"p{i}"}
+            for key, src in (("labels", ps.labels), ("annotations", ps.annotations)):
+                vals = {k: v for k, n in src.items() if isinstance(v := text(n), str)}
+                if vals:
+                    meta[key] = vals
+            pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+            # dates and other YAML-only values become strings, as kubectl would send them
+            yield f"{f}:{ps.path}", json.loads(json.dumps(pod, default=str))

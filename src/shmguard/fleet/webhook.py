@@ -215,6 +215,10 @@ class _HTTPServer(ThreadingHTTPServer):
             hooks.slots.release()
 
 
+class _HTTPServer6(_HTTPServer):
+    address_family = socket.AF_INET6
+
+
 class WebhookServer:
     """The webhook's HTTPS server, bound and ready to :meth:`serve_forever`.
 
@@ -233,8 +237,8 @@ class WebhookServer:
         self.ready = True
         self._stop = threading.Event()
         self._serving = threading.Event()
-        _HTTPServer.address_family = socket.AF_INET6 if ":" in options.host else socket.AF_INET
-        self._http = _HTTPServer((options.host, options.port), _Handler, bind_and_activate=False)
+        kind = _HTTPServer6 if ":" in options.host else _HTTPServer
+        self._http = kind((options.host, options.port), _Handler, bind_and_activate=False)
         self._http.hooks = self
         try:
             self._http.server_bind()
