@@ -106,6 +106,7 @@ def webhook(
     logger = logging.getLogger("shmguard.webhook")
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
+    logger.propagate = False  # one line per decision, whatever the root logger has
     try:
         server = WebhookServer(options)
     except CertError as err:

@@ -7,7 +7,7 @@ connection's thread, never in the accept loop, so a client that stalls it delays
 Every request, the wait for it on a kept-alive connection included, must finish within
 :attr:`WebhookServerOptions.request_timeout`: a reaper thread shuts down the socket of any that does
 not (a slowloris holds a thread for at most that long). Bodies over
-:attr:`WebhookServerOptions.max_body` get 413 without being read; a body that is not an
+:attr:`WebhookServerOptions.max_body` get 413 without being parsed; a body that is not an
 AdmissionReview gets 400 with an AdmissionReview whose ``status`` says why. Each decision is
 logged as one JSON line on the ``shmguard.webhook`` logger (nothing is printed).
 """
