@@ -79,6 +79,13 @@ _EXPORTS = {
     "rightsize": "shmguard.monitor.rightsize",
     "RightsizeOptions": "shmguard.monitor.rightsize",
     "RightsizeReport": "shmguard.monitor.rightsize",
+    # fleet (the admission webhook)
+    "AdmissionDecision": "shmguard.fleet.admission",
+    "WebhookOptions": "shmguard.fleet.admission",
+    "admission_response": "shmguard.fleet.admission",
+    "decide_admission": "shmguard.fleet.admission",
+    "WebhookServer": "shmguard.fleet.webhook",
+    "WebhookServerOptions": "shmguard.fleet.webhook",
     # prevent (the torch extra; torch is imported when a function runs)
     "check_dataloader": "shmguard.torch",
     "assess_dataloader": "shmguard.torch",
@@ -93,6 +100,7 @@ _EXPORTS = {
 __all__ = [
     "ANNOTATIONS",
     "LABELS",
+    "AdmissionDecision",
     "Applicability",
     "Change",
     "Config",
@@ -131,7 +139,11 @@ __all__ = [
     "TuneResult",
     "WatchSnapshot",
     "WatchTarget",
+    "WebhookOptions",
+    "WebhookServer",
+    "WebhookServerOptions",
     "__version__",
+    "admission_response",
     "apply_edits",
     "assess_dataloader",
     "batch_leaves",
@@ -139,6 +151,7 @@ __all__ = [
     "check_fit",
     "clean_size",
     "dataloader_bound",
+    "decide_admission",
     "default_shm_size",
     "diagnose",
     "exit_status",
@@ -186,6 +199,13 @@ if TYPE_CHECKING:
         shm_size_for,
         workers_that_fit,
     )
+    from shmguard.fleet.admission import (
+        AdmissionDecision,
+        WebhookOptions,
+        admission_response,
+        decide_admission,
+    )
+    from shmguard.fleet.webhook import WebhookServer, WebhookServerOptions
     from shmguard.inspect.host import inspect_host
     from shmguard.inspect.node import NodeScan, NodeScanner, scan_node
     from shmguard.lint.doctor import DoctorOptions, DoctorReport, diagnose

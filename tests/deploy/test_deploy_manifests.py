@@ -49,6 +49,20 @@ def test_shmguard_check_finds_nothing() -> None:
         "shmguard-rules.yaml": "yaml",
         "shmguard-rules.test.yaml": "yaml",
         "shmguard.json": "yaml",
+        # the admission webhook's kustomize base (tests/fleet/test_webhook_deploy.py)
+        **{
+            f"{name}.yaml": "kubernetes"
+            for name in (
+                "certificate",
+                "deployment",
+                "kustomization",
+                "mutatingwebhookconfiguration",
+                "namespace",
+                "poddisruptionbudget",
+                "service",
+                "serviceaccount",
+            )
+        },
         # the generated ValidatingAdmissionPolicy (a policy, not a workload: tests/fleet)
         "validating-admission-policy.yaml": "kubernetes",
     }

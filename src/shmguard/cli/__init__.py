@@ -20,6 +20,7 @@ from shmguard.cli import recommend as _recommend  # noqa: F401
 from shmguard.cli import run as _run  # noqa: F401
 from shmguard.cli import tune as _tune  # noqa: F401
 from shmguard.cli import watch as _watch  # noqa: F401
+from shmguard.cli import webhook as _webhook  # noqa: F401
 from shmguard.cli._app import app
 
 __all__ = ["app", "main"]

@@ -26,7 +26,7 @@ app = typer.Typer(
         "Find, measure, fix and prevent /dev/shm exhaustion in containerized PyTorch jobs.\n\n"
         "find: doctor, explain.  fix: check, rules, rule.  "
         "measure: sandbox, measure, probe, demo.  predict: plan, tune.  "
-        "prevent: run, watch, exporter, recommend.  fleet: policy."
+        "prevent: run, watch, exporter, recommend.  fleet: webhook, policy."
     ),
     no_args_is_help=True,
     add_completion=False,

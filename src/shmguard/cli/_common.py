@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from typing import TYPE_CHECKING, NoReturn
 
 import typer
@@ -32,6 +33,24 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     """Print ``shmguard: error: <message>`` on stderr (one line) and exit with ``code``."""
     error_line(message)
     raise typer.Exit(code)
+
+
+def stop_on_signal() -> threading.Event:
+    """An event set by SIGTERM or SIGINT (for a server command's foreground: install it before
+    saying the server is up, so a signal sent on that line is not lost)."""
+    import signal
+
+    done = threading.Event()
+
+    def _stop(_signum: int, _frame: object) -> None:
+        done.set()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    # A parent that waits for them with sigtimedwait (the sandbox, some init systems) passes
+    # its blocked mask on: unblocked, or the server would stop only for SIGKILL.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+    return done
 
 
 def size_option(text: str | None, flag: str, *, allow_zero: bool = False) -> int | None:

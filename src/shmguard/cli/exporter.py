@@ -7,15 +7,13 @@ be bound.
 
 from __future__ import annotations
 
-import signal
 import sys
-import threading
 from pathlib import Path
 
 import typer
 
 from shmguard.cli._app import app
-from shmguard.cli._common import fail, size_option
+from shmguard.cli._common import fail, size_option, stop_on_signal
 from shmguard.cli._config import ConfigOption, settings
 from shmguard.cli._runopts import _duration
 
@@ -123,22 +121,13 @@ def exporter(
     except OSError as err:
         collector.close()
         fail(f"--listen {listen}: {err.strerror or err}")
-    done = threading.Event()
-
-    def _stop(_signum: int, _frame: object) -> None:
-        done.set()
-
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
-    # Unblocked as watch does: a parent that waits for them with sigtimedwait (the sandbox,
-    # some init systems) passes its blocked mask on, and the exporter would not stop.
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+    stop = stop_on_signal()
     shown = f"[{server.host}]" if ":" in server.host else server.host
     if sys.stderr is not None:
         sys.stderr.write(
             f"shmguard exporter: serving http://{shown}:{server.port}/metrics for {watched}\n"
         )
         sys.stderr.flush()
-    while not done.wait(0.5):
+    while not stop.wait(0.5):
         pass
     server.shutdown()

@@ -1,0 +1,129 @@
+"""``shmguard webhook``: the mutating admission webhook, until SIGTERM or SIGINT.
+
+Thin: parse arguments, start :class:`shmguard.fleet.webhook.WebhookServer`, log its decisions
+as JSON lines on stderr, wait for a signal, shut it down gracefully. Exit status: 0 after a
+signal, 2 for bad input, an unreadable certificate or an address that cannot be bound.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from shmguard.cli._app import app
+from shmguard.cli._common import fail, size_option, stop_on_signal
+from shmguard.cli._config import ConfigOption, settings
+from shmguard.cli._runopts import _duration
+from shmguard.cli.exporter import parse_listen
+
+
+@app.command()
+def webhook(
+    tls_cert: Annotated[
+        Path,
+        typer.Option(
+            "--tls-cert",
+            metavar="FILE",
+            help="PEM certificate chain; reloaded when the file changes.",
+        ),
+    ],
+    tls_key: Annotated[
+        Path,
+        typer.Option(
+            "--tls-key", metavar="FILE", help="PEM private key; reloaded when the file changes."
+        ),
+    ],
+    listen: str = typer.Option(
+        ":8443", "--listen", metavar="HOST:PORT", help="Address to serve HTTPS on (all: :8443)."
+    ),
+    audit: bool = typer.Option(
+        False, "--audit", help="Patch nothing: warn and log what would be done."
+    ),
+    exclude_namespace: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--exclude-namespace",
+            metavar="NS",
+            help="Never patch pods of this namespace (repeatable; added to kube-system, "
+            "kube-public and kube-node-lease).",
+        ),
+    ] = None,
+    max_body: str = typer.Option(
+        "4Mi", "--max-body", metavar="SIZE", help="Largest request body; larger ones get 413."
+    ),
+    max_connections: int = typer.Option(
+        128, "--max-connections", metavar="N", help="Connections served at once.", min=1
+    ),
+    request_timeout: str = typer.Option(
+        "10s",
+        "--request-timeout",
+        metavar="DURATION",
+        help="Longest a request may take, the wait for it included; slower ones are cut.",
+    ),
+    config: ConfigOption = None,
+) -> None:
+    """Mutating admission webhook: give PyTorch pods a sized memory-backed /dev/shm.
+
+    Serves POST /mutate (AdmissionReview v1, JSONPatch of add operations), GET /healthz and
+    /readyz over HTTPS. Logs every decision as a JSON line on stderr. Runs until SIGTERM or
+    SIGINT. Manifests in deploy/webhook; see docs/webhook.md.
+    """
+    from shmguard.fleet.admission import DEFAULT_EXCLUDED, WebhookOptions
+    from shmguard.fleet.tls import CertError
+    from shmguard.fleet.webhook import WebhookServer, WebhookServerOptions
+
+    host, port = parse_listen(listen)
+    body = size_option(max_body, "--max-body")
+    assert body is not None
+    timeout = _duration(request_timeout, "--request-timeout") or 10.0
+    if not 0.1 <= timeout <= 300:
+        fail(f"--request-timeout {request_timeout}: must be from 100ms to 5m")
+    exclude_namespace = exclude_namespace or []
+    for ns in exclude_namespace:
+        if not ns or len(ns) > 63:
+            fail(f"--exclude-namespace {ns!r}: not a namespace name")
+    options = WebhookServerOptions(
+        cert=tls_cert,
+        key=tls_key,
+        host=host,
+        port=port,
+        max_body=body,
+        max_connections=max_connections,
+        request_timeout=timeout,
+        webhook=WebhookOptions(
+            audit=audit,
+            excluded_namespaces=frozenset((*DEFAULT_EXCLUDED, *exclude_namespace)),
+            policy=settings(config).policy,
+        ),
+    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger = logging.getLogger("shmguard.webhook")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False  # one line per decision, whatever the root logger has
+    try:
+        server = WebhookServer(options)
+    except CertError as err:
+        fail(f"--tls-cert/--tls-key: {err}")
+    except OSError as err:
+        fail(f"--listen {listen}: {err.strerror or err}")
+    # everything imported so far lives as long as the process: keep it out of the cyclic
+    # collector's full passes, whose pauses would land on requests (gc.freeze, Python 3.7+)
+    gc.collect()
+    gc.freeze()
+    stop = stop_on_signal()
+    thread = server.start()
+    shown = f"[{server.host}]" if ":" in server.host else server.host
+    mode = " (audit: patching nothing)" if audit else ""
+    logger.info("shmguard webhook: serving https://%s:%d/mutate%s", shown, server.port, mode)
+    while not stop.wait(0.5):
+        pass
+    logger.info("shmguard webhook: shutting down")
+    server.shutdown()
+    thread.join(timeout=5)

@@ -1,0 +1,316 @@
+"""The webhook's decision for one AdmissionReview: pure, no I/O.
+
+Input: an ``admission.k8s.io/v1`` ``AdmissionReview`` (a parsed JSON object) whose request is
+about a Pod (kubernetes.io/docs/reference/access-authn-authz/extensible-admission-controllers,
+"Request" and "Response"). Output: a :class:`AdmissionDecision`: always allowed (the webhook sizes,
+never denies), a JSONPatch (RFC 6902) made only of ``add`` operations, the warnings returned to
+the client, the ``shmguard.io/decision`` annotation and a log record.
+
+What it does, for a CREATE of a Pod that is not skipped (:data:`SKIP_ORDER`): every main
+container ``check`` would flag for a missing /dev/shm (:mod:`shmguard.fleet.pods`) gets a
+mount of one memory-backed emptyDir, ``shmguard-dshm``, sized by
+:mod:`shmguard.fleet.sizing`; with ``shmguard.io/raise-memory-limit: "true"`` each such
+container's memory limit grows by the size. Idempotent: the patched pod mounts /dev/shm and
+carries the decision annotation, so a second pass (``reinvocationPolicy: IfNeeded``) adds
+nothing. In audit mode nothing is patched; the warnings and the log say what would be.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from shmguard.config import ANNOTATIONS
+from shmguard.estimate.policy import Policy
+from shmguard.fleet import names
+from shmguard.fleet.patch import Op, annotation_ops, shm_ops
+from shmguard.fleet.pods import as_map, read_containers, strings
+from shmguard.fleet.sizing import choose_size, raised_limit
+from shmguard.model.fix import Change, shm_changes
+from shmguard.units import format_iec, format_k8s_quantity
+
+#: Namespaces the webhook never patches by default: the control plane's and the node lease's.
+DEFAULT_EXCLUDED = ("kube-system", "kube-public", "kube-node-lease")
+#: The annotation the kubelet puts on a static pod's mirror (k8s.io/api/core/v1
+#: ``MirrorPodAnnotationKey``); the API server refuses changes to mirror pods' specs.
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+API_VERSION = "admission.k8s.io/v1"
+#: Why a pod is left alone, in the order they are tested.
+SKIP_ORDER = (
+    "excluded-namespace",
+    "mirror-pod",
+    "opted-out",
+    "host-ipc",
+    "no-ml-container",
+    "already-mounted",
+    "no-room",
+)
+
+
+class ReviewError(ValueError):
+    """A request that is not an AdmissionReview v1 this webhook can answer; the message says
+    what is wrong (it becomes the response's ``status.message``)."""
+
+
+@dataclass(frozen=True)
+class WebhookOptions:
+    """What the webhook does.
+
+    Attributes:
+        audit: patch nothing; warn and log what would be done.
+        excluded_namespaces: namespaces never patched.
+        policy: the sizing policy.
+    """
+
+    audit: bool = False
+    excluded_namespaces: frozenset[str] = frozenset(DEFAULT_EXCLUDED)
+    policy: Policy = field(default_factory=Policy)
+
+
+@dataclass(frozen=True)
+class AdmissionDecision:
+    """The answer to one AdmissionReview.
+
+    Attributes:
+        uid: the request's uid (echoed in the response).
+        action: ``inject`` (patched), ``audit`` (would patch), ``skip`` or ``ignore`` (not a
+            Pod CREATE: nothing to decide).
+        reason: for a skip, one of :data:`SKIP_ORDER`; else "".
+        message: the decision in one line (the annotation's value).
+        patch: JSONPatch operations (only ``add``).
+        warnings: admission warnings (what was done or would be, and annotations not read).
+        changes: the fix as values (shm size, raised memory limit), for the snippet renderer.
+        record: the structured log record (JSON-serialisable).
+    """
+
+    uid: str
+    action: str
+    reason: str
+    message: str
+    patch: tuple[Op, ...] = ()
+    warnings: tuple[str, ...] = ()
+    changes: tuple[Change, ...] = ()
+    record: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _request(review: object) -> Mapping[str, Any]:
+    if not isinstance(review, Mapping):
+        raise ReviewError("the body is not a JSON object")
+    if review.get("apiVersion") != API_VERSION or review.get("kind") != "AdmissionReview":
+        raise ReviewError(f"expected apiVersion {API_VERSION}, kind AdmissionReview")
+    req = review.get("request")
+    if not isinstance(req, Mapping) or not isinstance(req.get("uid"), str) or not req["uid"]:
+        raise ReviewError("the AdmissionReview has no request with a uid")
+    return req
+
+
+def decide_admission(
+    review: object, options: WebhookOptions = WebhookOptions()
+) -> AdmissionDecision:
+    """The decision for one AdmissionReview (see the module docstring).
+
+    Raises:
+        ReviewError: when ``review`` is not an AdmissionReview v1 with a request and uid.
+    """
+    req = _request(review)
+    kind = as_map(req.get("kind"))
+    obj = req.get("object")
+    if (
+        kind.get("kind") != "Pod"
+        or kind.get("group", "") != ""
+        or req.get("operation") != "CREATE"
+        or not isinstance(obj, Mapping)
+    ):
+        what = f"not a Pod CREATE ({kind.get('kind') or '?'} {req.get('operation') or '?'})"
+        return _Pod(req, {}, options).decision("ignore", "", what)
+    return _Pod(req, obj, options).decide()
+
+
+class _Pod:
+    """One Pod CREATE being decided: the request, the pod and the options."""
+
+    def __init__(
+        self, req: Mapping[str, Any], obj: Mapping[str, Any], options: WebhookOptions
+    ) -> None:
+        self.req, self.obj, self.options = req, obj, options
+        self.uid = str(req["uid"])
+        meta = as_map(obj.get("metadata"))
+        self.meta = meta
+        self.ann = strings(meta.get("annotations"))
+        self.spec = as_map(obj.get("spec"))
+
+    def decision(
+        self,
+        action: str,
+        reason: str,
+        message: str,
+        patch: tuple[Op, ...] = (),
+        warnings: tuple[str, ...] = (),
+        changes: tuple[Change, ...] = (),
+        **extra: Any,
+    ) -> AdmissionDecision:
+        """The :class:`AdmissionDecision`, with its log record."""
+        record = {
+            "uid": self.uid,
+            "namespace": self.req.get("namespace") or self.meta.get("namespace") or "",
+            "pod": self.meta.get("name") or self.meta.get("generateName") or "",
+            "action": action,
+            "reason": reason,
+            "message": message,
+            "patched": bool(patch),
+            **extra,
+        }
+        return AdmissionDecision(
+            self.uid, action, reason, message, patch, warnings, changes, record
+        )
+
+    def skip(self, reason: str, why: str, problems: tuple[str, ...] = ()) -> AdmissionDecision:
+        """A skip: annotated (unless audit, or a pod already annotated) and warned, except
+        for excluded namespaces and mirror pods, which are only logged."""
+        message = f"skipped: {why}"
+        if reason in ("excluded-namespace", "mirror-pod"):
+            return self.decision("skip", reason, message)
+        patch = () if self.options.audit else annotation_ops(self.obj, message, overwrite=False)
+        warnings = _warnings(message, *problems)
+        return self.decision("skip", reason, message, tuple(patch), warnings)
+
+    def skip_reason(self) -> tuple[str, str] | None:
+        """(reason, why) when the pod is left alone whatever its containers are."""
+        ns = str(self.req.get("namespace") or self.meta.get("namespace") or "")
+        if ns in self.options.excluded_namespaces:
+            return "excluded-namespace", f"namespace {ns} is excluded"
+        if MIRROR_ANNOTATION in self.ann:
+            return "mirror-pod", "a mirror pod (static pod of a kubelet)"
+        if self.ann.get(names.POD_INJECT_ANNOTATION, "").lower() == "false":
+            return "opted-out", f"{names.POD_INJECT_ANNOTATION}=false"
+        if self.spec.get("hostIPC") is True:
+            return "host-ipc", "hostIPC: true (the node's /dev/shm)"
+        return None
+
+    def decide(self) -> AdmissionDecision:
+        """The decision for the pod."""
+        skip = self.skip_reason()
+        if skip is not None:
+            return self.skip(*skip)
+        containers = read_containers(self.spec, {**strings(self.meta.get("labels")), **self.ann})
+        wanted = [c for c in containers if c.needs_shm]
+        if not wanted and self.ann.get(names.POD_INJECT_ANNOTATION, "").lower() == "true":
+            wanted = list(containers)  # opted in by annotation: every main container
+        if not wanted:
+            return self.skip("no-ml-container", "no PyTorch, NCCL or inference container")
+        todo = [c for c in wanted if c.shm_volume is None]
+        if not todo:
+            return self.skip("already-mounted", "/dev/shm is already mounted")
+        limits = [c.memory_limit for c in todo if c.memory_limit is not None]
+        raise_memory = self.ann.get(names.RAISE_MEMORY_ANNOTATION, "").lower() == "true"
+        policy = self.options.policy
+        choice = choose_size(
+            self.ann,
+            todo[0].workload,
+            None if raise_memory or not limits else min(limits),
+            policy,
+            size_key=names.SHM_SIZE_ANNOTATION,
+            loader_key=ANNOTATIONS["dataloader"],
+        )
+        if choice.bytes is None:
+            why = f"{choice.basis}; set {names.SHM_SIZE_ANNOTATION}"
+            why += f" or {names.RAISE_MEMORY_ANNOTATION}"
+            return self.skip("no-room", why, choice.problems)
+        size = choice.bytes
+        raises: dict[int, int] = {}
+        for c in todo:
+            if raise_memory and c.memory_limit is not None:
+                n = raised_limit(c.memory_limit, size, policy)
+                if n != c.memory_limit:
+                    raises[c.index] = n
+        message = f"/dev/shm {format_k8s_quantity(size)} ({choice.basis}) for " + ", ".join(
+            c.name or f"#{c.index}" for c in todo
+        )
+        if raises:
+            message += "; memory limit raised to " + ", ".join(
+                format_k8s_quantity(n) for n in raises.values()
+            )
+        elif raise_memory:
+            message += "; no memory limit to raise"
+        notes = tuple(
+            f"/dev/shm {format_iec(size)} leaves container {c.name or c.index} less "
+            f"than the {format_iec(policy.memory_margin)} margin under its memory limit"
+            for c in todo
+            if c.memory_limit is not None
+            and c.index not in raises
+            and size + policy.memory_margin > c.memory_limit
+        )
+        changes = shm_changes(size, max(raises.values()) if raises else None, ("kubernetes",))
+        facts: dict[str, Any] = {
+            "shm_bytes": size,
+            "source": choice.source,
+            "containers": [c.name for c in todo],
+            "memory_limits": sorted(raises.values()),
+        }
+        short = f"/dev/shm {format_k8s_quantity(size)} for " + ", ".join(
+            c.name or f"#{c.index}" for c in todo
+        )
+        short += f" ({_SOURCES[choice.source]})"
+        if raises:
+            short += "; memory limit raised"
+        if self.options.audit:
+            message = "audit: would add " + message
+            warnings = _warnings(f"audit: would add {short}", *choice.problems, *notes)
+            return self.decision("audit", "", message, (), warnings, changes, **facts)
+        message = "added " + message
+        patch = (
+            *shm_ops(self.spec, containers, todo, size, raises),
+            *annotation_ops(self.obj, message, overwrite=True),
+        )
+        warnings = _warnings(f"added {short}", *choice.problems, *notes)
+        return self.decision("inject", "", message, patch, warnings, changes, **facts)
+
+
+#: How :class:`~shmguard.fleet.sizing.ShmChoice` sources read in a warning.
+_SOURCES = {
+    "annotation": names.SHM_SIZE_ANNOTATION,
+    "model": "sizing model",
+    "default": "sizing policy default",
+}
+#: Longest warning: the API server may truncate longer ones (k8s.io/api admission/v1
+#: ``AdmissionResponse.Warnings``: "Limit warnings to 120 characters if possible. Warnings
+#: over 256 characters and large numbers of warnings may be truncated.").
+WARNING_MAX = 256
+
+
+def _warnings(*texts: str) -> tuple[str, ...]:
+    """Each text prefixed ``shmguard: `` and cut to :data:`WARNING_MAX` characters."""
+    out = []
+    for t in texts:
+        w = t if t.startswith("shmguard: ") else f"shmguard: {t}"
+        out.append(w if len(w) <= WARNING_MAX else w[: WARNING_MAX - 3] + "...")
+    return tuple(out)
+
+
+def admission_response(decision: AdmissionDecision) -> dict[str, Any]:
+    """The AdmissionReview v1 response for ``decision`` (the patch base64-encoded, with
+    ``patchType: JSONPatch``, only when there is one)."""
+    resp: dict[str, Any] = {"uid": decision.uid, "allowed": True}
+    if decision.patch:
+        resp["patchType"] = "JSONPatch"
+        resp["patch"] = base64.b64encode(json.dumps(list(decision.patch)).encode()).decode()
+    if decision.warnings:
+        resp["warnings"] = list(decision.warnings)
+    return {"apiVersion": API_VERSION, "kind": "AdmissionReview", "response": resp}
+
+
+def admission_error(message: str, code: int = 400, uid: str = "") -> dict[str, Any]:
+    """An AdmissionReview v1 response that reports a failure (``status.code``/``message``)
+    instead of a decision: for a body that is not an AdmissionReview the webhook can read."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "AdmissionReview",
+        "response": {
+            "uid": uid,
+            "allowed": False,
+            "status": {"status": "Failure", "code": code, "message": message},
+        },
+    }

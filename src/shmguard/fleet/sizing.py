@@ -1,0 +1,156 @@
+"""The /dev/shm size the webhook gives a pod, and the memory limit it raises to.
+
+First that applies:
+
+1. the ``shmguard.io/shm-size`` annotation (a Kubernetes quantity, ``2Gi``);
+2. the sizing model, when ``shmguard.io/dataloader`` gives the loader's parameters
+   (:func:`loader_request`): :func:`~shmguard.estimate.plan.make_plan`'s size, the predicted
+   peak (:func:`~shmguard.estimate.dataloader.predict`) with the policy's headroom, rounded;
+3. the sizing policy's default, capped so the memory limit keeps the policy's margin: the
+   value ``check --fix`` writes (:func:`~shmguard.lint.config._base.fix_size`), never the
+   whole memory limit (tmpfs pages are charged to the memory cgroup, kernel
+   Documentation/admin-guide/cgroup-v2.rst "Memory Ownership", so a /dev/shm as large as the
+   limit lets shm alone get the pod OOM-killed).
+
+The raised memory limit (``shmguard.io/raise-memory-limit: "true"``) is the policy's
+:func:`~shmguard.estimate.policy.memory_limit_for` of the current limit and the shm size: the
+room the container had, plus the size, rounded up; never lower than the current limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from shmguard.estimate.plan import PlanRequest, make_plan
+from shmguard.estimate.policy import Policy, memory_limit_for
+from shmguard.lint.config._base import CheckOptions, fix_size
+from shmguard.lint.sources.workload import Workload, parse_loader
+from shmguard.units import SizeError, format_iec, k8s_quantity_bytes
+
+_INTS = ("num_workers", "prefetch_factor", "batch_size", "local_ranks", "loaders")
+_BOOLS = ("pin_memory", "persistent_workers", "drops_batch")
+#: Keys ``shmguard.io/dataloader`` takes (``sample_shape`` dims joined by ``x``: a comma
+#: separates entries; ``batch_bytes`` a quantity).
+LOADER_KEYS = (*_INTS, *_BOOLS, "sample_shape", "dtype", "batch_bytes")
+
+
+@dataclass(frozen=True)
+class ShmChoice:
+    """A size and where it came from.
+
+    Attributes:
+        bytes: the /dev/shm size, or None when no size fits (the memory limit leaves no room
+            beside the policy's margin and no annotation gives one).
+        source: ``annotation``, ``model`` or ``default``.
+        basis: how it was reached, one sentence.
+        problems: annotations that could not be read, one sentence each.
+    """
+
+    bytes: int | None
+    source: str
+    basis: str
+    problems: tuple[str, ...] = ()
+
+
+def loader_request(value: str) -> PlanRequest:
+    """``num_workers=4,batch_size=32,sample_shape=3x224x224,dtype=float32`` (or
+    ``batch_bytes=19Mi`` instead of the shape) -> the sizing model's request.
+
+    Raises:
+        ValueError: for an unknown key, a value that does not parse, or a request the model
+            rejects (the message names the key).
+    """
+    raw = parse_loader(value)
+    unknown = sorted(set(raw) - set(LOADER_KEYS))
+    if unknown:
+        raise ValueError(f"unknown key {unknown[0]!r} (known: {', '.join(LOADER_KEYS)})")
+    kw: dict[str, object] = {}
+    for k, v in raw.items():
+        if k in _INTS:
+            if not v.isdigit():
+                raise ValueError(f"{k}={v!r}: expected a whole number")
+            kw[k] = int(v)
+        elif k in _BOOLS:
+            if v.lower() not in ("true", "false"):
+                raise ValueError(f"{k}={v!r}: expected true or false")
+            kw[k] = v.lower() == "true"
+        elif k == "sample_shape":
+            dims = v.lower().split("x")
+            if not all(d.isdigit() and int(d) > 0 for d in dims):
+                raise ValueError(f"sample_shape={v!r}: expected dimensions like 3x224x224")
+            kw[k] = tuple(int(d) for d in dims)
+        elif k == "batch_bytes":
+            try:
+                kw[k] = k8s_quantity_bytes(v)
+            except SizeError as err:
+                raise ValueError(f"batch_bytes={v!r}: {err}") from None
+        else:
+            kw[k] = v
+    if "num_workers" not in kw:
+        raise ValueError("num_workers is missing")
+    nw = kw.pop("num_workers")
+    assert isinstance(nw, int)
+    return PlanRequest(nw, **kw)  # type: ignore[arg-type]
+
+
+def choose_size(
+    annotations: Mapping[str, str],
+    workload: Workload,
+    memory_limit: int | None,
+    policy: Policy,
+    *,
+    size_key: str,
+    loader_key: str,
+) -> ShmChoice:
+    """The /dev/shm size for a pod with ``annotations`` (see the module docstring for the
+    order); ``workload`` is the class of a container that needs it, ``memory_limit`` the
+    smallest memory limit (bytes) of the containers that get it, or None."""
+    problems: list[str] = []
+    stated = annotations.get(size_key)
+    if stated is not None:
+        try:
+            n = k8s_quantity_bytes(stated)
+        except SizeError as err:
+            problems.append(f"{size_key}={stated!r} ignored: {err}")
+        else:
+            if n > 0:
+                return ShmChoice(n, "annotation", f"{size_key}={stated}")
+            problems.append(f"{size_key}={stated!r} ignored: a size must be > 0")
+    loader = annotations.get(loader_key)
+    if loader is not None:
+        try:
+            plan = make_plan(loader_request(loader), policy)
+        except ValueError as err:
+            problems.append(f"{loader_key} ignored: {err}")
+        else:
+            if plan.shm is not None:
+                return ShmChoice(
+                    plan.shm.bytes, "model", f"sizing model: {plan.shm.basis}", tuple(problems)
+                )
+            problems.append(f"{loader_key}: num_workers=0 uses no /dev/shm for batches")
+    unsized = Workload(workload.cls, workload.evidence, workload.loader, None, workload.ignore)
+    size = fix_size(CheckOptions(policy=policy), unsized, memory_limit)
+    if size is None:
+        assert memory_limit is not None
+        basis = (
+            f"the {format_iec(memory_limit)} memory limit leaves no room beside the policy's "
+            f"{format_iec(policy.memory_margin)} margin"
+        )
+        return ShmChoice(None, "default", basis, tuple(problems))
+    if size < policy.default_shm_size:
+        basis = (
+            f"sizing policy default, capped at what the {format_iec(memory_limit or 0)} "
+            "memory limit leaves after the margin"
+        )
+    else:
+        basis = "sizing policy default"
+    return ShmChoice(size, "default", basis, tuple(problems))
+
+
+def raised_limit(current: int, shm: int, policy: Policy) -> int:
+    """The memory limit for a container whose limit is ``current`` bytes once it gets a
+    /dev/shm of ``shm`` bytes (:func:`~shmguard.estimate.policy.memory_limit_for`)."""
+    limit = memory_limit_for(shm, policy, current_limit=current)
+    assert limit is not None
+    return limit

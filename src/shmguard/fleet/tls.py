@@ -1,0 +1,89 @@
+"""Server TLS contexts that follow their certificate files (cert-manager renews them in place).
+
+A mounted Secret is updated by the kubelet swapping a symlink (``..data``) to a new directory,
+so ``stat`` of the file paths sees a new inode and mtime at once (kubernetes.io/docs/concepts/
+configuration/secret, "Mounted Secrets are updated automatically"). :meth:`CertReloader.context`
+is called for every new connection: it stats both files (two system calls) and, when either
+changed, loads a new :class:`ssl.SSLContext`; connections already open keep the old one. A pair
+that fails to load (a certificate renewed before its key) keeps the old context until the
+files agree.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import ssl
+import threading
+from pathlib import Path
+
+log = logging.getLogger("shmguard.webhook")
+
+_Stamp = tuple[tuple[int, int, int], ...]
+
+
+class CertError(Exception):
+    """The certificate or key cannot be read or do not form a pair; the message names the
+    file."""
+
+
+def server_context(cert: Path, key: Path) -> ssl.SSLContext:
+    """A TLS server context (TLS 1.2 or later) for ``cert`` (PEM chain) and ``key``.
+
+    Raises:
+        CertError: a file is missing or unreadable, or the key does not match.
+    """
+    for p in (cert, key):
+        if not p.is_file():
+            raise CertError(f"{p}: no such file")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        ctx.load_cert_chain(str(cert), str(key))
+    except (ssl.SSLError, OSError) as err:
+        raise CertError(f"{cert} / {key}: {getattr(err, 'reason', None) or err}") from None
+    return ctx
+
+
+class CertReloader:
+    """The current server context for a certificate and key pair.
+
+    Raises:
+        CertError: when the first load fails.
+    """
+
+    def __init__(self, cert: Path, key: Path) -> None:
+        self.cert, self.key = Path(cert), Path(key)
+        self._lock = threading.Lock()
+        self._stamp = self._stat()
+        self._ctx = server_context(self.cert, self.key)
+        #: How many times a changed pair was loaded.
+        self.reloads = 0
+
+    def _stat(self) -> _Stamp:
+        out = []
+        for p in (self.cert, self.key):
+            try:
+                st = os.stat(p)
+            except OSError:
+                out.append((0, 0, 0))
+            else:
+                out.append((st.st_mtime_ns, st.st_size, st.st_ino))
+        return tuple(out)
+
+    def context(self) -> ssl.SSLContext:
+        """The context for a new connection: reloaded first when a file changed."""
+        stamp = self._stat()
+        if stamp == self._stamp:
+            return self._ctx
+        with self._lock:
+            if stamp != self._stamp:
+                try:
+                    self._ctx = server_context(self.cert, self.key)
+                except CertError as err:
+                    log.warning("certificate reload failed, keeping the old one: %s", err)
+                else:
+                    self.reloads += 1
+                    log.info("certificate reloaded from %s", self.cert)
+                self._stamp = stamp
+            return self._ctx

@@ -1,0 +1,318 @@
+"""The webhook's decisions (shmguard.fleet.admission), on AdmissionReview fixtures: what is
+patched, sized, skipped, warned and annotated; patches applied with the jsonpatch library."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+from typing import Any
+
+import jsonpatch
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from webhook_helpers import review
+
+from shmguard.estimate.plan import PlanRequest, make_plan
+from shmguard.estimate.policy import Policy
+from shmguard.fleet import names
+from shmguard.fleet.admission import (
+    ReviewError,
+    WebhookOptions,
+    admission_error,
+    admission_response,
+    decide_admission,
+)
+from shmguard.fleet.patch import pointer
+from shmguard.fleet.sizing import loader_request
+from shmguard.lint.check import CheckOptions
+from shmguard.lint.config._base import fix_size
+from shmguard.lint.sources.workload import Workload
+from shmguard.units import GiB, MiB
+
+DEFAULT = fix_size(CheckOptions(), Workload("ml"), None)
+
+
+def pod(*containers: dict[str, Any], **meta: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", **meta},
+        "spec": {"containers": list(containers)},
+    }
+
+
+TRAIN = {"name": "train", "image": "pytorch/pytorch:2.3.0", "command": ["torchrun", "t.py"]}
+WEB = {"name": "web", "image": "nginx:1.27"}
+
+
+def patched(obj: dict[str, Any], options: WebhookOptions | None = None) -> dict[str, Any]:
+    d = decide_admission(review(obj), options or WebhookOptions())
+    assert all(op["op"] == "add" for op in d.patch)
+    return jsonpatch.apply_patch(copy.deepcopy(obj), list(d.patch))  # type: ignore[no-any-return]
+
+
+def shm_mounts(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """container name -> the volume it mounts at /dev/shm."""
+    vols = {v["name"]: v for v in spec.get("volumes", [])}
+    return {
+        c["name"]: vols[m["name"]]
+        for c in spec["containers"]
+        for m in c.get("volumeMounts", [])
+        if m["mountPath"] == "/dev/shm"
+    }
+
+
+def test_default_size_is_check_fixs_and_the_patch_creates_missing_keys() -> None:
+    obj = pod(TRAIN, WEB)
+    d = decide_admission(review(obj))
+    assert d.action == "inject" and d.reason == ""
+    assert GiB == DEFAULT
+    assert [op["path"] for op in d.patch] == [
+        "/spec/volumes",
+        "/spec/containers/0/volumeMounts",
+        "/metadata/annotations",
+    ]
+    out = jsonpatch.apply_patch(obj, list(d.patch))
+    assert shm_mounts(out["spec"]) == {
+        "train": {
+            "name": names.VOLUME_NAME,
+            "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"},
+        }
+    }
+    assert out["metadata"]["annotations"][names.DECISION_ANNOTATION] == d.message
+    assert d.message == "added /dev/shm 1Gi (sizing policy default) for train"
+    assert d.warnings == ("shmguard: added /dev/shm 1Gi for train (sizing policy default)",)
+    assert [(c.setting.value, c.value) for c in d.changes] == [("shm-size", GiB)]
+    assert d.record["action"] == "inject" and d.record["shm_bytes"] == GiB
+
+
+def test_second_pass_over_the_patched_pod_adds_nothing() -> None:
+    obj = pod(TRAIN, dict(TRAIN, name="sidecar-train"))
+    once = patched(obj)
+    d = decide_admission(review(once))
+    assert d.action == "skip" and d.reason == "already-mounted" and d.patch == ()
+    # both ML containers share one volume
+    assert set(shm_mounts(once["spec"])) == {"train", "sidecar-train"}
+    assert len(once["spec"]["volumes"]) == 1
+
+
+def test_existing_arrays_get_items_appended_and_names_are_escaped() -> None:
+    c = dict(TRAIN, volumeMounts=[{"name": "data", "mountPath": "/data"}])
+    obj = pod(c, annotations={"a/b~c": "x"})
+    obj["spec"]["volumes"] = [
+        {"name": "data", "emptyDir": {}},
+        {"name": names.VOLUME_NAME, "configMap": {"name": "x"}},
+    ]
+    d = decide_admission(review(obj))
+    paths = [op["path"] for op in d.patch]
+    assert paths == [
+        "/spec/volumes/-",
+        "/spec/containers/0/volumeMounts/-",
+        "/metadata/annotations/shmguard.io~1decision",
+    ]
+    out = jsonpatch.apply_patch(obj, list(d.patch))
+    assert shm_mounts(out["spec"])["train"]["name"] == f"{names.VOLUME_NAME}-1"
+    assert out["metadata"]["annotations"]["a/b~c"] == "x"
+    assert pointer("metadata", "annotations", "a/b~c") == "/metadata/annotations/a~1b~0c"
+
+
+def test_annotation_size_wins_then_the_model_then_the_default() -> None:
+    ann = {names.SHM_SIZE_ANNOTATION: "3Gi", "shmguard.io/dataloader": "num_workers=4"}
+    d = decide_admission(review(pod(TRAIN, annotations=ann)))
+    assert d.record["shm_bytes"] == 3 * GiB and d.record["source"] == "annotation"
+    loader = "num_workers=8,batch_size=64,sample_shape=3x224x224,dtype=float32"
+    d = decide_admission(review(pod(TRAIN, annotations={"shmguard.io/dataloader": loader})))
+    want = make_plan(PlanRequest(8, batch_size=64, sample_shape=(3, 224, 224)))
+    assert want.shm is not None
+    assert d.record["shm_bytes"] == want.shm.bytes == 896 * MiB
+    assert d.record["source"] == "model"
+
+
+def test_unreadable_annotations_are_warned_and_fall_back() -> None:
+    ann = {names.SHM_SIZE_ANNOTATION: "lots", "shmguard.io/dataloader": "num_workers=x"}
+    d = decide_admission(review(pod(TRAIN, annotations=ann)))
+    assert d.record["shm_bytes"] == GiB and d.record["source"] == "default"
+    assert len(d.warnings) == 3
+    assert d.warnings[1].startswith("shmguard: shmguard.io/shm-size='lots' ignored")
+    assert "num_workers='x': expected a whole number" in d.warnings[2]
+    with pytest.raises(ValueError, match="unknown key 'workers'"):
+        loader_request("workers=4")
+
+
+def test_default_is_capped_by_the_memory_limit_never_the_whole_limit() -> None:
+    c = dict(TRAIN, resources={"limits": {"memory": "1536Mi"}})
+    d = decide_admission(review(pod(c)))
+    # 1.5 GiB limit - 1 GiB margin = 512 MiB, the same cap check --fix uses
+    assert d.record["shm_bytes"] == 512 * MiB
+    assert d.record["shm_bytes"] == fix_size(CheckOptions(), Workload("ml"), 1536 * MiB)
+    small = dict(TRAIN, resources={"limits": {"memory": "1Gi"}})
+    d = decide_admission(review(pod(small)))
+    assert d.action == "skip" and d.reason == "no-room"
+    assert "shmguard.io/raise-memory-limit" in d.message
+
+
+def test_raise_memory_limit_only_when_asked() -> None:
+    c = dict(TRAIN, resources={"limits": {"memory": "8Gi"}, "requests": {"memory": "8Gi"}})
+    out = patched(pod(c))
+    assert out["spec"]["containers"][0]["resources"]["limits"]["memory"] == "8Gi"
+    ann = {names.RAISE_MEMORY_ANNOTATION: "true", names.SHM_SIZE_ANNOTATION: "2Gi"}
+    d = decide_admission(review(pod(c, annotations=ann)))
+    assert "/spec/containers/0/resources/limits/memory" in [op["path"] for op in d.patch]
+    out = patched(pod(c, annotations=ann))
+    assert out["spec"]["containers"][0]["resources"]["limits"]["memory"] == "10Gi"
+    assert shm_mounts(out["spec"])["train"]["emptyDir"]["sizeLimit"] == "2Gi"
+    assert [(ch.setting.value, ch.value) for ch in d.changes] == [
+        ("shm-size", 2 * GiB),
+        ("memory-limit", 10 * GiB),
+    ]
+    assert decide_admission(review(out)).patch == ()  # not raised twice
+
+
+@pytest.mark.parametrize(
+    ("obj", "namespace", "reason", "annotated"),
+    [
+        (pod(TRAIN), "kube-system", "excluded-namespace", False),
+        (pod(TRAIN, annotations={"kubernetes.io/config.mirror": "abc"}), "ml", "mirror-pod", False),
+        (pod(TRAIN, annotations={names.POD_INJECT_ANNOTATION: "false"}), "ml", "opted-out", True),
+        (pod(WEB), "ml", "no-ml-container", True),
+        (
+            pod(dict(WEB, resources={"limits": {"nvidia.com/gpu": 1}})),
+            "ml",
+            "no-ml-container",
+            True,
+        ),
+        (
+            pod(dict(TRAIN, volumeMounts=[{"name": "x", "mountPath": "/dev/shm/"}])),
+            "ml",
+            "already-mounted",
+            True,
+        ),
+    ],
+)
+def test_skips(obj: dict[str, Any], namespace: str, reason: str, annotated: bool) -> None:
+    d = decide_admission(review(obj, namespace=namespace))
+    assert (d.action, d.reason) == ("skip", reason)
+    assert d.record["reason"] == reason and d.record["namespace"] == namespace
+    assert bool(d.patch) == annotated and bool(d.warnings) == annotated
+    if annotated:
+        out = jsonpatch.apply_patch(obj, list(d.patch))
+        assert out["metadata"]["annotations"][names.DECISION_ANNOTATION] == d.message
+        assert decide_admission(review(out, namespace=namespace)).patch == ()
+
+
+def test_host_ipc_and_custom_excluded_namespace() -> None:
+    obj = pod(TRAIN)
+    obj["spec"]["hostIPC"] = True
+    assert decide_admission(review(obj)).reason == "host-ipc"
+    opts = WebhookOptions(excluded_namespaces=frozenset({"batch"}))
+    assert (
+        decide_admission(review(pod(TRAIN), namespace="batch"), opts).reason == "excluded-namespace"
+    )
+    assert decide_admission(review(pod(TRAIN), namespace="kube-system"), opts).action == "inject"
+
+
+def test_opt_in_annotation_covers_every_main_container() -> None:
+    obj = pod(WEB, annotations={names.POD_INJECT_ANNOTATION: "true"})
+    assert set(shm_mounts(patched(obj)["spec"])) == {"web"}
+
+
+def test_workload_annotation_overrides_detection() -> None:
+    obj = pod(TRAIN, labels={"shmguard.io/workload": "container"})
+    assert decide_admission(review(obj)).reason == "no-ml-container"
+    env = dict(WEB, env=[{"name": "NCCL_DEBUG", "value": "INFO"}])
+    assert decide_admission(review(pod(env))).action == "inject"
+
+
+def test_audit_patches_nothing_and_says_what_it_would_do() -> None:
+    d = decide_admission(review(pod(TRAIN)), WebhookOptions(audit=True))
+    assert d.action == "audit" and d.patch == ()
+    assert d.warnings == (
+        "shmguard: audit: would add /dev/shm 1Gi for train (sizing policy default)",
+    )
+    assert d.message.startswith("audit: would add /dev/shm 1Gi")
+    d = decide_admission(review(pod(WEB)), WebhookOptions(audit=True))
+    assert d.action == "skip" and d.patch == () and d.warnings
+
+
+def test_memory_backed_dev_shm_of_another_container_is_reused() -> None:
+    first = dict(TRAIN, name="a", volumeMounts=[{"name": "dshm", "mountPath": "/dev/shm"}])
+    obj = pod(first, dict(TRAIN, name="b"))
+    obj["spec"]["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
+    out = patched(obj)
+    assert [v["name"] for v in out["spec"]["volumes"]] == ["dshm"]
+    assert shm_mounts(out["spec"])["b"]["name"] == "dshm"
+
+
+def test_not_a_pod_create_is_ignored_and_bad_reviews_raise() -> None:
+    r = review(pod(TRAIN), operation="UPDATE")
+    d = decide_admission(r)
+    assert d.action == "ignore" and d.patch == () and d.uid == r["request"]["uid"]
+    assert admission_response(d)["response"] == {"uid": d.uid, "allowed": True}
+    for bad in (
+        [],
+        {"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview"},
+        {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {}},
+    ):
+        with pytest.raises(ReviewError):
+            decide_admission(bad)
+    err = admission_error("bad", 400)["response"]
+    assert err["allowed"] is False and err["status"]["code"] == 400
+
+
+def test_response_carries_the_base64_patch_and_uid() -> None:
+    r = review(pod(TRAIN))
+    d = decide_admission(r)
+    resp = admission_response(d)
+    assert resp["apiVersion"] == "admission.k8s.io/v1" and resp["kind"] == "AdmissionReview"
+    body = resp["response"]
+    assert body["uid"] == r["request"]["uid"] and body["allowed"] is True
+    assert body["patchType"] == "JSONPatch"
+    assert json.loads(base64.b64decode(body["patch"])) == list(d.patch)
+    assert all(len(w) <= 256 for w in body["warnings"])
+
+
+def test_policy_default_from_configuration() -> None:
+    opts = WebhookOptions(policy=Policy(default_shm_size=2 * GiB))
+    assert decide_admission(review(pod(TRAIN)), opts).record["shm_bytes"] == 2 * GiB
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+_KEYS = st.sampled_from(
+    [
+        "metadata",
+        "spec",
+        "containers",
+        "volumes",
+        "volumeMounts",
+        "resources",
+        "limits",
+        "memory",
+        "annotations",
+        "name",
+        "image",
+        "env",
+        "hostIPC",
+        "mountPath",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    obj=st.dictionaries(_KEYS, _JSON | st.dictionaries(_KEYS, _JSON, max_size=4), max_size=5),
+    ns=st.text(max_size=5),
+)
+def test_any_json_object_gets_a_decision_never_an_exception(obj: dict[str, Any], ns: str) -> None:
+    r = review({"apiVersion": "v1", "kind": "Pod", **obj}, namespace=ns)
+    d = decide_admission(r)
+    assert d.uid == r["request"]["uid"] and d.action in ("inject", "skip", "ignore")
+    assert all(op["op"] == "add" for op in d.patch)
+    json.dumps(admission_response(d))
