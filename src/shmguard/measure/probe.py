@@ -20,7 +20,8 @@
    in a row (the pass that made it the candidate counts); a failure moves it up one tolerance
    step and starts the count again.
 5. The recommendation (the larger of minimum and measured peak, plus headroom, rounded to a
-   clean value) is run once more to verify it.
+   clean value, and at least the DataLoader bound for what the measuring run saw, as in
+   ``measure``: :func:`~shmguard.measure.run.dataloader_floor`) is run once more to verify it.
 
 When the model's level holds this is 6 runs (1 measuring, 2 to bracket, 2 more
 confirmations, 1 verification) against 9 to 12 for the search from the peak
@@ -42,7 +43,12 @@ from shmguard.measure.probe_result import (
     SizeStats,
     Trial,
 )
-from shmguard.measure.run import MeasureResult, generous_shm_size, measure_command
+from shmguard.measure.run import (
+    MeasureResult,
+    dataloader_floor,
+    generous_shm_size,
+    measure_command,
+)
 from shmguard.measure.sandbox import RunInterrupted
 from shmguard.units import MiB, format_iec, round_up
 
@@ -343,6 +349,9 @@ def probe_command(
         basis += f"; {format_iec(lo)} failed"
     need = max(minimum, base.peak)
     need_basis = "probed minimum" if minimum >= base.peak else "measured peak (above the minimum)"
+    # The same floor as measure's: a minimum found in runs whose queues never filled (a fast
+    # consumer) is below what any stall in production fills.
+    dl_floor, dl_basis = dataloader_floor(base.timeline)
     rec = recommend(
         need,
         need_basis,
@@ -350,6 +359,8 @@ def probe_command(
         policy=policy,
         cgroup_peak=base.memory_peak,
         shm_peak=base.peak,
+        floor=dl_floor,
+        floor_basis=dl_basis,
     )
     verified: bool | None = None
     if verify and rec.shm_size is not None:

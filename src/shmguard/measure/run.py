@@ -120,8 +120,10 @@ class MeasureResult:
         return self.passed and self.stopped_by == TRIAL_TIME
 
 
-def _dataloader_floor(timeline: Timeline) -> tuple[int | None, str]:
-    """The DataLoader bound for what the owner scans saw, or None when no torch block was."""
+def dataloader_floor(timeline: Timeline) -> tuple[int | None, str]:
+    """The DataLoader bound for what the owner scans saw (bytes, and the sentence saying so),
+    or ``(None, "")`` when no torch block was seen: the floor of a recommendation from a
+    run that passed (``measure``, ``probe``), as one run of a fast consumer can peak below it."""
     workers, batch = timeline.torch_creators, timeline.torch_largest
     if workers == 0 or batch == 0:
         return None, ""
@@ -318,7 +320,7 @@ def measure_command(
     )
     peak = timeline.peak
     if cause.passed:
-        floor, floor_basis = _dataloader_floor(timeline)
+        floor, floor_basis = dataloader_floor(timeline)
         rec = recommend(
             peak,
             "measured peak",
