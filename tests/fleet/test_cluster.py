@@ -203,11 +203,27 @@ def test_forbidden_custom_resource_is_a_note(objects: list[dict[str, Any]], tmp_
     assert r.exit_code in (0, 1)
     assert ": not listed (403 Forbidden)" in r.stderr
     assert plural in r.stderr
-    api.forbidden = {"deployments"}
+    # the built-in view/edit/admin roles grant no podtemplates: a refused core kind is a
+    # note and every other kind is still checked
+    api.forbidden = {"podtemplates", "deployments"}
+    with serve(api, tmp_path) as conf:
+        r = _run(["check", "--cluster", "-A", "--json"], conf)
+    assert r.exit_code in (0, 1), r.output
+    assert "podtemplates: not listed (403 Forbidden)" in r.stderr
+    assert "deployments.apps: not listed (403 Forbidden)" in r.stderr
+    kinds = {f["file"].split("/")[4] for f in json.loads(r.stdout)["files"]}
+    assert "Deployment" not in kinds and {"Job", "StatefulSet"} <= kinds
+    # every list refused (-A for a user bound in one namespace): an error
+    api.forbidden = {k[2] for k in KINDS}
     with serve(api, tmp_path) as conf:
         r = _run(["check", "--cluster", "-A"], conf)
     assert r.exit_code == 2
-    assert r.stderr == "shmguard: error: cannot list deployments.apps: 403 Forbidden\n"
+    assert r.stderr.startswith("shmguard: error: cannot list pods, podtemplates, ")
+    assert r.stderr.endswith(
+        " in any namespace (-A): 403 Forbidden (no workload kind could be read; RBAC needs "
+        "list on them)\n"
+    )
+    assert len(r.stderr.splitlines()) == 1
 
 
 def test_one_namespace_pages_and_no_webhook(

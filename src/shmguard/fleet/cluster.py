@@ -7,15 +7,19 @@ context, else its current one), else the in-cluster service account
 Kubernetes source knows (:data:`KINDS`: core, apps and batch through their typed APIs, the
 ML custom resources through ``CustomObjectsApi``), in one namespace or all; a custom
 resource the server does not serve (discovery: ``GET /apis``, then ``GET /apis/<group>/
-<version>`` for the groups it has) is not asked for, and one it answers 404 or 403 for is
-skipped with a note. Objects a controller owns
-(``ownerReferences`` with ``controller: true``: the ReplicaSets of a Deployment, the pods of
-a Job) are left out, so each workload is reported once, where it is written. Lists are read
-in pages of :data:`PAGE` items (``limit`` / ``continue``). Also read: the namespaces' labels
-and the MutatingWebhookConfiguration named ``shmguard`` (:mod:`shmguard.fleet.coverage`).
+<version>`` for the groups it has) is not asked for, and one it answers 404 for is
+skipped with a note; so is any kind whose list is refused (403: the built-in ``view``,
+``edit`` and ``admin`` roles grant no ``podtemplates``), unless every kind is refused
+(kubernetes plugin/pkg/auth/authorizer/rbac/bootstrappolicy: system:aggregate-to-view).
+Objects a controller owns (``ownerReferences`` with ``controller: true``: the ReplicaSets
+of a Deployment, the pods of a Job) are left out, so each workload is reported once, where
+it is written. Lists are read in pages of :data:`PAGE` items (``limit`` / ``continue``).
+Also read: the namespaces' labels and the MutatingWebhookConfiguration named ``shmguard``
+(:mod:`shmguard.fleet.coverage`).
 
 Errors: :class:`ClusterError` (one line) when the client is not installed, no
-configuration is found, or the API server cannot be reached or refuses a core list.
+configuration is found, the API server cannot be reached, answers a list with an error
+other than 403/404, or refuses every list.
 """
 
 from __future__ import annotations
@@ -242,6 +246,8 @@ def read_cluster(
     except Exception as err:  # the client raises urllib3 and ApiException errors alike
         raise ClusterError(f"cannot reach the API server of {name}: {_short(err)}") from None
     served: dict[tuple[str, str], set[str]] = {}
+    listed = 0
+    refused: list[str] = []
     for kind in KINDS:
         group, version, plural, kname, namespaced = kind
         if group and group not in groups:
@@ -260,15 +266,26 @@ def read_cluster(
                 obj.setdefault("apiVersion", f"{group}/{version}" if group else version)
                 obj.setdefault("kind", kname)
                 snap.objects.append(obj)
+            listed += 1
         except k8s.client.ApiException as err:
-            if _status(err) in (403, 404) and group not in _BUILTIN_GROUPS:
-                snap.notes.append(f"{plural}.{group}: not listed ({_status(err)} {err.reason})")
-                continue
             what = f"{plural}.{group}" if group else plural
+            # RBAC grants kinds one by one: the built-in view/edit/admin roles have no
+            # podtemplates, so one refused kind is a note, not the end of the check
+            if _status(err) == 403 or (_status(err) == 404 and group not in _BUILTIN_GROUPS):
+                snap.notes.append(f"{what}: not listed ({_status(err)} {err.reason})")
+                if _status(err) == 403:
+                    refused.append(what)
+                continue
             raise ClusterError(f"cannot list {what}: {_status(err)} {err.reason}") from None
         except Exception as err:  # urllib3's connection errors
             what = f"{plural}.{group}" if group else plural
             raise ClusterError(f"cannot list {what}: {_short(err)}") from None
+    if refused and not listed:
+        where = "in any namespace (-A)" if ns is None else f"in namespace {ns}"
+        raise ClusterError(
+            f"cannot list {', '.join(refused)} {where}: 403 Forbidden (no workload kind "
+            "could be read; RBAC needs list on them)"
+        )
     snap.view = _view(api, ns, snap.notes)
     return snap
 
