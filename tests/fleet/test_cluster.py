@@ -296,6 +296,36 @@ def test_errors_are_one_line(objects: list[dict[str, Any]], tmp_path: Path) -> N
         assert r.exit_code == 2 and words in r.output, (args, r.output)
 
 
+def test_kubeconfig_without_current_context_or_unreadable(
+    objects: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    api = Cluster(objects[:40], NAMESPACES, None)
+    with serve(api, tmp_path) as conf:
+        kc = json.loads(conf.read_text())
+        del kc["current-context"]  # as kubectl config unset current-context leaves it
+        conf.write_text(json.dumps(kc))
+        r = _run(["check", "--cluster", "--context", "loopback", "--json"], conf)
+        assert r.exit_code in (0, 1), r.output
+        files = [f["file"] for f in json.loads(r.stdout)["files"]]
+        assert files and all(f.startswith("cluster://loopback/ml/") for f in files)
+        r = _run(["check", "--cluster"], conf)
+        assert r.exit_code == 2
+        assert r.stderr == (
+            f"shmguard: error: kubeconfig {conf}: no current-context; give --context "
+            "(its contexts: bad-user, loopback)\n"
+        )
+        kc["current-context"] = "gone"
+        conf.write_text(json.dumps(kc))
+        r = _run(["check", "--cluster"], conf)
+        assert r.stderr == (
+            f"shmguard: error: kubeconfig {conf}: current-context gone is not among its contexts\n"
+        )
+        conf.write_text("contexts: [\n")  # not YAML: was a traceback
+        r = _run(["check", "--cluster"], conf)
+        assert r.exit_code == 2
+        assert r.stderr == (f"shmguard: error: kubeconfig {conf}: while parsing a flow node\n")
+
+
 def test_missing_client_is_a_one_line_error(tmp_path: Path) -> None:
     code = (
         "import sys; sys.modules['kubernetes'] = None\n"

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from shmguard.fleet import names
 from shmguard.fleet.coverage import WebhookView
 
@@ -121,21 +123,43 @@ def connect(context: str | None = None) -> tuple[Any, str, str]:
     """
     k8s = _client()
     from kubernetes.config.config_exception import ConfigException
+    from kubernetes.config.kube_config import KUBE_CONFIG_DEFAULT_LOCATION, KubeConfigMerger
 
     # read at each call: the client reads $KUBECONFIG once, when it is imported
-    path = os.environ.get("KUBECONFIG") or None
+    path = os.environ.get("KUBECONFIG") or KUBE_CONFIG_DEFAULT_LOCATION
+    bad = (ConfigException, OSError, ValueError, yaml.YAMLError)
     try:
-        contexts, current = k8s.config.list_kube_config_contexts(config_file=path)
-        chosen = next((c for c in contexts if c["name"] == context), None) if context else current
-        if chosen is None:
-            raise ClusterError(f"--context {context}: no such context in the kubeconfig")
-        api = k8s.config.new_client_from_config(config_file=path, context=chosen["name"])
-        ns = chosen.get("context", {}).get("namespace") or "default"
-        return api, chosen["name"], ns
-    except (ConfigException, OSError) as err:
-        if context is not None:
-            raise ClusterError(f"--context {context}: {err}") from None
-        kube_err = err
+        merged = KubeConfigMerger(path).config  # None when no file of the path exists
+    except bad as err:
+        raise ClusterError(f"kubeconfig {path}: {_short(err)}") from None
+    if merged is not None:
+        contexts = {}
+        for node in merged.safe_get("contexts") or ():
+            c = getattr(node, "value", node)
+            if isinstance(c, dict) and isinstance(c.get("name"), str):
+                contexts[c["name"]] = c
+        # the client's own listing insists on current-context even when a context is named
+        name = context or merged.safe_get("current-context")
+        if not name:
+            known = ", ".join(sorted(contexts)) or "none"
+            raise ClusterError(
+                f"kubeconfig {path}: no current-context; give --context (its contexts: {known})"
+            )
+        if name not in contexts:
+            if context:
+                raise ClusterError(f"--context {context}: no such context in the kubeconfig")
+            raise ClusterError(
+                f"kubeconfig {path}: current-context {name} is not among its contexts"
+            )
+        try:
+            api = k8s.config.new_client_from_config(config_file=path, context=name)
+        except bad as err:
+            raise ClusterError(f"context {name}: {_short(err)}") from None
+        ns = (contexts[name].get("context") or {}).get("namespace") or "default"
+        return api, name, ns
+    if context is not None:
+        raise ClusterError(f"--context {context}: no kubeconfig at {path}")
+    kube_err = "Invalid kube-config file. No configuration found."
     try:
         cfg = k8s.client.Configuration()
         k8s.config.load_incluster_config(client_configuration=cfg)
