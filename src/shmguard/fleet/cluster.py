@@ -123,13 +123,13 @@ def connect(context: str | None = None) -> tuple[Any, str, str]:
     """
     k8s = _client()
     from kubernetes.config.config_exception import ConfigException
-    from kubernetes.config.kube_config import KUBE_CONFIG_DEFAULT_LOCATION, KubeConfigMerger
 
     # read at each call: the client reads $KUBECONFIG once, when it is imported
-    path = os.environ.get("KUBECONFIG") or KUBE_CONFIG_DEFAULT_LOCATION
+    kube_config = k8s.config.kube_config
+    path = os.environ.get("KUBECONFIG") or kube_config.KUBE_CONFIG_DEFAULT_LOCATION
     bad = (ConfigException, OSError, ValueError, yaml.YAMLError)
     try:
-        merged = KubeConfigMerger(path).config  # None when no file of the path exists
+        merged = kube_config.KubeConfigMerger(path).config  # None when no file of the path exists
     except bad as err:
         raise ClusterError(f"kubeconfig {path}: {_short(err)}") from None
     if merged is not None:
