@@ -20,6 +20,7 @@ from shmguard.cli import app
 from shmguard.fleet import cluster as cluster_mod
 from shmguard.fleet.cluster import KINDS
 from shmguard.lint.check import check_loaded
+from shmguard.lint.sources.k8s_model import GPU_RESOURCES
 from shmguard.lint.sources.load import load_bytes
 
 pytest.importorskip("kubernetes")
@@ -134,7 +135,20 @@ def objects() -> list[dict[str, Any]]:
             }
         },
     }
-    return [*objs, owned, opted_out]
+    gpu = {"name": "t", "image": "pytorch/pytorch", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+    gpu_deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "gpu-train", "namespace": "ml", "uid": "uid-gpu-d"},
+        "spec": {"template": {"spec": {"containers": [gpu]}}},
+    }
+    gpu_pod = {  # a bare pod the API server holds: admitted already
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "gpu-notebook", "namespace": "ml", "uid": "uid-gpu-p"},
+        "spec": {"containers": [gpu]},
+    }
+    return [*objs, owned, opted_out, gpu_deployment, gpu_pod]
 
 
 def _file_findings(obj: dict[str, Any]) -> list[tuple[str, str, str | None]]:
@@ -143,6 +157,12 @@ def _file_findings(obj: dict[str, Any]) -> list[tuple[str, str, str | None]]:
     data = yaml.safe_dump(clean, sort_keys=False).encode()
     r = check_loaded(load_bytes(data, "obj.yaml"))
     return [(f.code, f.message, f.location.path if f.location else None) for f in r.findings]
+
+
+def _gpu(o: dict[str, Any]) -> bool:
+    """Whether an accelerator appears as a resource key (limits or requests) in ``o``."""
+    text = json.dumps(o)
+    return any(f'"{g}":' in text for g in GPU_RESOURCES)
 
 
 def _run(args: list[str], conf: Path, **kw: Any) -> Any:
@@ -182,7 +202,8 @@ def test_all_namespaces_same_findings_as_files_and_covered(
                 assert f["severity"] == "warning" and o["metadata"]["namespace"] == "ml"
                 assert f["message"] == (
                     f"{msg}; the shmguard webhook covers it (namespace ml is labelled "
-                    "shmguard.io/inject=enabled) but this pod was admitted without a /dev/shm "
+                    "shmguard.io/inject=enabled and the pod requests a GPU) but this pod was "
+                    "admitted without a /dev/shm "
                     "(created before the webhook, or the webhook did not answer): recreate it"
                 )
                 continue
@@ -190,10 +211,22 @@ def test_all_namespaces_same_findings_as_files_and_covered(
             assert f["code"] == "SHM001" and f["severity"] == "info"
             assert f["message"] == (
                 f"{msg}; covered by the shmguard webhook (namespace ml is labelled "
-                "shmguard.io/inject=enabled): its pods get a sized /dev/shm at admission"
+                "shmguard.io/inject=enabled and the pod requests a GPU): its pods get a sized "
+                "/dev/shm at admission"
             )
-            assert o["metadata"]["namespace"] == "ml"
-    assert covered >= 5 and kept >= 5 and admitted >= 1
+            assert o["metadata"]["namespace"] == "ml" and _gpu(o)
+    assert covered >= 2 and kept >= 5 and admitted >= 1
+    # the shipped matchConditions send only pods with a GPU request (or inject: "true"):
+    # an ML workload without one in a labelled namespace is not covered
+    cpu_only = [
+        f
+        for o in expected
+        if o["metadata"]["namespace"] == "ml" and not _gpu(o)
+        for f in files[_uri(o)]["findings"]
+        if f["code"] == "SHM001" and "with no volume at /dev/shm" in f["message"]
+    ]
+    assert cpu_only and all(f["severity"] == "warning" for f in cpu_only)
+    assert not any("covered" in f["message"] for f in cpu_only)
     opted = files["cluster://loopback/ml/Deployment/opted-out"]["findings"]
     assert [(f["code"], f["severity"]) for f in opted] == [("SHM001", "warning")]
     assert "/apis/" in api.requests
@@ -382,7 +415,7 @@ def test_kubectl_list_on_stdin(objects: list[dict[str, Any]]) -> None:
     ml_shm001 = sum(
         c == "SHM001"
         for o in workloads
-        if o["metadata"]["namespace"] == "ml" and o["metadata"]["name"] != "opted-out"
+        if o["metadata"]["namespace"] == "ml" and o["metadata"]["name"] != "opted-out" and _gpu(o)
         for c, m, _ in _file_findings(o)
         if "with no volume at /dev/shm" in m
     )
@@ -396,7 +429,15 @@ def test_live_pod_in_a_covered_namespace_is_not_covered() -> None:
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {"name": name, "namespace": "ml", **meta},
-            "spec": {"containers": [{"name": "t", "image": "pytorch/pytorch"}]},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "t",
+                        "image": "pytorch/pytorch",
+                        "resources": {"limits": {"nvidia.com/gpu": 1}},
+                    }
+                ]
+            },
         }
 
     # kubectl get pods -o yaml: pods that exist (uid) went through admission already;

@@ -403,8 +403,7 @@ LOW_LIMIT = (
 
 def _limit(c: Any) -> Any:
     """The container's memory limit as a number (``c``: a CEL map value), or None."""
-    res = c["resources"] if "resources" in c else {}
-    limits = res["limits"] if "limits" in res else {}
+    limits = c.get("resources", {}).get("limits", {})  # celpy's get needs a default
     return parse_k8s_quantity(str(limits["memory"])) if "memory" in limits else None
 
 

@@ -95,7 +95,10 @@ def cover(result: FileResult, lf: LoadedFile, view: WebhookView) -> FileResult:
         pod = _pod_for(lf, f.location.path if f.location else None)
         why = None
         if f.code == "SHM001" and _NO_SHM in f.message and pod is not None:
-            why = view.covers(pod.obj.namespace, _strings(pod.annotations), _strings(pod.labels))
+            gpu = any(c.gpu is not None for c in pod.containers)
+            why = view.covers(
+                pod.obj.namespace, _strings(pod.annotations), _strings(pod.labels), gpu
+            )
         if why is None:
             out.append(f)
             continue
