@@ -143,9 +143,17 @@ class RegoPolicy:
         self._interp = Interpreter()
         self._interp.add_module("shmguardshm", rego())
 
-    def messages(self, pod: dict[str, Any], parameters: dict[str, Any] | None = None) -> list[str]:
-        """The ``violation`` messages for ``pod`` (Constraint parameters as given)."""
-        given = {"review": {"object": pod}}
+    def messages(
+        self,
+        pod: dict[str, Any],
+        parameters: dict[str, Any] | None = None,
+        operation: str | None = None,
+    ) -> list[str]:
+        """The ``violation`` messages for ``pod`` (Constraint parameters as given; the review's
+        ``operation`` when given, none as in Gatekeeper's audit)."""
+        given: dict[str, Any] = {"review": {"object": pod}}
+        if operation is not None:
+            given["review"]["operation"] = operation
         if parameters is not None:
             given["parameters"] = parameters
         self._interp.set_input_term(json.dumps(given))

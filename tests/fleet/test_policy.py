@@ -416,3 +416,12 @@ def test_rego_messages_name_the_container_and_size(opa: RegoPolicy) -> None:
     )
     assert opa.messages(pod, {"shmSize": "2Gi"}) == [msg.replace("SIZE", "2Gi")]
     assert opa.messages(pod) == [msg.replace("SIZE", "1Gi")]  # no parameters: the default
+
+
+def test_rego_leaves_updates_alone(opa: RegoPolicy) -> None:
+    """Gatekeeper sends UPDATEs (a finalizer's removal): denying one would keep a controller
+    from deleting a pod admitted before the policy. CREATE and audit (no operation) report."""
+    pod = LOW_LIMIT[1]
+    assert opa.messages(pod, {"shmSize": "1Gi"}, "UPDATE") == []
+    for op in ("CREATE", None):
+        assert [m.split(" ", 1)[0] for m in opa.messages(pod, {"shmSize": "1Gi"}, op)] == ["SHM001"]

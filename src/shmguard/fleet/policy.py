@@ -19,6 +19,8 @@
 * ``gatekeeper``: a ConstraintTemplate (Rego, ``templates.gatekeeper.sh/v1``) and its
   Constraint. Validation only: Gatekeeper's mutation (Assign) sets static values and cannot
   size a volume from the memory limit or test a container's image, so none is generated.
+  Its webhook sends UPDATEs as well as CREATEs and a Constraint cannot choose operations, so
+  the Rego finds no violation in an UPDATE (as the VAP and Kyverno match CREATE only).
 
 Modes: ``enforce`` rejects the pod; ``audit`` records (VAP ``Audit``, Kyverno ``Audit``,
 Gatekeeper ``dryrun``); ``warn`` (the default) returns admission warnings and records (VAP
@@ -266,7 +268,8 @@ def kyverno(mode: Mode = Mode.WARN, policy: Policy = _DEFAULT) -> list[dict[str,
 def rego() -> str:
     """The Rego module of the Gatekeeper template (package ``shmguardshm``)."""
     bodies = "\n".join(
-        f'violation contains {{"msg": msg}} if {{\n    {r.rego}\n}}\n' for r in RULES
+        f'violation contains {{"msg": msg}} if {{\n    not updated\n    {r.rego}\n}}\n'
+        for r in RULES
     )
     return f"package shmguardshm\n\nimport rego.v1\n\n{REGO_HELPERS}\n{bodies}"
 
