@@ -310,6 +310,8 @@ def test_errors_are_one_line(objects: list[dict[str, Any]], tmp_path: Path) -> N
         assert r.output.strip() == (
             "shmguard: error: --context nope: no such context in the kubeconfig"
         )
+        r = _run(["check", "--cluster", "-n", "reserch"], conf)  # was exit 0, no findings
+        assert (r.exit_code, r.stderr) == (2, "shmguard: error: namespace reserch: not found\n")
         r = _run(["check", "--cluster", "--context", "bad-user"], conf)
         assert r.exit_code == 2
         assert "cannot reach the API server of bad-user: (401)" in r.output

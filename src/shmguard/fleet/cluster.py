@@ -19,7 +19,7 @@ Also read: the namespaces' labels and the MutatingWebhookConfiguration named ``s
 
 Errors: :class:`ClusterError` (one line) when the client is not installed, no
 configuration is found, the API server cannot be reached, answers a list with an error
-other than 403/404, or refuses every list.
+other than 403/404, refuses every list, or has no namespace ``namespace``.
 """
 
 from __future__ import annotations
@@ -327,6 +327,9 @@ def _view(api: Any, ns: str | None, notes: list[str]) -> WebhookView:
             meta = n.get("metadata") or {}
             spaces[meta.get("name", "")] = dict(meta.get("labels") or {})
     except k8s.client.ApiException as err:
+        if ns is not None and _status(err) == 404:
+            # every list answered empty: a mistyped -n would pass as a clean cluster
+            raise ClusterError(f"namespace {ns}: not found") from None
         notes.append(f"namespaces: labels not read ({_status(err)} {err.reason})")
     hooks: tuple[dict[str, Any], ...] = ()
     try:
