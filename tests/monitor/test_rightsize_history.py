@@ -332,6 +332,28 @@ def test_answers_that_are_not_an_instant_vector_are_errors() -> None:
     assert Owners.from_samples([]).pods == {}
 
 
+def test_an_error_answer_to_one_query_names_it() -> None:
+    """Prometheus can refuse one query of the set (its --query.max-samples or timeout, on the
+    heaviest): the error names which, and how to make it lighter."""
+    (q,) = [q for q in RECORDED["answers"] if "quantile_over_time" in q]
+    too_many = {
+        "status": "error",
+        "errorType": "execution",
+        "error": "query processing would load too many samples into memory in query execution",
+    }
+
+    def query(expr: str) -> list[Sample]:
+        return parse_vector(too_many if expr == q else RECORDED["answers"][expr], "http://p")
+
+    with pytest.raises(PromError) as err:
+        read_histories(query, OPTIONS)
+    assert str(err.value) == (
+        "http://p: Prometheus answered execution: query processing would load too many "
+        "samples into memory in query execution (the quantile query, over 5m; a shorter "
+        "--window or --namespace reads fewer samples)"
+    )
+
+
 def test_exporters_with_no_pod_label_are_rows_of_their_own() -> None:
     """Two Docker-style exporters (no namespace/pod/container labels) scraped by one
     Prometheus: one row each, by scrape address, with its own peak (they were one row, the

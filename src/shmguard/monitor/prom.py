@@ -39,6 +39,11 @@ class PromError(Exception):
     a Prometheus API. The message is one line naming the URL."""
 
 
+class PromQueryError(PromError):
+    """Prometheus answered a query with an error (``status: error``: bad PromQL, a timeout,
+    too many samples), as opposed to not being reachable or not being Prometheus."""
+
+
 def parse_prom_duration(text: str) -> float:
     """``7d``, ``1h30m``, ``90s``, ``500ms`` -> seconds (> 0), as Prometheus parses a range.
 
@@ -80,7 +85,7 @@ def parse_vector(body: Any, where: str) -> list[Sample]:
     if not isinstance(body, dict) or "status" not in body:
         raise PromError(f"{where}: not a Prometheus API answer (no status field)")
     if body["status"] != "success":
-        raise PromError(
+        raise PromQueryError(
             f"{where}: Prometheus answered {body.get('errorType')}: {body.get('error')}"
         )
     data = body.get("data")

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 
 from shmguard.estimate.policy import Policy
 from shmguard.estimate.recommend import Recommendation, no_recommendation, recommend
-from shmguard.monitor.prom import PromClient, PromError, Sample, prom_duration
+from shmguard.monitor.prom import PromClient, PromError, PromQueryError, Sample, prom_duration
 from shmguard.monitor.workloads import Owners, WorkloadRef
 from shmguard.units import DOCKER_DEFAULT_SHM
 
@@ -214,8 +214,19 @@ def read_histories(
     Raises:
         PromError: from ``query``.
     """
+
+    def ask(name: str, expr: str) -> Sequence[Sample]:
+        try:
+            return query(expr)
+        except PromQueryError as err:  # say which of the queries, and what makes it lighter
+            raise PromError(
+                f"{err} (the {name} query, over {options.window_text}; a shorter --window or "
+                "--namespace reads fewer samples)"
+            ) from None
+
     found = {
-        name: {_key(s.labels): s.value for s in query(q)} for name, q in _queries(options).items()
+        name: {_key(s.labels): s.value for s in ask(name, q)}
+        for name, q in _queries(options).items()
     }
     owners = _owners(query, options)
     naming = owners or Owners({}, {})
