@@ -143,9 +143,17 @@ class RegoPolicy:
         self._interp = Interpreter()
         self._interp.add_module("shmguardshm", rego())
 
-    def messages(self, pod: dict[str, Any], parameters: dict[str, Any] | None = None) -> list[str]:
-        """The ``violation`` messages for ``pod`` (Constraint parameters as given)."""
-        given = {"review": {"object": pod}}
+    def messages(
+        self,
+        pod: dict[str, Any],
+        parameters: dict[str, Any] | None = None,
+        operation: str | None = None,
+    ) -> list[str]:
+        """The ``violation`` messages for ``pod`` (Constraint parameters as given; the review's
+        ``operation`` when given, none as in Gatekeeper's audit)."""
+        given: dict[str, Any] = {"review": {"object": pod}}
+        if operation is not None:
+            given["review"]["operation"] = operation
         if parameters is not None:
             given["parameters"] = parameters
         self._interp.set_input_term(json.dumps(given))
@@ -161,9 +169,10 @@ class KyvernoMutate:
     """The ClusterPolicy's ``add-dshm`` rule run as Kyverno documents its parts: ``{{ }}``
     JMESPath (python jmespath, with Kyverno's ``regex_match`` added: kyverno.io/docs/writing-
     policies/jmespath/#regex_match), the condition operators ``Equals``, ``NotEquals``,
-    ``AnyIn`` (wildcards), ``AllNotIn`` (kyverno.io/docs/writing-policies/preconditions/
-    #operators), ``foreach`` over the containers and the strategic merge of its patch (lists
-    of containers and volumes merged by ``name``)."""
+    ``AnyIn`` (wildcards), ``AllNotIn``, ``GreaterThanOrEquals`` on quantity strings
+    (kyverno.io/docs/writing-policies/preconditions/#operators; kyverno
+    pkg/engine/variables/operator/numeric.go), ``foreach`` over the containers and the
+    strategic merge of its patch (lists of containers and volumes merged by ``name``)."""
 
     def __init__(self, rule: dict[str, Any]) -> None:
         import jmespath
@@ -199,6 +208,10 @@ class KyvernoMutate:
             return any(fnmatch.fnmatchcase(str(k), str(p)) for k in keys for p in value)
         if op == "AllNotIn":
             return all(k not in value for k in keys)
+        if op == "GreaterThanOrEquals":  # two quantity strings compare as quantities
+            from shmguard.units import parse_k8s_quantity
+
+            return parse_k8s_quantity(str(key)) >= parse_k8s_quantity(str(value))
         raise ValueError(op)
 
     def _pass(self, pre: dict[str, Any], data: dict[str, Any]) -> bool:

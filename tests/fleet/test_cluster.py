@@ -20,6 +20,7 @@ from shmguard.cli import app
 from shmguard.fleet import cluster as cluster_mod
 from shmguard.fleet.cluster import KINDS
 from shmguard.lint.check import check_loaded
+from shmguard.lint.sources.k8s_model import GPU_RESOURCES
 from shmguard.lint.sources.load import load_bytes
 
 pytest.importorskip("kubernetes")
@@ -134,7 +135,20 @@ def objects() -> list[dict[str, Any]]:
             }
         },
     }
-    return [*objs, owned, opted_out]
+    gpu = {"name": "t", "image": "pytorch/pytorch", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+    gpu_deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "gpu-train", "namespace": "ml", "uid": "uid-gpu-d"},
+        "spec": {"template": {"spec": {"containers": [gpu]}}},
+    }
+    gpu_pod = {  # a bare pod the API server holds: admitted already
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "gpu-notebook", "namespace": "ml", "uid": "uid-gpu-p"},
+        "spec": {"containers": [gpu]},
+    }
+    return [*objs, owned, opted_out, gpu_deployment, gpu_pod]
 
 
 def _file_findings(obj: dict[str, Any]) -> list[tuple[str, str, str | None]]:
@@ -143,6 +157,12 @@ def _file_findings(obj: dict[str, Any]) -> list[tuple[str, str, str | None]]:
     data = yaml.safe_dump(clean, sort_keys=False).encode()
     r = check_loaded(load_bytes(data, "obj.yaml"))
     return [(f.code, f.message, f.location.path if f.location else None) for f in r.findings]
+
+
+def _gpu(o: dict[str, Any]) -> bool:
+    """Whether an accelerator appears as a resource key (limits or requests) in ``o``."""
+    text = json.dumps(o)
+    return any(f'"{g}":' in text for g in GPU_RESOURCES)
 
 
 def _run(args: list[str], conf: Path, **kw: Any) -> Any:
@@ -165,7 +185,7 @@ def test_all_namespaces_same_findings_as_files_and_covered(
     files = {f["file"]: f for f in doc["files"]}
     expected = [o for o in objects if o["metadata"]["name"] != "owned-by-a-job"]
     assert set(files) == {_uri(o) for o in expected}
-    covered = kept = 0
+    covered = kept = admitted = 0
     for o in expected:
         got = files[_uri(o)]["findings"]
         want = _file_findings(o)
@@ -177,14 +197,36 @@ def test_all_namespaces_same_findings_as_files_and_covered(
             if f["message"] == msg:
                 kept += f["code"] == "SHM001"
                 continue
+            if o["kind"] == "Pod":  # admitted already: the webhook did not size it
+                admitted += 1
+                assert f["severity"] == "warning" and o["metadata"]["namespace"] == "ml"
+                assert f["message"] == (
+                    f"{msg}; the shmguard webhook covers it (namespace ml is labelled "
+                    "shmguard.io/inject=enabled and the pod requests a GPU) but this pod was "
+                    "admitted without a /dev/shm "
+                    "(created before the webhook, or the webhook did not answer): recreate it"
+                )
+                continue
             covered += 1
             assert f["code"] == "SHM001" and f["severity"] == "info"
             assert f["message"] == (
                 f"{msg}; covered by the shmguard webhook (namespace ml is labelled "
-                "shmguard.io/inject=enabled): its pods get a sized /dev/shm at admission"
+                "shmguard.io/inject=enabled and the pod requests a GPU): its pods get a sized "
+                "/dev/shm at admission"
             )
-            assert o["metadata"]["namespace"] == "ml"
-    assert covered >= 5 and kept >= 5
+            assert o["metadata"]["namespace"] == "ml" and _gpu(o)
+    assert covered >= 2 and kept >= 5 and admitted >= 1
+    # the shipped matchConditions send only pods with a GPU request (or inject: "true"):
+    # an ML workload without one in a labelled namespace is not covered
+    cpu_only = [
+        f
+        for o in expected
+        if o["metadata"]["namespace"] == "ml" and not _gpu(o)
+        for f in files[_uri(o)]["findings"]
+        if f["code"] == "SHM001" and "with no volume at /dev/shm" in f["message"]
+    ]
+    assert cpu_only and all(f["severity"] == "warning" for f in cpu_only)
+    assert not any("covered" in f["message"] for f in cpu_only)
     opted = files["cluster://loopback/ml/Deployment/opted-out"]["findings"]
     assert [(f["code"], f["severity"]) for f in opted] == [("SHM001", "warning")]
     assert "/apis/" in api.requests
@@ -203,11 +245,27 @@ def test_forbidden_custom_resource_is_a_note(objects: list[dict[str, Any]], tmp_
     assert r.exit_code in (0, 1)
     assert ": not listed (403 Forbidden)" in r.stderr
     assert plural in r.stderr
-    api.forbidden = {"deployments"}
+    # the built-in view/edit/admin roles grant no podtemplates: a refused core kind is a
+    # note and every other kind is still checked
+    api.forbidden = {"podtemplates", "deployments"}
+    with serve(api, tmp_path) as conf:
+        r = _run(["check", "--cluster", "-A", "--json"], conf)
+    assert r.exit_code in (0, 1), r.output
+    assert "podtemplates: not listed (403 Forbidden)" in r.stderr
+    assert "deployments.apps: not listed (403 Forbidden)" in r.stderr
+    kinds = {f["file"].split("/")[4] for f in json.loads(r.stdout)["files"]}
+    assert "Deployment" not in kinds and {"Job", "StatefulSet"} <= kinds
+    # every list refused (-A for a user bound in one namespace): an error
+    api.forbidden = {k[2] for k in KINDS}
     with serve(api, tmp_path) as conf:
         r = _run(["check", "--cluster", "-A"], conf)
     assert r.exit_code == 2
-    assert r.stderr == "shmguard: error: cannot list deployments.apps: 403 Forbidden\n"
+    assert r.stderr.startswith("shmguard: error: cannot list pods, podtemplates, ")
+    assert r.stderr.endswith(
+        " in any namespace (-A): 403 Forbidden (no workload kind could be read; RBAC needs "
+        "list on them)\n"
+    )
+    assert len(r.stderr.splitlines()) == 1
 
 
 def test_one_namespace_pages_and_no_webhook(
@@ -252,6 +310,8 @@ def test_errors_are_one_line(objects: list[dict[str, Any]], tmp_path: Path) -> N
         assert r.output.strip() == (
             "shmguard: error: --context nope: no such context in the kubeconfig"
         )
+        r = _run(["check", "--cluster", "-n", "reserch"], conf)  # was exit 0, no findings
+        assert (r.exit_code, r.stderr) == (2, "shmguard: error: namespace reserch: not found\n")
         r = _run(["check", "--cluster", "--context", "bad-user"], conf)
         assert r.exit_code == 2
         assert "cannot reach the API server of bad-user: (401)" in r.output
@@ -278,6 +338,36 @@ def test_errors_are_one_line(objects: list[dict[str, Any]], tmp_path: Path) -> N
     ):
         r = _run(args, conf)
         assert r.exit_code == 2 and words in r.output, (args, r.output)
+
+
+def test_kubeconfig_without_current_context_or_unreadable(
+    objects: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    api = Cluster(objects[:40], NAMESPACES, None)
+    with serve(api, tmp_path) as conf:
+        kc = json.loads(conf.read_text())
+        del kc["current-context"]  # as kubectl config unset current-context leaves it
+        conf.write_text(json.dumps(kc))
+        r = _run(["check", "--cluster", "--context", "loopback", "--json"], conf)
+        assert r.exit_code in (0, 1), r.output
+        files = [f["file"] for f in json.loads(r.stdout)["files"]]
+        assert files and all(f.startswith("cluster://loopback/ml/") for f in files)
+        r = _run(["check", "--cluster"], conf)
+        assert r.exit_code == 2
+        assert r.stderr == (
+            f"shmguard: error: kubeconfig {conf}: no current-context; give --context "
+            "(its contexts: bad-user, loopback)\n"
+        )
+        kc["current-context"] = "gone"
+        conf.write_text(json.dumps(kc))
+        r = _run(["check", "--cluster"], conf)
+        assert r.stderr == (
+            f"shmguard: error: kubeconfig {conf}: current-context gone is not among its contexts\n"
+        )
+        conf.write_text("contexts: [\n")  # not YAML: was a traceback
+        r = _run(["check", "--cluster"], conf)
+        assert r.exit_code == 2
+        assert r.stderr == (f"shmguard: error: kubeconfig {conf}: while parsing a flow node\n")
 
 
 def test_missing_client_is_a_one_line_error(tmp_path: Path) -> None:
@@ -327,9 +417,42 @@ def test_kubectl_list_on_stdin(objects: list[dict[str, Any]]) -> None:
     ml_shm001 = sum(
         c == "SHM001"
         for o in workloads
-        if o["metadata"]["namespace"] == "ml" and o["metadata"]["name"] != "opted-out"
+        if o["metadata"]["namespace"] == "ml" and o["metadata"]["name"] != "opted-out" and _gpu(o)
         for c, m, _ in _file_findings(o)
         if "with no volume at /dev/shm" in m
     )
     assert len(covered) == ml_shm001 > 0
     assert all(f["severity"] == "info" and f["code"] == "SHM001" for f in covered)
+
+
+def test_live_pod_in_a_covered_namespace_is_not_covered() -> None:
+    def pod(name: str, **meta: Any) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "ml", **meta},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "t",
+                        "image": "pytorch/pytorch",
+                        "resources": {"limits": {"nvidia.com/gpu": 1}},
+                    }
+                ]
+            },
+        }
+
+    # kubectl get pods -o yaml: pods that exist (uid) went through admission already;
+    # a manifest not yet applied (no uid) will be sized by the webhook
+    stream = _kubectl_list([WEBHOOK, *_namespaces(), pod("running", uid="u1"), pod("new")])
+    r = CliRunner().invoke(app, ["check", "-", "--json"], input=stream)
+    found = json.loads(r.stdout)["files"][0]["findings"]
+    by_pod = {f["message"].split(" (")[0]: f for f in found}
+    assert [f["code"] for f in found] == ["SHM001", "SHM001"]
+    assert by_pod["Pod running"]["severity"] == "warning"
+    assert by_pod["Pod running"]["message"].endswith(
+        "but this pod was admitted without a /dev/shm (created before the webhook, or the "
+        "webhook did not answer): recreate it"
+    )
+    assert by_pod["Pod new"]["severity"] == "info"
+    assert "covered by the shmguard webhook" in by_pod["Pod new"]["message"]

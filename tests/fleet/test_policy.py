@@ -16,10 +16,10 @@ from policy_eval import CORPUS, CelPolicy, RegoPolicy, check_codes, corpus_pods
 from typer.testing import CliRunner
 
 from shmguard.cli import app
-from shmguard.estimate.policy import Policy
+from shmguard.estimate.policy import DEFAULT_SHM_SIZE, Policy
 from shmguard.fleet.policy import Engine, Mode, gatekeeper, generate, kyverno, rego, vap
 from shmguard.lint.sources.workload import COMMAND_PATTERN, IMAGE_PATTERN
-from shmguard.units import GiB
+from shmguard.units import GiB, format_k8s_quantity, parse_k8s_quantity
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parents[2]
@@ -358,15 +358,53 @@ def test_kyverno_mutate_fixes_the_pods_check_flags(cel: CelPolicy) -> None:
     (rule,) = [r for r in doc["spec"]["rules"] if "mutate" in r]
     mutate = KyvernoMutate(rule)
     changed = 0
-    for where, pod in [*corpus_pods(), *((c[0], c[1]) for c in CASES)]:
+    size = parse_k8s_quantity(format_k8s_quantity(DEFAULT_SHM_SIZE))
+    low = 0
+    for where, pod in [*corpus_pods(), *((c[0], c[1]) for c in CASES), LOW_LIMIT]:
         v = cel.variables(pod)
-        want = [] if v["hostIPC"] else [str(c["name"]) for c in v["bare"]]
+        bare = [] if v["hostIPC"] else [c for c in v["bare"]]
+        # a memory limit under the size is left alone: patched, the pod would fail SHM009
+        fits = [c for c in bare if _limit(c) is None or _limit(c) >= size]
+        low += len(bare) - len(fits)
+        want = [str(c["name"]) for c in fits]
         assert mutate.selected(pod) == want, where
         if want:
             changed += 1
-            after = check_codes(mutate.apply(pod))
-            assert not after & {"SHM001", "SHM007"}, where
-    assert changed >= 20
+            patched = mutate.apply(pod)
+            after = check_codes(patched)
+            assert not after & {"SHM007"}, where
+            assert "SHM001" not in after or len(fits) < len(bare), where
+            assert "SHM009" not in cel.failing(patched) - cel.failing(pod), where
+    assert changed >= 20 and low >= 1
+    # the pod whose 512Mi limit is under the 1Gi size: untouched, still SHM001, no SHM009
+    assert mutate.selected(LOW_LIMIT[1]) == [] and "SHM001" in cel.failing(LOW_LIMIT[1])
+
+
+#: A PyTorch pod with no /dev/shm and a memory limit under the policy's size.
+LOW_LIMIT = (
+    "low-limit",
+    {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "low"},
+        "spec": {
+            "containers": [
+                {
+                    "name": "train",
+                    "image": "pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime",
+                    "command": ["torchrun", "train.py"],
+                    "resources": {"limits": {"memory": "512Mi"}},
+                }
+            ]
+        },
+    },
+)
+
+
+def _limit(c: Any) -> Any:
+    """The container's memory limit as a number (``c``: a CEL map value), or None."""
+    limits = c.get("resources", {}).get("limits", {})  # celpy's get needs a default
+    return parse_k8s_quantity(str(limits["memory"])) if "memory" in limits else None
 
 
 def test_rego_messages_name_the_container_and_size(opa: RegoPolicy) -> None:
@@ -378,3 +416,12 @@ def test_rego_messages_name_the_container_and_size(opa: RegoPolicy) -> None:
     )
     assert opa.messages(pod, {"shmSize": "2Gi"}) == [msg.replace("SIZE", "2Gi")]
     assert opa.messages(pod) == [msg.replace("SIZE", "1Gi")]  # no parameters: the default
+
+
+def test_rego_leaves_updates_alone(opa: RegoPolicy) -> None:
+    """Gatekeeper sends UPDATEs (a finalizer's removal): denying one would keep a controller
+    from deleting a pod admitted before the policy. CREATE and audit (no operation) report."""
+    pod = LOW_LIMIT[1]
+    assert opa.messages(pod, {"shmSize": "1Gi"}, "UPDATE") == []
+    for op in ("CREATE", None):
+        assert [m.split(" ", 1)[0] for m in opa.messages(pod, {"shmSize": "1Gi"}, op)] == ["SHM001"]

@@ -18,6 +18,7 @@ import pytest
 from monitor_helpers import wait_for
 
 PROMETHEUS = shutil.which("prometheus")
+Headers = Sequence[tuple[str, str]]
 #: Skip a test when the binary is missing.
 NEEDS_PROMETHEUS = pytest.mark.skipif(
     PROMETHEUS is None,
@@ -47,7 +48,9 @@ class PrometheusProcess:
         RuntimeError: the binary is missing or the server was not ready within 60 s.
     """
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, args: Sequence[str] = (), headers: Headers = ()) -> None:
+        """``args``: more flags (``--web.route-prefix=/p``, then :attr:`url` ends in it);
+        ``headers``: sent with the readiness check (an Authorization for basic auth)."""
         if PROMETHEUS is None:
             raise RuntimeError("the prometheus binary is not installed")
         port = free_port()
@@ -60,15 +63,19 @@ class PrometheusProcess:
                 f"--storage.tsdb.path={workdir / 'data'}",
                 f"--web.listen-address=127.0.0.1:{port}",
                 "--web.enable-lifecycle",
+                *args,
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        self.url = f"http://127.0.0.1:{port}"
+        prefix = next((a.split("=", 1)[1] for a in args if a.startswith("--web.route-prefix=")), "")
+        self.url = f"http://127.0.0.1:{port}{prefix.rstrip('/')}"
 
         def ready() -> bool:
+            req = urllib.request.Request(f"{self.url}/-/ready", headers=dict(headers))
             try:
-                return get(f"{self.url}/-/ready").startswith(b"Prometheus Server is Ready")
+                with urllib.request.urlopen(req, timeout=5) as r:
+                    return bytes(r.read()).startswith(b"Prometheus Server is Ready")
             except OSError:
                 return False
 

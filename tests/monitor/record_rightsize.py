@@ -13,7 +13,8 @@ memory limits for four, written in kube-state-metrics' format
 cluster runs here. The pods' names follow the controllers'
 patterns: a Deployment's two pods, another Deployment's pod near its /dev/shm size, a
 StatefulSet's two, a CronJob's, a training job's two replicas, a bare pod with no /dev/shm
-use, and a bare pod whose name looks like a Job's.
+use, and a bare pod whose name looks like a Job's; and two exporters with no pod labels, as
+in Docker.
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ PODS = (
     ("ml", "scratch", "shell", 0, None, None, 64),
     ("research", "debug-pod-x2b4z", "main", 3, None, None, 64),
 )
+#: Exporters outside Kubernetes (Docker, a host: no POD_* variables, so no namespace, pod or
+#: container label): (MiB written into /dev/shm, /dev/shm MiB).
+DOCKER = ((40, 64), (6, 64))
 #: kube-state-metrics' owner series: (metric, help, child label, [(namespace, child, kind, name)]).
 OWNERS = (
     (
@@ -141,6 +145,10 @@ def main() -> None:
             exporter_args=("--required", required) if required else (),
         )
         for namespace, pod, container, fill, limit, required, shm in PODS
+    ]
+    pods += [
+        FakePod("", "", "", f"head -c {fill}M /dev/zero > /dev/shm/data; sleep 600", shm * MiB)
+        for fill, shm in DOCKER
     ]
     with tempfile.TemporaryDirectory() as tmp:
         prom = PrometheusProcess(Path(tmp))

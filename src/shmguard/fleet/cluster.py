@@ -7,15 +7,19 @@ context, else its current one), else the in-cluster service account
 Kubernetes source knows (:data:`KINDS`: core, apps and batch through their typed APIs, the
 ML custom resources through ``CustomObjectsApi``), in one namespace or all; a custom
 resource the server does not serve (discovery: ``GET /apis``, then ``GET /apis/<group>/
-<version>`` for the groups it has) is not asked for, and one it answers 404 or 403 for is
-skipped with a note. Objects a controller owns
-(``ownerReferences`` with ``controller: true``: the ReplicaSets of a Deployment, the pods of
-a Job) are left out, so each workload is reported once, where it is written. Lists are read
-in pages of :data:`PAGE` items (``limit`` / ``continue``). Also read: the namespaces' labels
-and the MutatingWebhookConfiguration named ``shmguard`` (:mod:`shmguard.fleet.coverage`).
+<version>`` for the groups it has) is not asked for, and one it answers 404 for is
+skipped with a note; so is any kind whose list is refused (403: the built-in ``view``,
+``edit`` and ``admin`` roles grant no ``podtemplates``), unless every kind is refused
+(kubernetes plugin/pkg/auth/authorizer/rbac/bootstrappolicy: system:aggregate-to-view).
+Objects a controller owns (``ownerReferences`` with ``controller: true``: the ReplicaSets
+of a Deployment, the pods of a Job) are left out, so each workload is reported once, where
+it is written. Lists are read in pages of :data:`PAGE` items (``limit`` / ``continue``).
+Also read: the namespaces' labels and the MutatingWebhookConfiguration named ``shmguard``
+(:mod:`shmguard.fleet.coverage`).
 
 Errors: :class:`ClusterError` (one line) when the client is not installed, no
-configuration is found, or the API server cannot be reached or refuses a core list.
+configuration is found, the API server cannot be reached, answers a list with an error
+other than 403/404, refuses every list, or has no namespace ``namespace``.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from shmguard.fleet import names
 from shmguard.fleet.coverage import WebhookView
@@ -119,19 +125,41 @@ def connect(context: str | None = None) -> tuple[Any, str, str]:
     from kubernetes.config.config_exception import ConfigException
 
     # read at each call: the client reads $KUBECONFIG once, when it is imported
-    path = os.environ.get("KUBECONFIG") or None
+    kube_config = k8s.config.kube_config
+    path = os.environ.get("KUBECONFIG") or kube_config.KUBE_CONFIG_DEFAULT_LOCATION
+    bad = (ConfigException, OSError, ValueError, yaml.YAMLError)
     try:
-        contexts, current = k8s.config.list_kube_config_contexts(config_file=path)
-        chosen = next((c for c in contexts if c["name"] == context), None) if context else current
-        if chosen is None:
-            raise ClusterError(f"--context {context}: no such context in the kubeconfig")
-        api = k8s.config.new_client_from_config(config_file=path, context=chosen["name"])
-        ns = chosen.get("context", {}).get("namespace") or "default"
-        return api, chosen["name"], ns
-    except (ConfigException, OSError) as err:
-        if context is not None:
-            raise ClusterError(f"--context {context}: {err}") from None
-        kube_err = err
+        merged = kube_config.KubeConfigMerger(path).config  # None when no file of the path exists
+    except bad as err:
+        raise ClusterError(f"kubeconfig {path}: {_short(err)}") from None
+    if merged is not None:
+        contexts = {}
+        for node in merged.safe_get("contexts") or ():
+            c = getattr(node, "value", node)
+            if isinstance(c, dict) and isinstance(c.get("name"), str):
+                contexts[c["name"]] = c
+        # the client's own listing insists on current-context even when a context is named
+        name = context or merged.safe_get("current-context")
+        if not name:
+            known = ", ".join(sorted(contexts)) or "none"
+            raise ClusterError(
+                f"kubeconfig {path}: no current-context; give --context (its contexts: {known})"
+            )
+        if name not in contexts:
+            if context:
+                raise ClusterError(f"--context {context}: no such context in the kubeconfig")
+            raise ClusterError(
+                f"kubeconfig {path}: current-context {name} is not among its contexts"
+            )
+        try:
+            api = k8s.config.new_client_from_config(config_file=path, context=name)
+        except bad as err:
+            raise ClusterError(f"context {name}: {_short(err)}") from None
+        ns = (contexts[name].get("context") or {}).get("namespace") or "default"
+        return api, name, ns
+    if context is not None:
+        raise ClusterError(f"--context {context}: no kubeconfig at {path}")
+    kube_err = "Invalid kube-config file. No configuration found."
     try:
         cfg = k8s.client.Configuration()
         k8s.config.load_incluster_config(client_configuration=cfg)
@@ -242,6 +270,8 @@ def read_cluster(
     except Exception as err:  # the client raises urllib3 and ApiException errors alike
         raise ClusterError(f"cannot reach the API server of {name}: {_short(err)}") from None
     served: dict[tuple[str, str], set[str]] = {}
+    listed = 0
+    refused: list[str] = []
     for kind in KINDS:
         group, version, plural, kname, namespaced = kind
         if group and group not in groups:
@@ -260,15 +290,26 @@ def read_cluster(
                 obj.setdefault("apiVersion", f"{group}/{version}" if group else version)
                 obj.setdefault("kind", kname)
                 snap.objects.append(obj)
+            listed += 1
         except k8s.client.ApiException as err:
-            if _status(err) in (403, 404) and group not in _BUILTIN_GROUPS:
-                snap.notes.append(f"{plural}.{group}: not listed ({_status(err)} {err.reason})")
-                continue
             what = f"{plural}.{group}" if group else plural
+            # RBAC grants kinds one by one: the built-in view/edit/admin roles have no
+            # podtemplates, so one refused kind is a note, not the end of the check
+            if _status(err) == 403 or (_status(err) == 404 and group not in _BUILTIN_GROUPS):
+                snap.notes.append(f"{what}: not listed ({_status(err)} {err.reason})")
+                if _status(err) == 403:
+                    refused.append(what)
+                continue
             raise ClusterError(f"cannot list {what}: {_status(err)} {err.reason}") from None
         except Exception as err:  # urllib3's connection errors
             what = f"{plural}.{group}" if group else plural
             raise ClusterError(f"cannot list {what}: {_short(err)}") from None
+    if refused and not listed:
+        where = "in any namespace (-A)" if ns is None else f"in namespace {ns}"
+        raise ClusterError(
+            f"cannot list {', '.join(refused)} {where}: 403 Forbidden (no workload kind "
+            "could be read; RBAC needs list on them)"
+        )
     snap.view = _view(api, ns, snap.notes)
     return snap
 
@@ -286,6 +327,9 @@ def _view(api: Any, ns: str | None, notes: list[str]) -> WebhookView:
             meta = n.get("metadata") or {}
             spaces[meta.get("name", "")] = dict(meta.get("labels") or {})
     except k8s.client.ApiException as err:
+        if ns is not None and _status(err) == 404:
+            # every list answered empty: a mistyped -n would pass as a clean cluster
+            raise ClusterError(f"namespace {ns}: not found") from None
         notes.append(f"namespaces: labels not read ({_status(err)} {err.reason})")
     hooks: tuple[dict[str, Any], ...] = ()
     try:

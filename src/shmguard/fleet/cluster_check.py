@@ -10,7 +10,8 @@ cluster-scoped object) with the YAML path of the field, and no line.
 
 A SHM001 finding (an ML container with no volume at /dev/shm) in a pod the webhook sizes
 (:mod:`shmguard.fleet.coverage`) becomes an info finding that says so: the pods the
-controller makes will get their /dev/shm at admission.
+controller makes will get their /dev/shm at admission. Not in a Pod read back from the API
+server: that one was admitted already, without a /dev/shm.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from shmguard.config import Config
 from shmguard.fleet.coverage import WebhookView, view_from_objects
 from shmguard.lint.check import CheckOptions, FileResult, check_loaded
 from shmguard.lint.sources.k8s import PodSpec
-from shmguard.lint.sources.k8s_model import text
+from shmguard.lint.sources.k8s_model import dig, text
 from shmguard.lint.sources.load import LoadedFile, load_bytes
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Finding, Location
@@ -76,9 +77,17 @@ def _strings(nodes: Mapping[str, Any]) -> dict[str, str]:
     return {k: v for k, n in nodes.items() if (v := text(n)) is not None}
 
 
+def _admitted(pod: PodSpec) -> bool:
+    """Whether ``pod`` is a Pod object read back from an API server (it has a ``uid``)."""
+    uid = dig(pod.obj.node, "metadata", "uid")
+    return pod.obj.kind == "Pod" and not pod.obj.group and uid is not None
+
+
 def cover(result: FileResult, lf: LoadedFile, view: WebhookView) -> FileResult:
     """``result`` with each SHM001 no-/dev/shm finding in a pod the webhook sizes turned into
-    an info finding saying it is covered (and why)."""
+    an info finding saying it is covered (and why). A Pod read back from the API (it has a
+    ``metadata.uid``) was admitted already: its finding stays a warning and says the webhook
+    did not size it."""
     if not view.installed:
         return result
     out: list[Finding] = []
@@ -86,9 +95,24 @@ def cover(result: FileResult, lf: LoadedFile, view: WebhookView) -> FileResult:
         pod = _pod_for(lf, f.location.path if f.location else None)
         why = None
         if f.code == "SHM001" and _NO_SHM in f.message and pod is not None:
-            why = view.covers(pod.obj.namespace, _strings(pod.annotations), _strings(pod.labels))
+            gpu = any(c.gpu is not None for c in pod.containers)
+            why = view.covers(
+                pod.obj.namespace, _strings(pod.annotations), _strings(pod.labels), gpu
+            )
         if why is None:
             out.append(f)
+            continue
+        if pod is not None and _admitted(pod):
+            # a Pod the API server holds went through admission already: the webhook did
+            # not size it, whatever its namespace says now
+            out.append(
+                dataclasses.replace(
+                    f,
+                    message=f"{f.message}; the shmguard webhook covers it ({why}) but this pod "
+                    "was admitted without a /dev/shm (created before the webhook, or the "
+                    "webhook did not answer): recreate it",
+                )
+            )
             continue
         out.append(
             dataclasses.replace(

@@ -11,11 +11,14 @@ A pod is *covered* when
   kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors), and
   its pod labels match the ``objectSelector``;
 * the pod annotation :data:`~shmguard.fleet.names.POD_INJECT_ANNOTATION` is not ``"false"``,
-  and is ``"true"`` or the namespace carries
-  :data:`~shmguard.fleet.names.NAMESPACE_LABEL` = ``enabled``.
+  and is ``"true"``, or the namespace carries :data:`~shmguard.fleet.names.NAMESPACE_LABEL` =
+  ``enabled`` and a container requests an accelerator
+  (:data:`~shmguard.lint.sources.k8s_model.GPU_RESOURCES` in its limits or requests).
 
 The configuration's ``matchConditions`` (CEL) are not evaluated: the opt-in rules above are
-the ones the shipped configuration encodes (:mod:`shmguard.fleet.names`). A namespace whose
+the ones the shipped configuration encodes (deploy/webhook/mutatingwebhookconfiguration.yaml:
+``gpu-or-opted-in`` and ``not-opted-out``); a PyTorch pod with no GPU request in a labelled
+namespace is not sent to the webhook, so it is not covered. A namespace whose
 labels are unknown (not in the stream, or not readable) has only its
 ``kubernetes.io/metadata.name`` label, which the API server sets on every namespace.
 """
@@ -76,10 +79,14 @@ class WebhookView:
         return known
 
     def covers(
-        self, namespace: str | None, annotations: Mapping[str, str], labels: Mapping[str, str]
+        self,
+        namespace: str | None,
+        annotations: Mapping[str, str],
+        labels: Mapping[str, str],
+        gpu: bool = False,
     ) -> str | None:
-        """Why the webhook sizes a pod in ``namespace`` with these pod annotations and labels,
-        in words, or None when it does not."""
+        """Why the webhook sizes a pod in ``namespace`` with these pod annotations and labels
+        (``gpu``: a container requests an accelerator), in words, or None when it does not."""
         if not self.installed:
             return None
         ns = namespace or "default"
@@ -97,9 +104,10 @@ class WebhookView:
             return None
         if opt == "true":
             return f'annotation {names.POD_INJECT_ANNOTATION}: "true"'
-        if ns_labels.get(names.NAMESPACE_LABEL) == names.NAMESPACE_LABEL_VALUE:
+        if gpu and ns_labels.get(names.NAMESPACE_LABEL) == names.NAMESPACE_LABEL_VALUE:
             return (
                 f"namespace {ns} is labelled {names.NAMESPACE_LABEL}={names.NAMESPACE_LABEL_VALUE}"
+                " and the pod requests a GPU"
             )
         return None
 

@@ -12,10 +12,15 @@
   none, sized by the sizing policy's default (``Policy.default_shm_size``, 1 GiB): never
   Kyverno's library ``add-emptydir-sizelimit`` value of 100Mi, which would cause the very bus
   errors it means to prevent. The mutate rule writes one fixed size: it does not cap it by
-  the container's memory limit as ``check --fix`` does.
+  the container's memory limit as ``check --fix`` does, and it leaves alone a container whose
+  memory limit is below that size (the patched pod would fail SHM009, and be rejected in
+  enforce mode; Kyverno's numeric operators compare quantity strings as quantities,
+  kyverno pkg/engine/variables/operator/numeric.go); such a container still fails SHM001.
 * ``gatekeeper``: a ConstraintTemplate (Rego, ``templates.gatekeeper.sh/v1``) and its
   Constraint. Validation only: Gatekeeper's mutation (Assign) sets static values and cannot
   size a volume from the memory limit or test a container's image, so none is generated.
+  Its webhook sends UPDATEs as well as CREATEs and a Constraint cannot choose operations, so
+  the Rego finds no violation in an UPDATE (as the VAP and Kyverno match CREATE only).
 
 Modes: ``enforce`` rejects the pod; ``audit`` records (VAP ``Audit``, Kyverno ``Audit``,
 Gatekeeper ``dryrun``); ``warn`` (the default) returns admission warnings and records (VAP
@@ -166,6 +171,14 @@ def _kyverno_mutate(size: str) -> dict[str, Any]:
                                 "value": "{{ element.volumeMounts[].mountPath || `[]` }}",
                             },
                             {"key": stated, "operator": "NotEquals", "value": "container"},
+                            # a memory limit below the size: the patched pod would fail SHM009
+                            # (and be OOM-killed before /dev/shm is full); Kyverno compares
+                            # two quantity strings as quantities (its numeric operators)
+                            {
+                                "key": f"{{{{ element.resources.limits.memory || '{size}' }}}}",
+                                "operator": "GreaterThanOrEquals",
+                                "value": size,
+                            },
                         ],
                         "any": [
                             {"key": stated, "operator": "Equals", "value": "ml"},
@@ -255,7 +268,8 @@ def kyverno(mode: Mode = Mode.WARN, policy: Policy = _DEFAULT) -> list[dict[str,
 def rego() -> str:
     """The Rego module of the Gatekeeper template (package ``shmguardshm``)."""
     bodies = "\n".join(
-        f'violation contains {{"msg": msg}} if {{\n    {r.rego}\n}}\n' for r in RULES
+        f'violation contains {{"msg": msg}} if {{\n    not updated\n    {r.rego}\n}}\n'
+        for r in RULES
     )
     return f"package shmguardshm\n\nimport rego.v1\n\n{REGO_HELPERS}\n{bodies}"
 
@@ -315,7 +329,8 @@ _LIMITS = {
     Engine.KYVERNO: (
         "Kyverno 1.13+ (validate.cel, validate.failureAction). The add-dshm mutate rule",
         "writes one size, the sizing policy's default; it does not cap it by the memory limit",
-        "as `shmguard check --fix` does, and it is left out in audit mode.",
+        "as `shmguard check --fix` does, skips containers whose memory limit is below it (they",
+        "still fail SHM001), and it is left out in audit mode.",
     ),
     Engine.GATEKEEPER: (
         "Gatekeeper (Rego v1 syntax, import rego.v1: OPA 0.59+). Validation only: its",

@@ -231,6 +231,11 @@ shm_paths := {{"/dev/shm", "/dev/shm/"}}
 
 pod := input.review.object
 
+# Gatekeeper's webhook sends UPDATEs too (a label, a finalizer's removal): a pod's containers
+# and volumes cannot change then, and denying one would keep a controller from updating or
+# deleting a pod admitted before the policy; audit reviews carry no operation
+updated if input.review.operation == "UPDATE"
+
 # the Constraint's parameter; the sizing policy's default size when a Constraint has none
 default shm_size := "{_DEFAULT_SIZE}"
 

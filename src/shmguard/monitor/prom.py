@@ -13,6 +13,8 @@ largest first, ``1h30m`` (https://prometheus.io/docs/prometheus/latest/querying/
 
 from __future__ import annotations
 
+import base64
+import http.client
 import json
 import math
 import re
@@ -22,6 +24,7 @@ import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 #: Seconds per unit of Prometheus's duration syntax.
 UNITS = {"y": 365 * 86400.0, "w": 7 * 86400.0, "d": 86400.0, "h": 3600.0, "m": 60.0}
@@ -34,6 +37,11 @@ _SCALES = (UNITS["y"], UNITS["w"], UNITS["d"], UNITS["h"], UNITS["m"], 1.0, 0.00
 class PromError(Exception):
     """A query could not be answered: the server is unreachable, answers an error, or is not
     a Prometheus API. The message is one line naming the URL."""
+
+
+class PromQueryError(PromError):
+    """Prometheus answered a query with an error (``status: error``: bad PromQL, a timeout,
+    too many samples), as opposed to not being reachable or not being Prometheus."""
 
 
 def parse_prom_duration(text: str) -> float:
@@ -77,7 +85,7 @@ def parse_vector(body: Any, where: str) -> list[Sample]:
     if not isinstance(body, dict) or "status" not in body:
         raise PromError(f"{where}: not a Prometheus API answer (no status field)")
     if body["status"] != "success":
-        raise PromError(
+        raise PromQueryError(
             f"{where}: Prometheus answered {body.get('errorType')}: {body.get('error')}"
         )
     data = body.get("data")
@@ -98,18 +106,36 @@ class PromClient:
 
     Args:
         url: the server's base URL (``http://prometheus:9090``, or with the path prefix of
-            ``--web.route-prefix``).
+            ``--web.route-prefix``, ``https://host/prometheus/``); ``user:password@`` in it
+            is sent as HTTP basic auth (Prometheus's ``--web.config.file``
+            ``basic_auth_users``), never printed: :attr:`url` shows ``user:***@``.
         timeout: seconds per request.
 
     Raises:
-        ValueError: ``url`` is not an http(s) URL with a host.
+        ValueError: ``url`` is not an http(s) URL with a host and a numeric port.
     """
 
     def __init__(self, url: str, timeout: float = 30.0) -> None:
-        parts = urllib.parse.urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"{url!r} is not an http:// or https:// URL")
-        self.url = url.rstrip("/")
+        parts = urllib.parse.urlsplit(url.strip())
+        netloc = parts.netloc.rpartition("@")[2]
+        login = ""
+        if parts.username is not None:
+            login = parts.username + (":***" if parts.password is not None else "") + "@"
+        shown = urllib.parse.urlunsplit((parts.scheme, login + netloc, parts.path, "", ""))
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"{shown!r} is not an http:// or https:// URL")
+        try:
+            _ = parts.port
+        except ValueError:
+            raise ValueError(f"{shown!r}: the port is not a number from 0 to 65535") from None
+        self._auth: str | None = None
+        if parts.username is not None:
+            pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+            self._auth = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
+        self._base = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+        self._base = self._base.rstrip("/")
+        #: The base URL as shown in messages and reports (any password replaced by ``***``).
+        self.url = shown.rstrip("/")
         self.timeout = timeout
 
     def query(self, expr: str, at: float) -> list[Sample]:
@@ -119,20 +145,23 @@ class PromClient:
             PromError: unreachable, an HTTP or PromQL error, or not a Prometheus answer.
         """
         params = urllib.parse.urlencode({"query": expr, "time": f"{at:.3f}"})
-        url = f"{self.url}/api/v1/query?{params}"
+        req = urllib.request.Request(f"{self._base}/api/v1/query?{params}")
+        if self._auth is not None:
+            req.add_header("Authorization", self._auth)
         try:
-            with urllib.request.urlopen(url, timeout=self.timeout) as r:
+            with urllib.request.urlopen(req, timeout=self.timeout) as r:
                 raw = r.read()
         except urllib.error.HTTPError as err:
             raw = err.read()
             try:
                 body = json.loads(raw)
             except ValueError:
-                raise PromError(
-                    f"{self.url}: HTTP {err.code} {err.reason} (not a Prometheus API?)"
-                ) from None
+                hint = "not a Prometheus API?"
+                if err.code == 401:
+                    hint = "give the credentials in the URL: http://user:password@host"
+                raise PromError(f"{self.url}: HTTP {err.code} {err.reason} ({hint})") from None
             return parse_vector(body, self.url)
-        except (urllib.error.URLError, OSError) as err:
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as err:
             reason = getattr(err, "reason", err)
             raise PromError(f"{self.url}: cannot reach it: {reason}") from None
         try:

@@ -37,12 +37,16 @@ from dataclasses import dataclass, field, replace
 
 from shmguard.estimate.policy import Policy
 from shmguard.estimate.recommend import Recommendation, no_recommendation, recommend
-from shmguard.monitor.prom import PromClient, PromError, Sample, prom_duration
+from shmguard.monitor.prom import PromClient, PromError, PromQueryError, Sample, prom_duration
 from shmguard.monitor.workloads import Owners, WorkloadRef
 from shmguard.units import DOCKER_DEFAULT_SHM
 
 #: Labels a per-pod series is keyed by (sidecar mode has no ``volume``; node mode no container).
 SERIES_LABELS = ("namespace", "pod", "container", "volume")
+#: The exporter's series are also kept apart by ``instance`` (the scrape address): exporters
+#: outside Kubernetes (Docker, a host) have no ``pod`` label, and without it every one of them
+#: would fold into one row.
+_BY = (*SERIES_LABELS, "instance")
 #: Data points under which a workload has "not enough history" (krr's ``points_required``).
 MIN_SAMPLES = 100
 
@@ -86,7 +90,7 @@ class WorkloadHistory:
     Attributes:
         namespace, workload, container, volume: what the figures belong to (``volume``: the
             emptyDir's name in node mode, else empty).
-        pods: the pods seen, sorted.
+        pods: the pods seen, sorted (none for a series with no ``pod`` label).
         peak: highest ``shmguard_shm_peak_bytes``.
         used_percentile: the largest of the pods' ``percentile`` quantiles of used bytes.
         size: the /dev/shm size last seen (largest over the pods).
@@ -156,14 +160,14 @@ class RightsizeReport:
 
 
 def _key(labels: Mapping[str, str]) -> tuple[str, ...]:
-    return tuple(labels.get(k, "") for k in SERIES_LABELS)
+    return tuple(labels.get(k, "") for k in _BY)
 
 
 def _queries(options: RightsizeOptions) -> dict[str, str]:
     w = prom_duration(options.window)
     step = prom_duration(options.window / 1000)
     sel = _selector(options)
-    by = f"max by ({', '.join(SERIES_LABELS)})"
+    by, ksm_by = f"max by ({', '.join(_BY)})", f"max by ({', '.join(SERIES_LABELS)})"
     used = f"shmguard_shm_used_bytes{sel}"
     ksm = '{resource="memory"' + ("" if not sel else f",{sel[1:-1]}") + "}"
     return {
@@ -173,10 +177,10 @@ def _queries(options: RightsizeOptions) -> dict[str, str]:
         "limit": f"{by} (last_over_time(shmguard_cgroup_memory_limit_bytes{sel}[{w}]))",
         "shmem": f"{by} (max_over_time(shmguard_cgroup_memory_shmem_bytes{sel}[{w}]))",
         "required": f"{by} (last_over_time(shmguard_shm_required_bytes{sel}[{w}]))",
-        "ksm_limit": f"{by} (last_over_time(kube_pod_container_resource_limits{ksm}[{w}]))",
-        "samples": f"sum by ({', '.join(SERIES_LABELS)}) (count_over_time({used}[{w}]))",
-        "first": f"min by ({', '.join(SERIES_LABELS)}) "
-        f"(min_over_time(timestamp({used})[{w}:{step}]))",
+        # kube-state-metrics' own instance is no pod's: that series is matched without it
+        "ksm_limit": f"{ksm_by} (last_over_time(kube_pod_container_resource_limits{ksm}[{w}]))",
+        "samples": f"sum by ({', '.join(_BY)}) (count_over_time({used}[{w}]))",
+        "first": f"min by ({', '.join(_BY)}) (min_over_time(timestamp({used})[{w}:{step}]))",
         "last": f"{by} (max_over_time(timestamp({used})[{w}:{step}]))",
     }
 
@@ -210,20 +214,36 @@ def read_histories(
     Raises:
         PromError: from ``query``.
     """
+
+    def ask(name: str, expr: str) -> Sequence[Sample]:
+        try:
+            return query(expr)
+        except PromQueryError as err:  # say which of the queries, and what makes it lighter
+            raise PromError(
+                f"{err} (the {name} query, over {options.window_text}; a shorter --window or "
+                "--namespace reads fewer samples)"
+            ) from None
+
     found = {
-        name: {_key(s.labels): s.value for s in query(q)} for name, q in _queries(options).items()
+        name: {_key(s.labels): s.value for s in ask(name, q)}
+        for name, q in _queries(options).items()
     }
     owners = _owners(query, options)
     naming = owners or Owners({}, {})
     groups: dict[tuple[str, WorkloadRef, str, str], list[tuple[str, ...]]] = {}
     for key in found["samples"]:
-        namespace, pod, container, volume = key
-        ref = naming.workload(namespace, pod)
+        namespace, pod, container, volume, instance = key
+        if pod:
+            ref = naming.workload(namespace, pod)
+        else:  # an exporter outside Kubernetes: named by where it is scraped
+            ref = WorkloadRef("instance", instance or "?", "instance")
         groups.setdefault((namespace, ref, container, volume), []).append(key)
 
     def top(
         name: str, keys: list[tuple[str, ...]], pick: Callable[..., float] = max
     ) -> float | None:
+        if name == "ksm_limit":
+            keys = [(*k[:4], "") for k in keys]
         values = [found[name][k] for k in keys if k in found[name]]
         return pick(values) if values else None
 
@@ -245,7 +265,7 @@ def read_histories(
                 workload=ref,
                 container=container,
                 volume=volume,
-                pods=tuple(sorted(k[1] for k in keys)),
+                pods=tuple(sorted({k[1] for k in keys if k[1]})),
                 peak=as_int(top("peak", keys)) or 0,
                 used_percentile=as_int(top("quantile", keys)),
                 size=as_int(top("size", keys)),
@@ -309,6 +329,8 @@ def size_history(h: WorkloadHistory, options: RightsizeOptions) -> WorkloadRecom
     coverage = min(1.0, span / options.window)
     enough = h.samples >= options.min_samples
     pods = f"{len(h.pods)} pod{'s' if len(h.pods) != 1 else ''}"
+    if h.workload.source == "instance":
+        pods = f"the exporter at {h.workload.name}"
     confidence = (
         f"{h.samples} samples from {pods} over {_span_text(span)} of the "
         f"{options.window_text} window ({coverage:.0%})"

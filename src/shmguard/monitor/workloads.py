@@ -52,8 +52,10 @@ NAME_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
 @dataclass(frozen=True)
 class WorkloadRef:
     """A workload: ``kind`` (``Deployment``, ``StatefulSet``, ``Job``, ``CronJob``,
-    ``DaemonSet``, ``Pod``; from a name, also ``Job/DaemonSet`` and ``TrainingJob``), its
-    ``name``, and ``source``: ``owner`` (kube-state-metrics) or ``name`` (the rules above)."""
+    ``DaemonSet``, ``Pod``; from a name, also ``Job/DaemonSet`` and ``TrainingJob``; for a
+    series with no ``pod`` label, ``instance``), its ``name`` (for ``instance``: the scrape
+    address), and ``source``: ``owner`` (kube-state-metrics), ``name`` (the rules above) or
+    ``instance``."""
 
     kind: str
     name: str

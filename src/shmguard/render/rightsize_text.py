@@ -35,9 +35,12 @@ def _change(now: int | None, new: int | None, delta: int | None) -> str:
 
 
 def workload_name(w: WorkloadRecommendation) -> str:
-    """``namespace/Kind/name`` (``volume`` appended in node mode)."""
+    """``namespace/Kind/name`` (``volume`` appended in node mode; ``instance/<address>`` for
+    a series with no namespace or pod label)."""
     h = w.history
-    name = f"{h.namespace}/{h.workload.kind}/{h.workload.name}"
+    name = f"{h.workload.kind}/{h.workload.name}"
+    if h.namespace:
+        name = f"{h.namespace}/{name}"
     return f"{name} ({h.volume})" if h.volume else name
 
 
@@ -123,6 +126,8 @@ def workload_patches(report: RightsizeReport) -> tuple[list[Patch], dict[tuple[s
             skipped[key] = "no size proposed"
         elif not w.enough_history:
             skipped[key] = "not enough history"
+        elif h.workload.source == "instance":
+            skipped[key] = "no pod label: not a Kubernetes workload (use the docker snippet)"
         elif not h.container and not h.volume:
             skipped[key] = "the series names neither a container nor a volume"
         else:
