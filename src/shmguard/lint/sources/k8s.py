@@ -109,10 +109,38 @@ def _meta(node: YNode | None, key: str) -> dict[str, YNode]:
 
 
 def objects(yf: YamlFile) -> Iterator[K8sObject]:
-    """Every object with ``apiVersion`` and ``kind`` in the file, List items expanded."""
-    for d in yf.documents:
-        if isinstance(d.root, YMap):
-            yield from _objects(d.index, d.root)
+    """Every object with ``apiVersion`` and ``kind`` in the file, List items expanded, except
+    those whose controller is in the same file.
+
+    ``kubectl get all -o yaml`` lists a Deployment, the ReplicaSet it made and that
+    ReplicaSet's Pods, each with the same pod template: checked alone, one missing /dev/shm
+    was reported three times. An object with an ``ownerReferences`` entry with
+    ``controller: true`` naming an object of the file (by ``uid``, else by kind and name in
+    the same namespace) is left to its controller, the object people write (as ``check
+    --cluster`` does; Kubernetes' garbage collector docs describe the owner references:
+    https://kubernetes.io/docs/concepts/overview/working-with-objects/owners-dependents/).
+    """
+    found = [o for d in yf.documents if isinstance(d.root, YMap) for o in _objects(d.index, d.root)]
+    owned = [(o, _controller(o)) for o in found]
+    if not any(ref for _, ref in owned):
+        yield from found
+        return
+    uids = {text(dig(o.node, "metadata", "uid")) for o in found} - {None}
+    names = {(o.namespace, o.kind, o.name) for o in found}
+    for o, ref in owned:
+        if ref is not None:
+            uid, kind, name = ref
+            if (uid is not None and uid in uids) or (o.namespace, kind, name) in names:
+                continue
+        yield o
+
+
+def _controller(obj: K8sObject) -> tuple[str | None, str | None, str | None] | None:
+    """(uid, kind, name) of the object's controller owner reference, or None."""
+    for ref in seq_maps(dig(obj.node, "metadata", "ownerReferences")):
+        if text(ref.get("controller")) in ("true", "True"):
+            return text(ref.get("uid")), text(ref.get("kind")), text(ref.get("name"))
+    return None
 
 
 def _objects(doc: int, node: YMap) -> Iterator[K8sObject]:
