@@ -331,8 +331,9 @@ def size_history(h: WorkloadHistory, options: RightsizeOptions) -> WorkloadRecom
     pods = f"{len(h.pods)} pod{'s' if len(h.pods) != 1 else ''}"
     if h.workload.source == "instance":
         pods = f"the exporter at {h.workload.name}"
+    samples = f"{h.samples} {'sample' if h.samples == 1 else 'samples'}"
     confidence = (
-        f"{h.samples} samples from {pods} over {_span_text(span)} of the "
+        f"{samples} from {pods} over {_span_text(span)} of the "
         f"{options.window_text} window ({coverage:.0%})"
     )
     if not enough:

@@ -12,6 +12,7 @@ from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from shmguard.render.snippets import render_snippets
+from shmguard.render.words import plural
 from shmguard.triage.model import Diagnosis, FixPlan, Result
 from shmguard.units import format_iec
 
@@ -66,7 +67,8 @@ def render(
         console.print(t, soft_wrap=True)
 
     names = ", ".join(
-        f"{i.name} ({i.lines:,} lines, {format_iec(i.bytes)}{', binary' if i.binary else ''})"
+        f"{i.name} ({plural(i.lines, 'line')}, {format_iec(i.bytes)}"
+        f"{', binary' if i.binary else ''})"
         for i in d.inputs
     )
     line(("shmguard explain", "bold"), f": {names or 'no input'}")

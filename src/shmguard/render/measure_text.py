@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from shmguard.render.parts import Part
 from shmguard.render.snippets import Snippet, render_snippets
+from shmguard.render.words import plural
 from shmguard.units import format_iec
 
 if TYPE_CHECKING:
@@ -137,7 +138,7 @@ def measure_report(result: MeasureResult) -> list[Part]:
                 "owners",
                 f"{owners_line(snap.by_kind)} (at {snap.t:.2f} s, "
                 f"{format_iec(snap.shm_used)} used, "
-                f"{snap.processes} processes)",
+                f"{plural(snap.processes, 'process', 'processes')})",
             )
         )
     mem = result.memory_peak

@@ -13,6 +13,7 @@ from shmguard.config import ANNOTATIONS
 from shmguard.monitor.rightsize import RightsizeReport, WorkloadRecommendation
 from shmguard.render.json import to_data
 from shmguard.render.snippets import POD_SPEC_PATHS, kubernetes_patch
+from shmguard.render.words import plural
 from shmguard.units import format_iec, format_k8s_quantity
 
 if TYPE_CHECKING:
@@ -67,7 +68,9 @@ def rightsize_table(report: RightsizeReport, percentile: float) -> Table:
             _size(h.used_percentile),
             _change(h.size, r.shm_size, w.shm_change),
             _change(h.memory_limit, r.memory_limit.value, w.memory_change),
-            f"{h.samples} samples, {w.coverage:.0%}" if w.enough_history else "not enough history",
+            f"{plural(h.samples, 'sample')}, {w.coverage:.0%}"
+            if w.enough_history
+            else "not enough history",
         )
     return table
 

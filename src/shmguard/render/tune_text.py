@@ -83,7 +83,8 @@ def tune_report(result: TuneResult) -> list[Part]:
         ("loader", result.loader),
         (
             "budget",
-            f"/dev/shm {format_iec(b.shm)}, memory {mem}, {b.cpus:g} CPUs{ranks} "
+            f"/dev/shm {format_iec(b.shm)}, memory {mem}, "
+            f"{b.cpus:g} {'CPU' if b.cpus == 1 else 'CPUs'}{ranks} "
             f"({'; '.join(b.sources)})",
         ),
         (

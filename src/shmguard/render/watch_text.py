@@ -9,6 +9,7 @@ from shmguard.model.fix import shm_changes
 from shmguard.monitor.watch import STALLED, WatchSnapshot
 from shmguard.render.json import to_data
 from shmguard.render.snippets import render_snippets
+from shmguard.render.words import plural
 from shmguard.units import format_iec
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ def summary_lines(snap: WatchSnapshot) -> list[str]:
         f" ({pct:.0f}%), free {format_iec(snap.free)}, peak {format_iec(snap.peak)}",
         "owners: "
         + ", ".join(f"{k} {format_iec(v)}" for k, v in owners(snap).items())
-        + f" ({snap.processes} processes)",
+        + f" ({plural(snap.processes, 'process', 'processes')})",
     ]
     cg = snap.cgroup
     if cg.reason is None or cg.limit is not None:

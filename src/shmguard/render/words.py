@@ -12,8 +12,9 @@ from shmguard.model.finding import Finding, Severity
 
 
 def plural(n: int, noun: str, nouns: str | None = None) -> str:
-    """``n`` and ``noun``, in the plural (``nouns``, else ``noun + "s"``) unless ``n == 1``."""
-    return f"{n} {noun if n == 1 else nouns or noun + 's'}"
+    """``n`` (with thousands separators) and ``noun``, in the plural (``nouns``, else
+    ``noun + "s"``) unless ``n == 1``."""
+    return f"{n:,} {noun if n == 1 else nouns or noun + 's'}"
 
 
 def severity_counts(findings: Iterable[Finding]) -> str:
