@@ -135,3 +135,34 @@ def test_never_at_or_below_a_failed_request(catalogue: Sequence[Signature]) -> N
 def test_the_users_size_is_taken_as_given(catalogue: Sequence[Signature]) -> None:
     d = diagnose_text(HAD[0][0] + BUS, catalogue, shm_size=GiB)
     assert _size(d) == GiB
+
+
+DESCRIBE_OOM = (
+    "Name: train\n"
+    "    State:          Terminated\n"
+    "      Reason:       OOMKilled\n"
+    "      Exit Code:    137\n"
+    "    Limits:\n"
+    "      memory:  {mem}\n"
+    "Volumes:\n"
+    "  dshm:\n"
+    "    Type:       EmptyDir (a temporary directory that shares a pod's lifetime)\n"
+    "    Medium:     Memory\n"
+    "    SizeLimit:  {shm}\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("mem", "shm", "noted"), [("4Gi", "8Gi", True), ("4Gi", "4Gi", True), ("16Gi", "8Gi", False)]
+)
+def test_a_dev_shm_not_below_the_memory_limit_is_pointed_out(
+    catalogue: Sequence[Signature], mem: str, shm: str, noted: bool
+) -> None:
+    # A new user's `kubectl describe` showed memory 4Gi and a dshm SizeLimit of 8Gi beside an
+    # OOMKilled container: explain listed both and said nothing of the mismatch.
+    d = diagnose_text(DESCRIBE_OOM.format(mem=mem, shm=shm), catalogue, runtime="kubernetes")
+    notes = [n for n in d.notes if "not smaller than the memory limit" in n]
+    assert bool(notes) is noted
+    if noted:
+        assert notes[0].startswith(f"/dev/shm ({shm[:-2]} GiB, line 11)")
+        assert f"memory limit ({mem[:-2]} GiB, line 6)" in notes[0]

@@ -38,6 +38,7 @@ from shmguard.triage.model import (
     Sequence as Order,
 )
 from shmguard.triage.runtime import infer_runtime
+from shmguard.units import format_iec
 
 #: Said when nothing of medium confidence or more matched.
 NEXT_STEPS = (
@@ -114,6 +115,28 @@ def _sequence(results: Sequence[Result], tallies: dict[str, Tally]) -> tuple[Ord
         "limit first; if you also grow /dev/shm, grow the memory limit by the same amount."
     )
     return (Order(o.id, o_pos[1], s.id, s_pos[1], file, meaning),)
+
+
+def _shm_above_limit(facts: dict[str, tuple[int, Evidence]]) -> str | None:
+    """A note when the log shows a /dev/shm at least as large as the memory limit.
+
+    tmpfs pages are charged to the memory cgroup of the process that writes them (Linux
+    Documentation/admin-guide/cgroup-v2.rst, "Memory": shmem is part of a cgroup's memory), so
+    such a /dev/shm can never be filled: the container is OOM-killed first. ``check`` reports
+    the same thing in a manifest as SHM009.
+    """
+    if "shm_total" not in facts or "mem_limit" not in facts:
+        return None
+    (shm, s_ev), (mem, m_ev) = facts["shm_total"], facts["mem_limit"]
+    if shm < mem:
+        return None
+    return (
+        f"/dev/shm ({format_iec(shm)}, line {s_ev.line}) is not smaller than the memory limit "
+        f"({format_iec(mem)}, line {m_ev.line}): tmpfs pages count against the memory limit, "
+        "so filling /dev/shm gets the container OOM-killed before /dev/shm is full. Keep "
+        "/dev/shm below the limit with room for the processes beside it (check reports this "
+        "as SHM009)."
+    )
 
 
 def diagnose(
@@ -207,6 +230,9 @@ def diagnose(
         for i in inputs
         if i.binary
     ]
+    above = _shm_above_limit(facts)
+    if above:
+        reading_notes.append(above)
     if matcher.backend != "ac":
         reading_notes.append(
             "The fast literal pre-filter (the ahocorasick-rs package) is not installed: "
