@@ -37,6 +37,11 @@ def test_unreachable_prometheus() -> None:
             "units y, w, d, h, m, s, ms from largest to smallest (7d, 1h30m, 90s)",
         ),
         (["--window", "0d"], "--window: invalid duration '0d': must be greater than 0"),
+        # a new user's 1ms window gave rows "over 0s of the 1ms window (100%)"
+        (
+            ["--window", "1ms"],
+            "--window 1ms: at least 1m; right-sizing reads history (7d is typical)",
+        ),
         (["--percentile", "100"], "--percentile 100: must be above 0 and below 100"),
         (["--percentile", "p99"], "--percentile p99: not a number (e.g. 99 or 99.9)"),
     ],

@@ -184,7 +184,12 @@ def test_sizes_follow_from_the_peak_through_the_policy() -> None:
     train = size_history(got["ml/Deployment/train"], OPTIONS)
     assert shm_size_for(30 * MiB, policy).bytes == 40 * MiB
     assert train.recommendation.shm_size == 64 * MiB and train.shm_change == 0
-    assert "kept" in train.recommendation.shm_basis
+    # one sentence a user can read (a new user saw the floor's words spliced mid-sentence)
+    fits = shm_size_for(30 * MiB, policy, what=f"peak over {RECORDED['window']}").basis
+    assert train.recommendation.shm_basis == (
+        f"{fits}; the current 64 MiB is kept (a tmpfs holds only the pages written: a smaller "
+        "one frees no memory)"
+    )
     assert train.recommendation.memory_limit.value == memory_limit_for(
         64 * MiB, policy, current_limit=512 * MiB, current_shm=64 * MiB
     )

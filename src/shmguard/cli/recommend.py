@@ -90,6 +90,9 @@ def recommend(
         span = parse_prom_duration(window)
     except ValueError as err:
         fail(f"--window: {err}")
+    if span < 60:
+        # two samples at most of an exporter scraped every 15-30 s: no history to size from
+        fail(f"--window {window.strip()}: at least 1m; right-sizing reads history (7d is typical)")
     share = _percentile(percentile)
     if patches is not None and patches.exists() and not patches.is_dir():
         fail(f"--patches {patches}: not a directory")

@@ -39,7 +39,7 @@ from shmguard.estimate.policy import Policy
 from shmguard.estimate.recommend import Recommendation, no_recommendation, recommend
 from shmguard.monitor.prom import PromClient, PromError, PromQueryError, Sample, prom_duration
 from shmguard.monitor.workloads import Owners, WorkloadRef
-from shmguard.units import DOCKER_DEFAULT_SHM
+from shmguard.units import DOCKER_DEFAULT_SHM, format_iec
 
 #: Labels a per-pod series is keyed by (sidecar mode has no ``volume``; node mode no container).
 SERIES_LABELS = ("namespace", "pod", "container", "volume")
@@ -286,7 +286,7 @@ def _span_text(seconds: float) -> str:
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
             return f"{seconds / size:.1f}{unit}".replace(".0", "")
-    return f"{seconds:.0f}s"
+    return f"{seconds:.0f}s" if seconds >= 1 else "under 1s"
 
 
 def size_history(h: WorkloadHistory, options: RightsizeOptions) -> WorkloadRecommendation:
@@ -314,7 +314,13 @@ def size_history(h: WorkloadHistory, options: RightsizeOptions) -> WorkloadRecom
         rec = sized(h.required, "the configured need (shmguard_shm_required_bytes)")
         shm = rec.shm_size
         if h.size and shm is not None and shm < h.size and shm <= DOCKER_DEFAULT_SHM:
-            rec = sized(h.size, f"the current /dev/shm, kept ({KEEP_REASON})")
+            # the configured need, if any, fits in the current size too: the peak's own
+            # sentence says why the current one is enough
+            fits = sized(None, "").shm_basis
+            rec = sized(h.size, "the current /dev/shm")
+            rec = replace(
+                rec, shm_basis=f"{fits}; the current {format_iec(h.size)} is kept ({KEEP_REASON})"
+            )
         if h.memory_limit is None:
             rec = replace(rec, memory_basis=NO_LIMIT)
     else:
