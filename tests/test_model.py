@@ -85,6 +85,27 @@ def test_snippets_all_runtimes_exact_syntax() -> None:
     assert ecs == {"memory": 6144, "linuxParameters": {"sharedMemorySize": 2048}}
 
 
+@pytest.mark.parametrize(
+    ("millis", "cpus", "k8s", "ecs_units"),
+    [(1500, "1.5", "1500m", 1536), (2000, "2", "2", 2048), (250, "0.25", "250m", 256)],
+)
+def test_snippets_with_a_cpu_limit(millis: int, cpus: str, k8s: str, ecs_units: int) -> None:
+    # tune sizes workers for a CPU budget; its snippets dropped the CPUs (a new user's report)
+    snippets = {
+        s.runtime: s for s in render_snippets(shm_changes(80 * MiB, GiB, cpu_millis=millis))
+    }
+    assert (
+        snippets["docker"].text == f"docker run --shm-size=80m --memory=1g --cpus={cpus} IMAGE ..."
+    )
+    assert snippets["podman"].text.endswith(f"--cpus={cpus} IMAGE ...")
+    assert str(yaml.safe_load(snippets["compose"].text)["services"]["app"]["cpus"]) == cpus
+    limits = yaml.safe_load(snippets["kubernetes"].text)["spec"]["containers"][0]["resources"]
+    assert limits["limits"]["cpu"] == k8s and k8s_quantity_bytes(limits["limits"]["memory"]) == GiB
+    assert json.loads(snippets["ecs"].text)["cpu"] == ecs_units
+    with pytest.raises(ValueError, match="int millicpus"):
+        shm_changes(GiB, cpu_millis=1.5)  # type: ignore[arg-type]
+
+
 def test_snippets_without_memory_and_subset() -> None:
     (k8s,) = render_snippets(shm_changes(1536 * MiB), ["kubernetes"])
     pod = yaml.safe_load(k8s.text)["spec"]

@@ -58,7 +58,7 @@ PLATFORM_NOTES: dict[str, str] = {
 
 
 class Setting(str, enum.Enum):
-    """A configuration setting a fix changes. Values are int bytes.
+    """A configuration setting a fix changes. Values are int bytes, except ``cpu-limit``.
 
     * ``shm-size``: the size of the container's /dev/shm (Docker/Podman ``--shm-size``,
       Compose ``shm_size``, Kubernetes ``emptyDir.sizeLimit`` of the memory-backed volume at
@@ -66,18 +66,25 @@ class Setting(str, enum.Enum):
     * ``memory-limit``: the container's memory limit (tmpfs pages are charged to it:
       kernel Documentation/admin-guide/cgroup-v2.rst, "Memory Ownership");
     * ``shm-mount``: a memory-backed volume mounted at /dev/shm, of ``value`` bytes, where the
-      runtime gives none by itself (a Kubernetes pod: no emptyDir, no /dev/shm sizing).
+      runtime gives none by itself (a Kubernetes pod: no emptyDir, no /dev/shm sizing);
+    * ``cpu-limit``: the container's CPU quota in **millicpus** (1500 = 1.5 CPUs): Docker and
+      Podman ``--cpus``, Compose ``cpus``, Kubernetes ``resources.limits.cpu`` (``1500m``),
+      ECS container ``cpu`` (1024 units per vCPU). What ``tune`` sized its workers for.
+      Sources: docs.docker.com/engine/containers/resource_constraints (``--cpus``), the
+      Compose specification (services.cpus), kubernetes.io "Resource units in Kubernetes"
+      (CPU), AWS ECS task definition parameters (container ``cpu``).
     """
 
     SHM_SIZE = "shm-size"
     MEMORY_LIMIT = "memory-limit"
     SHM_MOUNT = "shm-mount"
+    CPU_LIMIT = "cpu-limit"
 
 
 @dataclass(frozen=True)
 class Change:
-    """Set ``setting`` to ``value`` bytes on ``runtimes`` (empty: every runtime of
-    :data:`RUNTIMES`).
+    """Set ``setting`` to ``value`` (bytes; millicpus for ``cpu-limit``) on ``runtimes``
+    (empty: every runtime of :data:`RUNTIMES`).
 
     Raises:
         ValueError: for a value <= 0 or an unknown runtime name.
@@ -93,10 +100,11 @@ class Change:
         except ValueError:
             names = ", ".join(x.value for x in Setting)
             raise ValueError(f"unknown setting {self.setting!r}; expected one of {names}") from None
+        unit = "millicpus" if self.setting is Setting.CPU_LIMIT else "bytes"
         if isinstance(self.value, bool) or not isinstance(self.value, int):
-            raise ValueError(f"{self.setting.value} must be int bytes, got {self.value!r}")
+            raise ValueError(f"{self.setting.value} must be int {unit}, got {self.value!r}")
         if self.value <= 0:
-            raise ValueError(f"{self.setting.value} must be > 0 bytes, got {self.value}")
+            raise ValueError(f"{self.setting.value} must be > 0 {unit}, got {self.value}")
         if isinstance(self.runtimes, str):
             raise ValueError(f"runtimes must be a tuple of names, got the string {self.runtimes!r}")
         object.__setattr__(self, "runtimes", tuple(dict.fromkeys(self.runtimes)))
@@ -108,10 +116,15 @@ class Change:
 
 
 def shm_changes(
-    shm_size: int, memory_limit: int | None = None, runtimes: tuple[str, ...] = ()
+    shm_size: int,
+    memory_limit: int | None = None,
+    runtimes: tuple[str, ...] = (),
+    *,
+    cpu_millis: int | None = None,
 ) -> tuple[Change, ...]:
     """The usual pair: /dev/shm of ``shm_size`` bytes and, when given, a memory limit of
-    ``memory_limit`` bytes, both for ``runtimes`` (empty: all).
+    ``memory_limit`` bytes, both for ``runtimes`` (empty: all); ``cpu_millis`` adds a CPU
+    limit (millicpus).
 
     Raises:
         ValueError: for a size <= 0 or an unknown runtime.
@@ -119,4 +132,6 @@ def shm_changes(
     out = [Change(Setting.SHM_SIZE, shm_size, runtimes)]
     if memory_limit is not None:
         out.append(Change(Setting.MEMORY_LIMIT, memory_limit, runtimes))
+    if cpu_millis is not None:
+        out.append(Change(Setting.CPU_LIMIT, cpu_millis, runtimes))
     return tuple(out)

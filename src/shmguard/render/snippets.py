@@ -41,9 +41,9 @@ def render_snippets(
     """Config fragments that apply ``changes`` (a /dev/shm size, optionally a memory limit).
 
     Args:
-        changes: the fix values; one ``shm-size`` or ``shm-mount`` change is required, a
-            ``memory-limit`` change is optional. Each change's ``runtimes`` limit where it
-            applies (empty: everywhere).
+        changes: the fix values; one ``shm-size`` or ``shm-mount`` change is required,
+            ``memory-limit`` and ``cpu-limit`` changes are optional. Each change's
+            ``runtimes`` limit where it applies (empty: everywhere).
         runtimes: a subset of :data:`RUNTIMES`, in the order wanted; default: every runtime when
             a change applies everywhere, else the runtimes the changes name, in the order they
             name them (a fix led by the runtime a log points to keeps it first).
@@ -66,11 +66,12 @@ def render_snippets(
         if runtime not in _RENDERERS:
             raise ValueError(f"unknown runtime {runtime!r}; expected one of {', '.join(RUNTIMES)}")
         here = [c for c in changes if not c.runtimes or runtime in c.runtimes]
-        shm = next((c.value for c in here if c.setting is not Setting.MEMORY_LIMIT), None)
+        shm = next((c.value for c in here if c.setting in _SHM_SETTINGS), None)
         if shm is None:
             continue
         mem = next((c.value for c in here if c.setting is Setting.MEMORY_LIMIT), None)
-        out.append(_RENDERERS[runtime](shm, mem))
+        cpu = next((c.value for c in here if c.setting is Setting.CPU_LIMIT), None)
+        out.append(_RENDERERS[runtime](shm, mem, cpu))
     return tuple(out)
 
 
@@ -91,26 +92,38 @@ def fix_snippets(
     return render_snippets(fix.changes, runtimes)
 
 
-def _docker(shm: int, mem: int | None, cli: str = "docker") -> Snippet:
+_SHM_SETTINGS = (Setting.SHM_SIZE, Setting.SHM_MOUNT)
+
+
+def _cpus(millis: int) -> str:
+    """CPUs as Docker's ``--cpus`` and Compose's ``cpus`` take them: ``2``, ``1.5``."""
+    return f"{millis / 1000:.3f}".rstrip("0").rstrip(".")
+
+
+def _docker(shm: int, mem: int | None, cpu: int | None, cli: str = "docker") -> Snippet:
     flags = f"--shm-size={format_docker_size(shm)}"
     if mem is not None:
         flags += f" --memory={format_docker_size(mem)}"
+    if cpu is not None:
+        flags += f" --cpus={_cpus(cpu)}"
     title = "docker run" if cli == "docker" else "podman run"
     return Snippet(cli, title, "shell", f"{cli} run {flags} IMAGE ...")
 
 
-def _podman(shm: int, mem: int | None) -> Snippet:
-    return _docker(shm, mem, cli="podman")
+def _podman(shm: int, mem: int | None, cpu: int | None) -> Snippet:
+    return _docker(shm, mem, cpu, cli="podman")
 
 
-def _compose(shm: int, mem: int | None) -> Snippet:
+def _compose(shm: int, mem: int | None, cpu: int | None) -> Snippet:
     lines = ["services:", "  app:", f'    shm_size: "{format_docker_size(shm)}"']
     if mem is not None:
         lines.append(f'    mem_limit: "{format_docker_size(mem)}"')
+    if cpu is not None:
+        lines.append(f"    cpus: {_cpus(cpu)}")
     return Snippet("compose", "Compose service", "yaml", "\n".join(lines))
 
 
-def _kubernetes(shm: int, mem: int | None) -> Snippet:
+def _kubernetes(shm: int, mem: int | None, cpu: int | None) -> Snippet:
     lines = [
         "spec:",
         "  containers:",
@@ -119,12 +132,17 @@ def _kubernetes(shm: int, mem: int | None) -> Snippet:
         "        - name: dshm",
         "          mountPath: /dev/shm",
     ]
-    if mem is not None:
+    if mem is not None or cpu is not None:
+        which = "requests.memory equal to it keeps" if cpu is None else "requests equal keep"
         lines += [
             "      resources:",
-            "        limits:  # requests.memory equal to it keeps a Guaranteed pod Guaranteed",
-            f"          memory: {format_k8s_quantity(mem)}",
+            f"        limits:  # {which} a Guaranteed pod Guaranteed",
         ]
+    if mem is not None:
+        lines.append(f"          memory: {format_k8s_quantity(mem)}")
+    if cpu is not None:
+        whole = cpu % 1000 == 0
+        lines.append(f'          cpu: "{cpu // 1000}"' if whole else f"          cpu: {cpu}m")
     lines += [
         "  volumes:",
         "    - name: dshm",
@@ -135,8 +153,10 @@ def _kubernetes(shm: int, mem: int | None) -> Snippet:
     return Snippet("kubernetes", "Kubernetes pod spec", "yaml", "\n".join(lines))
 
 
-def _ecs(shm: int, mem: int | None) -> Snippet:
+def _ecs(shm: int, mem: int | None, cpu: int | None) -> Snippet:
     lines = ["{"]
+    if cpu is not None:  # CPU units: 1024 per vCPU
+        lines.append(f'  "cpu": {-(-cpu * 1024 // 1000)},')
     if mem is not None:
         lines.append(f'  "memory": {format_ecs_mib(mem)},')
     lines.append(f'  "linuxParameters": {{"sharedMemorySize": {format_ecs_mib(shm)}}}')
