@@ -26,6 +26,7 @@ from shmguard.config import Config
 from shmguard.lint import suppress
 from shmguard.lint.config._base import CheckOptions, Unit
 from shmguard.lint.engine import Rule, run_rules
+from shmguard.lint.sources import gcpause
 from shmguard.lint.sources.detect import (
     ecs_workload,
     pod_container_workload,
@@ -101,7 +102,21 @@ def check_loaded(
     rules: Iterable[Rule[Unit, CheckOptions]] | None = None,
 ) -> FileResult:
     """Run the SHM rules (default: all, then the configuration's user-defined checks) over
-    every unit of ``lf``."""
+    every unit of ``lf`` (the cyclic garbage collector paused meanwhile, as
+    :func:`~shmguard.lint.sources.load.load_bytes` does)."""
+    gcpause.pause()
+    try:
+        return _check(lf, options, config, rules)
+    finally:
+        gcpause.resume()
+
+
+def _check(
+    lf: LoadedFile,
+    options: CheckOptions | None,
+    config: Config | None,
+    rules: Iterable[Rule[Unit, CheckOptions]] | None,
+) -> FileResult:
     options = options or CheckOptions()
     custom = config.checks if config is not None else ()
     chosen = tuple(rules) if rules is not None else (*_rules(), *custom)

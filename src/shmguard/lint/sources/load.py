@@ -14,6 +14,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from shmguard.lint.sources import gcpause
 from shmguard.lint.sources.compose import ComposeFile, compose_files
 from shmguard.lint.sources.diagnostics import DiagnosticKind, SourceDiagnostic
 from shmguard.lint.sources.jsonfiles import DaemonConfig, EcsTaskDefinition, json_sources
@@ -82,7 +83,16 @@ def load_path(path: str) -> LoadedFile:
 
 
 def load_bytes(data: bytes, path: str) -> LoadedFile:
-    """Load ``data`` (the content of ``path``) as whatever source it is."""
+    """Load ``data`` (the content of ``path``) as whatever source it is (the cyclic garbage
+    collector paused meanwhile: :mod:`~shmguard.lint.sources.gcpause`)."""
+    gcpause.pause()
+    try:
+        return _load(data, path)
+    finally:
+        gcpause.resume()
+
+
+def _load(data: bytes, path: str) -> LoadedFile:
     src = SourceText.decode(data, path)
     if isinstance(src, SourceDiagnostic):
         return LoadedFile(path, "error", diagnostics=(src,))

@@ -56,7 +56,7 @@ class YNode:
             lives in an anchor that other places use too.
     """
 
-    __slots__ = ("_key", "_parent", "_path", "node", "shared", "src")
+    __slots__ = ("_cell", "node", "shared", "src")
 
     def __init__(
         self,
@@ -67,22 +67,21 @@ class YNode:
         parent: YNode | None = None,
         key: str | int = "",
     ):
-        # path None: the child ``key`` of ``parent``, its path built when first read
+        # path None: the child ``key`` of ``parent``, its path built when first read. The
+        # path lives in a cell, [path or None, the parent's cell, key], which refers up to
+        # cells only, never to views: a parent keeps its children's views and a child no
+        # view above it, so a file's views and nodes hold no reference cycle and go as soon
+        # as the last reference does, without waiting for the cyclic garbage collector.
         self.node = node
-        self._path = path
-        self._parent = parent
-        self._key = key
+        self._cell: list[Any] = [path, parent._cell if parent is not None else None, key]
         self.src = src
         self.shared = shared
 
     @property
     def path(self) -> str:
         """The logical YAML path ("" for a document root); a child's is built on first use."""
-        path = self._path
-        if path is None:
-            assert self._parent is not None
-            path = self._path = child_path(self._parent.path, self._key)
-        return path
+        path = self._cell[0]
+        return _cell_path(self._cell) if path is None else path
 
     @property
     def start(self) -> int:
@@ -330,6 +329,18 @@ class YMap(_Collection):
 
     def __len__(self) -> int:
         return len(self.entries)
+
+
+def _cell_path(cell: list[Any]) -> str:
+    """The path of a cell whose path is not built yet (and of the cells above it)."""
+    chain = []
+    while cell[0] is None:
+        chain.append(cell)
+        cell = cell[1]
+    path: str = cell[0]
+    for c in reversed(chain):
+        path = c[0] = child_path(path, c[2])
+    return path
 
 
 def wrap(node: yaml.Node, path: str, src: SourceText, shared: bool = False) -> YNode:
