@@ -117,7 +117,7 @@ def _check(
     config: Config | None,
     rules: Iterable[Rule[Unit, CheckOptions]] | None,
 ) -> FileResult:
-    options = options or CheckOptions()
+    options = options or _DEFAULT_OPTIONS
     custom = config.checks if config is not None else ()
     chosen = tuple(rules) if rules is not None else (*_rules(), *custom)
     seen: set[tuple[str, int | None, int | None, str]] = set()
@@ -135,6 +135,10 @@ def _check(
                 out.append(f)
     out.sort(key=lambda f: (f.location.start or 0) if f.location else 0)
     return FileResult(lf.path, lf.kind, tuple(out), lf.diagnostics)
+
+
+#: The default options (frozen, so one instance serves every call).
+_DEFAULT_OPTIONS = CheckOptions()
 
 
 @dataclass(frozen=True)

@@ -163,7 +163,7 @@ def run_rules(
         workload: the workload class of the subject (:data:`~shmguard.config.WORKLOADS`), or
             None when unknown.
     """
-    config = config or Config()
+    config = config or _NO_CONFIG
     out: list[Finding] = []
     for rule in rules:
         if not config.enabled(rule.code):
@@ -178,6 +178,10 @@ def run_rules(
             )
     out.sort(key=lambda f: (-f.severity.rank, f.code, _pos(f.location)))
     return tuple(out)
+
+
+#: The configuration of "no file" (frozen, so one instance serves every call).
+_NO_CONFIG = Config()
 
 
 def _pos(loc: Location | None) -> tuple[str, int, int]:

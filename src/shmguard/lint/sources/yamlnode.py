@@ -201,7 +201,11 @@ class YSeq(_Collection):
         parent: YNode | None = None,
         key: str | int = "",
     ):
-        super().__init__(node, path, src, shared, parent, key)
+        # (YNode.__init__ inlined: one view per node of the file is made)
+        self.node = node
+        self._cell = [path, parent._cell if parent is not None else None, key]
+        self.src = src
+        self.shared = shared
         self._items: list[YNode] | None = None
 
     @property
@@ -239,11 +243,15 @@ class YMap(_Collection):
         parent: YNode | None = None,
         key: str | int = "",
     ):
-        super().__init__(node, path, src, shared, parent, key)
+        # (YNode.__init__ inlined: one view per node of the file is made)
+        self.node = node
+        self._cell = [path, parent._cell if parent is not None else None, key]
+        self.src = src
+        self.shared = shared
         self._entries: dict[str, tuple[YScalar, YNode]] | None = None
-        self._dups: list[tuple[str, list[YScalar]]] = []
+        self._dups: list[tuple[str, list[YScalar]]] | None = None
         self._raw: dict[str, yaml.Node] | None = None
-        self._kids: dict[str, YNode | None] = {}
+        self._kids: dict[str, YNode | None] | None = None
 
     @property
     def entries(self) -> dict[str, tuple[YScalar, YNode]]:
@@ -256,7 +264,7 @@ class YMap(_Collection):
     def duplicates(self) -> list[tuple[str, list[YScalar]]]:
         """Keys written more than once here: ``(key, [the overridden key views])``."""
         _ = self.entries
-        return self._dups
+        return self._dups if self._dups is not None else []
 
     def _build(self, node: yaml.Node, seen: set[int]) -> dict[str, tuple[YScalar, YNode]]:
         own: dict[str, tuple[YScalar, YNode]] = {}
@@ -291,7 +299,9 @@ class YMap(_Collection):
             # fast path: a plain mapping (no merge key) looked up without building every view;
             # the same view for the same key, so its own lazily built lookups are kept
             kids = self._kids
-            if key in kids:
+            if kids is None:
+                kids = self._kids = {}
+            elif key in kids:
                 return kids[key]
             raw = self._raw
             if raw is None:
