@@ -94,6 +94,37 @@ def _rules() -> tuple[Rule[Unit, CheckOptions], ...]:
     return RULES
 
 
+#: The unit kind that each ``Rule.targets`` name is (a run line is either tool's).
+_TARGET_KINDS = {
+    "compose": "compose",
+    "kubernetes": "kubernetes",
+    "docker-run": "run",
+    "podman-run": "run",
+    "ecs": "ecs",
+    "daemon-json": "daemon-json",
+}
+_BY_KIND: dict[str, tuple[Rule[Unit, CheckOptions], ...]] = {}
+
+
+def _rules_for(kind: str) -> tuple[Rule[Unit, CheckOptions], ...]:
+    """The built-in rules whose ``targets`` name units of ``kind``, in code order (every one
+    for a kind no target names, and a rule with a target of another spelling runs on every
+    kind). A rule's check yields nothing for a unit of a kind it does not target
+    (tests/lint/config/test_rule_targets.py holds each rule to it), so the others are not
+    called: about a third of the rule calls over ../shared/corpus."""
+    got = _BY_KIND.get(kind)
+    if got is None:
+        every = _rules()
+        if kind not in _TARGET_KINDS.values():
+            got = every
+        else:
+            got = tuple(
+                r for r in every if any(_TARGET_KINDS.get(t, kind) == kind for t in r.targets)
+            )
+        _BY_KIND[kind] = got
+    return got
+
+
 def check_loaded(
     lf: LoadedFile,
     options: CheckOptions | None = None,
@@ -119,12 +150,16 @@ def _check(
 ) -> FileResult:
     options = options or _DEFAULT_OPTIONS
     custom = config.checks if config is not None else ()
-    chosen = tuple(rules) if rules is not None else (*_rules(), *custom)
+    given = tuple(rules) if rules is not None else None
+    by_kind: dict[str, tuple[Rule[Unit, CheckOptions], ...]] = {}
     seen: set[tuple[str, int | None, int | None, str]] = set()
     out: list[Finding] = []
     inline = suppress.scan(lf.src.text) if lf.src is not None else suppress.Suppressions({})
     for unit in units(lf):
         head = unit.run.line if unit.run is not None else None
+        chosen = given if given is not None else by_kind.get(unit.kind)
+        if chosen is None:
+            chosen = by_kind[unit.kind] = (*_rules_for(unit.kind), *custom)
         for f in run_rules(chosen, unit, options, config=config, workload=unit.workload.cls):
             if suppress.matches(f.code, unit.workload.ignore) or inline.suppressed(f, head):
                 continue

@@ -165,8 +165,10 @@ def run_rules(
     """
     config = config or _NO_CONFIG
     out: list[Finding] = []
+    # (Config.enabled's own first test, made once: most runs select and ignore nothing)
+    selects = bool(config.select or config.ignore or config.per_file_ignores)
     for rule in rules:
-        if not config.enabled(rule.code):
+        if selects and not config.enabled(rule.code):
             continue
         for v in rule.check(subject, options):
             file = v.location.file if v.location is not None else None

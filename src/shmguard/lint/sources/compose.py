@@ -74,6 +74,10 @@ class ComposeService:
     _bases: list[YMap] = field(
         default_factory=list, init=False, repr=False, compare=False, hash=False
     )
+    #: :attr:`mounts`, computed on first use (several rules read them).
+    _mounts: list[tuple[Mount, ...]] = field(
+        default_factory=list, init=False, repr=False, compare=False, hash=False
+    )
 
     @property
     def file(self) -> ComposeFile:
@@ -184,7 +188,12 @@ class ComposeService:
 
     @property
     def mounts(self) -> list[Mount]:
-        """``tmpfs`` entries and ``volumes`` (short and long syntax)."""
+        """``tmpfs`` entries and ``volumes`` (short and long syntax); a new list each time."""
+        if not self._mounts:
+            self._mounts.append(tuple(self._find_mounts()))
+        return list(self._mounts[0])
+
+    def _find_mounts(self) -> list[Mount]:
         out: list[Mount] = []
         tmpfs = self.get("tmpfs")
         for s in [tmpfs] if isinstance(tmpfs, YScalar) else scalars(tmpfs):
