@@ -325,6 +325,26 @@ class YMap(_Collection):
             raw[str(k.value)] = v
         return raw
 
+    def value_map(self) -> dict[str, YNode]:
+        """Key -> value view: :attr:`entries` without the key views (same keys, same order),
+        for a caller that reads every value but no key's position."""
+        if self._entries is None and self._plain_raw() is not None:
+            out: dict[str, YNode] = {}
+            get = self.get
+            for k, _ in self.node.value:
+                if isinstance(k, yaml.ScalarNode):
+                    key = str(k.value)
+                    out.pop(key, None)  # "last wins" keeps the last one's place, as entries
+                    out[key] = get(key)  # type: ignore[assignment]
+            return out
+        return {k: v for k, (_, v) in self.entries.items()}
+
+    def _plain_raw(self) -> dict[str, yaml.Node] | None:
+        raw = self._raw
+        if raw is None:
+            raw = self._raw = self._plain()
+        return raw
+
     def key_node(self, key: str) -> YScalar | None:
         """The key's own view (where ``key:`` is written), or None."""
         pair = self.entries.get(key)
