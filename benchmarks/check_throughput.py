@@ -18,7 +18,8 @@ seconds of that run (this process and its children: user + system), which a busy
 disturbs less; the bare parse and the library check run in turns (bare, check, bare, ...), so
 a busy spell falls on both. On the shared 2-CPU development machine single runs moved by up to
 40 %: compare versions by medians of several alternated runs (docs/check.md, "Speed", has the
-figures measured for issue 8: library about 55 % of the bare parse, CLI 8-13x Checkov).
+figures measured for issue 8: library 90.5 % of the bare parse, 64.4 % in CPU time; CLI 14.8x
+Checkov, 19.4x in CPU time; benchmarks/results/check_throughput_2026-12-01.txt the runs).
 Then the ratios against issue 8's targets: check at least 20x Checkov (CLI against CLI, both
 on the same files with start-up) and at least 60 % of the bare parse (library on YAML files).
 Files are copied to a temporary directory first: Checkov 3.3.30 found no resource at all when
