@@ -55,11 +55,6 @@ from shmguard.units import DOCKER_DEFAULT_SHM, SizeError, parse_size_flag
 if TYPE_CHECKING:
     from shmguard.lint.engine import Rule
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 #: Workload classes a severity can be keyed by: an ordinary container, or a PyTorch / NCCL /
 #: inference workload (``ml``), whose jobs die of a small /dev/shm.
 WORKLOADS = ("container", "ml")
@@ -227,6 +222,12 @@ def _tool_table(data: Mapping[str, Any], path: Path) -> Mapping[str, Any] | None
 
 
 def _read(path: Path) -> dict[str, Any]:
+    # imported here: most runs find no configuration file (tomllib compiles regexes)
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
     try:
         return tomllib.loads(path.read_text(encoding="utf-8-sig"))
     except (OSError, UnicodeDecodeError) as err:

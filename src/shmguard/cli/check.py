@@ -19,7 +19,9 @@ from shmguard.cli._config import ConfigOption, settings
 from shmguard.model import FailOn
 
 if TYPE_CHECKING:
-    pass
+    from shmguard.config import Config
+    from shmguard.lint.check import CheckOptions, FileResult
+    from shmguard.model.finding import Finding
 
 
 class OutputFormat(str, enum.Enum):
@@ -175,22 +177,18 @@ def check(
     Suppress a finding with a `# shmguard: ignore[SHM001]` comment on its line or the line
     above, or a `shmguard.io/ignore: "SHM001"` annotation (Kubernetes) or label (Compose)."""
     from shmguard.config import Config, code_problem
-    from shmguard.fleet.cluster import ClusterError, read_cluster
-    from shmguard.fleet.cluster_check import check_objects, cover, stream_view
     from shmguard.lint.baseline import Baseline, BaselineError, entries, parse_baseline
-    from shmguard.lint.check import CheckOptions, check_loaded, fix_file, write_atomic
+    from shmguard.lint.check import CheckOptions
     from shmguard.lint.config import RULES
     from shmguard.lint.engine import unknown_codes
+    from shmguard.lint.sources import gcpause
     from shmguard.lint.sources.discover import discover
-    from shmguard.lint.sources.load import load_bytes, load_path
     from shmguard.model import exit_status
-    from shmguard.model.finding import Finding
     from shmguard.render.check_text import (
         diagnostic_line,
         finding_lines,
         fixed_line,
         summary_line,
-        unified_diff,
     )
 
     size = size_option(shm_size, "--shm-size")
@@ -244,6 +242,9 @@ def check(
     diffs: list[str] = []
     own = [p for p in (baseline, create_baseline) if p is not None]
     if cluster:
+        from shmguard.fleet.cluster import ClusterError, read_cluster
+        from shmguard.fleet.cluster_check import check_objects
+
         try:
             snap = read_cluster(context, namespace, all_namespaces)
         except ClusterError as err:
@@ -256,34 +257,20 @@ def check(
             sources[result.path] = data
             results.append(result)
     for path in discover(paths, skip=own):
-        lf = load_path(path)
-        if (fix or diff) and lf.src is not None and lf.kind != "error":
-            fr = fix_file(lf.src.data, path, options, config=conf, unsafe=unsafe_fixes)
-            if fr.data != lf.src.data:
-                fixed += len(fr.applied)
-                if diff:
-                    diffs.append(unified_diff(path, lf.src.data, fr.data))
-                    result = check_loaded(lf, options, config=conf)
-                else:
-                    try:
-                        write_atomic(path, fr.data)
-                    except OSError as err:
-                        error_line(f"{path}: cannot write: {err.strerror or err}")
-                        errors += 1
-                        result = check_loaded(lf, options, config=conf)
-                    else:
-                        result = fr.remaining
-                        repaired += fr.applied
-                        lf = load_bytes(fr.data, path)
-            else:
-                result = fr.remaining
-        else:
-            result = check_loaded(lf, options, config=conf)
-            if lf.kind == "kubernetes":
-                result = cover(result, lf, stream_view(lf))
-        errors += sum(not d.info for d in result.diagnostics)
-        if lf.src is not None:
-            sources[result.path] = lf.src.data
+        # the collector paused for the whole file, until its graph is freed (gcpause.py)
+        gcpause.pause()
+        try:
+            one = _check_file(path, options, conf, fix=fix, diff=diff, unsafe=unsafe_fixes)
+        finally:
+            gcpause.resume()
+        result = one.result
+        fixed += one.fixed
+        repaired += one.repaired
+        if one.diff is not None:
+            diffs.append(one.diff)
+        errors += one.write_errors + sum(not d.info for d in result.diagnostics)
+        if one.data is not None:
+            sources[result.path] = one.data
         results.append(result)
     baselined = 0
     if create_baseline is not None:
@@ -359,6 +346,51 @@ def check(
         sys.stdout.write("\n".join(line.rstrip("\n") for line in out) + "\n")
     if code:
         raise typer.Exit(code)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Checked:
+    """What checking (and fixing) one file gave: its result, bytes as read (None when not
+    decoded), fixes counted and written, the diff (``--diff``), failed writes."""
+
+    result: FileResult
+    data: bytes | None
+    fixed: int = 0
+    repaired: tuple[Finding, ...] = ()
+    diff: str | None = None
+    write_errors: int = 0
+
+
+def _check_file(
+    path: str, options: CheckOptions, conf: Config, *, fix: bool, diff: bool, unsafe: bool
+) -> _Checked:
+    from shmguard.lint.check import check_loaded, fix_file, write_atomic
+    from shmguard.lint.sources.load import load_bytes, load_path
+    from shmguard.render.check_text import unified_diff
+
+    lf = load_path(path)
+    data = lf.src.data if lf.src is not None else None
+    if not (fix or diff) or data is None or lf.kind == "error":
+        result = check_loaded(lf, options, config=conf)
+        if lf.kind == "kubernetes":  # a stream that holds the shmguard webhook's objects
+            from shmguard.fleet.cluster_check import cover, stream_view
+
+            result = cover(result, lf, stream_view(lf))
+        return _Checked(result, data)
+    fr = fix_file(data, path, options, config=conf, unsafe=unsafe)
+    if fr.data == data:
+        return _Checked(fr.remaining, data)
+    if diff:
+        text = unified_diff(path, data, fr.data)
+        return _Checked(check_loaded(lf, options, config=conf), data, len(fr.applied), diff=text)
+    try:
+        write_atomic(path, fr.data)
+    except OSError as err:
+        error_line(f"{path}: cannot write: {err.strerror or err}")
+        result = check_loaded(lf, options, config=conf)
+        return _Checked(result, data, len(fr.applied), write_errors=1)
+    new = load_bytes(fr.data, path).src
+    return _Checked(fr.remaining, new.data if new else None, len(fr.applied), fr.applied)
 
 
 def _target(configured: str, given: str | None) -> Any:

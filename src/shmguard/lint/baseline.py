@@ -24,8 +24,6 @@ people reading the file; only ``file``, ``code`` and ``fingerprint`` are compare
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -94,6 +92,8 @@ def fingerprint(f: Finding, data: bytes) -> str:
     value, line = _flagged(f, data)
     path = f.location.path if f.location is not None else None
     parts = [f.code, path or "", value or f.message, "" if path else line]
+    import hashlib  # here: a run without --baseline needs none of it
+
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:_DIGITS]
 
 
@@ -142,6 +142,8 @@ def parse_baseline(text: str, name: str) -> Baseline:
     Raises:
         BaselineError: not JSON, another schema, or an entry without file/code/fingerprint.
     """
+    import json
+
     try:
         doc: Any = json.loads(text)
     except json.JSONDecodeError as err:

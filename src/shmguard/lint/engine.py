@@ -163,10 +163,12 @@ def run_rules(
         workload: the workload class of the subject (:data:`~shmguard.config.WORKLOADS`), or
             None when unknown.
     """
-    config = config or Config()
+    config = config or _NO_CONFIG
     out: list[Finding] = []
+    # (Config.enabled's own first test, made once: most runs select and ignore nothing)
+    selects = bool(config.select or config.ignore or config.per_file_ignores)
     for rule in rules:
-        if not config.enabled(rule.code):
+        if selects and not config.enabled(rule.code):
             continue
         for v in rule.check(subject, options):
             file = v.location.file if v.location is not None else None
@@ -178,6 +180,10 @@ def run_rules(
             )
     out.sort(key=lambda f: (-f.severity.rank, f.code, _pos(f.location)))
     return tuple(out)
+
+
+#: The configuration of "no file" (frozen, so one instance serves every call).
+_NO_CONFIG = Config()
 
 
 def _pos(loc: Location | None) -> tuple[str, int, int]:

@@ -9,4 +9,5 @@ Data flows sources -> rules -> edits (STYLE.md). Modules:
 * :mod:`.shell`, :mod:`.runline`, :mod:`.textsources`: ``docker|podman run`` lines.
 * :mod:`.workload`, :mod:`.detect`: PyTorch/NCCL/inference workload detection with evidence.
 * :mod:`.discover`, :mod:`.load`: which files, and each loaded by content.
+* :mod:`.gcpause`: the cyclic garbage collector paused while a file is loaded and checked.
 """

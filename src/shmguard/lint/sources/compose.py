@@ -17,7 +17,8 @@ followed: :attr:`ComposeService.extends_file` records it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import weakref
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -52,11 +53,19 @@ class Mount:
 
 @dataclass(frozen=True)
 class ComposeService:
-    """One service; :meth:`get` looks a dotted field up through ``extends``."""
+    """One service; :meth:`get` looks a dotted field up through ``extends``.
+
+    :attr:`file` is the :class:`ComposeFile` it is one of the services of, held weakly: the
+    file holds its services, and a strong reference back would be a cycle keeping the whole
+    document's tree until the cyclic garbage collector runs. A service that outlives its file
+    gets a file built again from ``root`` and ``doc``, in which it is still one of the services.
+    """
 
     name: str
     node: YMap
-    file: ComposeFile
+    root: YMap
+    doc: int
+    _file: Callable[[], ComposeFile | None] = field(repr=False, compare=False, hash=False)
     #: path -> node, filled by :meth:`get` (the tree never changes; rules read a field often).
     _found: dict[str, YNode | None] = field(
         default_factory=dict, init=False, repr=False, compare=False, hash=False
@@ -65,11 +74,27 @@ class ComposeService:
     _bases: list[YMap] = field(
         default_factory=list, init=False, repr=False, compare=False, hash=False
     )
+    #: :attr:`mounts`, computed on first use (several rules read them).
+    _mounts: list[tuple[Mount, ...]] = field(
+        default_factory=list, init=False, repr=False, compare=False, hash=False
+    )
+
+    @property
+    def file(self) -> ComposeFile:
+        """The Compose document this service belongs to."""
+        cf = self._file()
+        if cf is None:  # the file was dropped: a new one, holding this very service
+            cf = ComposeFile(self.root, self.doc)
+            cf.__dict__["_services"] = tuple(
+                self if s.name == self.name else s for s in cf._services
+            )
+            object.__setattr__(self, "_file", lambda: cf)
+        return cf
 
     @property
     def key(self) -> YScalar | None:
         """The node of the service's name (``services.<name>:``)."""
-        services = dig(self.file.root, "services")
+        services = dig(self.root, "services")
         return services.key_node(self.name) if isinstance(services, YMap) else None
 
     def _chain(self) -> list[YMap]:
@@ -87,7 +112,7 @@ class ComposeService:
             if base is None or base in seen or dig(ext, "file") is not None:
                 return
             seen.add(base)
-            nxt = dig(self.file.root, "services", base)
+            nxt = dig(self.root, "services", base)
             node = nxt if isinstance(nxt, YMap) else None
 
     def get(self, path: str) -> YNode | None:
@@ -163,7 +188,12 @@ class ComposeService:
 
     @property
     def mounts(self) -> list[Mount]:
-        """``tmpfs`` entries and ``volumes`` (short and long syntax)."""
+        """``tmpfs`` entries and ``volumes`` (short and long syntax); a new list each time."""
+        if not self._mounts:
+            self._mounts.append(tuple(self._find_mounts()))
+        return list(self._mounts[0])
+
+    def _find_mounts(self) -> list[Mount]:
         out: list[Mount] = []
         tmpfs = self.get("tmpfs")
         for s in [tmpfs] if isinstance(tmpfs, YScalar) else scalars(tmpfs):
@@ -209,8 +239,9 @@ class ComposeFile:
         services = dig(self.root, "services")
         if not isinstance(services, YMap):
             return ()
+        ref = weakref.ref(self)
         return tuple(
-            ComposeService(name, node, self)
+            ComposeService(name, node, self.root, self.doc, ref)
             for name, (_, node) in services.entries.items()
             if isinstance(node, YMap)
         )

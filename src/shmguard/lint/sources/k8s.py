@@ -105,7 +105,7 @@ class PodSpec:
 
 def _meta(node: YNode | None, key: str) -> dict[str, YNode]:
     m = dig(node, key)
-    return {k: v for k, (_, v) in m.entries.items()} if isinstance(m, YMap) else {}
+    return m.value_map() if isinstance(m, YMap) else {}
 
 
 def objects(yf: YamlFile) -> Iterator[K8sObject]:

@@ -9,11 +9,13 @@ lines as Markdown (fences), reST (``::`` blocks), a Dockerfile (``FROM``/``RUN``
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from shmguard.lint.sources import gcpause
 from shmguard.lint.sources.compose import ComposeFile, compose_files
 from shmguard.lint.sources.diagnostics import DiagnosticKind, SourceDiagnostic
 from shmguard.lint.sources.jsonfiles import DaemonConfig, EcsTaskDefinition, json_sources
@@ -66,13 +68,14 @@ def load_path(path: str) -> LoadedFile:
         if path == "-":
             data = sys.stdin.buffer.read(MAX_BYTES + 1)
         else:
-            p = Path(path)
-            if p.stat().st_size > MAX_BYTES:
-                size = p.stat().st_size
+            # (os.stat and open, as Path.stat and Path.read_bytes do, without making Paths)
+            size = os.stat(path).st_size
+            if size > MAX_BYTES:
                 msg = f"file is {size:,} bytes, over the {MAX_BYTES:,}-byte limit; not read"
                 diag = SourceDiagnostic(path, None, None, msg, DiagnosticKind.TOO_LARGE)
                 return LoadedFile(path, "error", diagnostics=(diag,))
-            data = p.read_bytes()
+            with open(path, "rb") as fh:
+                data = fh.read()
     except OSError as e:
         diag = SourceDiagnostic(
             path, None, None, f"cannot read: {e.strerror or e}", DiagnosticKind.UNREADABLE
@@ -82,7 +85,16 @@ def load_path(path: str) -> LoadedFile:
 
 
 def load_bytes(data: bytes, path: str) -> LoadedFile:
-    """Load ``data`` (the content of ``path``) as whatever source it is."""
+    """Load ``data`` (the content of ``path``) as whatever source it is (the cyclic garbage
+    collector paused meanwhile: :mod:`~shmguard.lint.sources.gcpause`)."""
+    gcpause.pause()
+    try:
+        return _load(data, path)
+    finally:
+        gcpause.resume()
+
+
+def _load(data: bytes, path: str) -> LoadedFile:
     src = SourceText.decode(data, path)
     if isinstance(src, SourceDiagnostic):
         return LoadedFile(path, "error", diagnostics=(src,))

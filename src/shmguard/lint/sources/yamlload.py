@@ -17,6 +17,9 @@ but faster (:class:`_Loader`). Guards, each a per-file
   kept;
 * unrendered Helm/Jinja templates (``{{ ... }}`` that break YAML, or Helm's ``.Values`` /
   ``{{-`` markers): an *info* diagnostic and the file is skipped.
+
+Python's cyclic garbage collector is paused while a file is composed
+(:mod:`~shmguard.lint.sources.gcpause`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any
 
 import yaml
 
+from shmguard.lint.sources import gcpause
 from shmguard.lint.sources.diagnostics import DiagnosticKind, SourceDiagnostic
 from shmguard.lint.sources.text import SourceText
 from shmguard.lint.sources.yamlnode import YNode, wrap
@@ -197,6 +201,17 @@ def load_yaml(data: bytes | SourceText, file: str = "<data>") -> YamlFile:
     if _too_deep(text):
         msg = f"nesting deeper than {MAX_DEPTH // 2} levels (or close to it); not parsed"
         return YamlFile(src, (), (SourceDiagnostic(file, 1, 1, msg, DiagnosticKind.TOO_DEEP),))
+    gcpause.pause()
+    try:
+        docs, diags = _compose(src)
+    finally:
+        gcpause.resume()
+    return YamlFile(src, tuple(docs), tuple(diags))
+
+
+def _compose(src: SourceText) -> tuple[list[YamlDoc], list[SourceDiagnostic]]:
+    """The documents of ``src`` and the diagnostics of the stream (never raises)."""
+    file, text = src.file, src.text
     docs: list[YamlDoc] = []
     diags: list[SourceDiagnostic] = []
     check_aliases = "&" in text and "*" in text
@@ -232,7 +247,7 @@ def load_yaml(data: bytes | SourceText, file: str = "<data>") -> YamlFile:
     except (yaml.YAMLError, RecursionError, MemoryError) as e:
         msg = f"cannot parse: {type(e).__name__}: {e}"
         diags.append(SourceDiagnostic(file, None, None, msg, DiagnosticKind.INVALID_YAML))
-    return YamlFile(src, tuple(docs), tuple(diags))
+    return docs, diags
 
 
 def _template(file: str, text: str) -> SourceDiagnostic:

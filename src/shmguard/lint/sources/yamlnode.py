@@ -56,7 +56,7 @@ class YNode:
             lives in an anchor that other places use too.
     """
 
-    __slots__ = ("_key", "_parent", "_path", "node", "shared", "src")
+    __slots__ = ("_cell", "node", "shared", "src")
 
     def __init__(
         self,
@@ -67,22 +67,21 @@ class YNode:
         parent: YNode | None = None,
         key: str | int = "",
     ):
-        # path None: the child ``key`` of ``parent``, its path built when first read
+        # path None: the child ``key`` of ``parent``, its path built when first read. The
+        # path lives in a cell, [path or None, the parent's cell, key], which refers up to
+        # cells only, never to views: a parent keeps its children's views and a child no
+        # view above it, so a file's views and nodes hold no reference cycle and go as soon
+        # as the last reference does, without waiting for the cyclic garbage collector.
         self.node = node
-        self._path = path
-        self._parent = parent
-        self._key = key
+        self._cell: list[Any] = [path, parent._cell if parent is not None else None, key]
         self.src = src
         self.shared = shared
 
     @property
     def path(self) -> str:
         """The logical YAML path ("" for a document root); a child's is built on first use."""
-        path = self._path
-        if path is None:
-            assert self._parent is not None
-            path = self._path = child_path(self._parent.path, self._key)
-        return path
+        path = self._cell[0]
+        return _cell_path(self._cell) if path is None else path
 
     @property
     def start(self) -> int:
@@ -202,7 +201,11 @@ class YSeq(_Collection):
         parent: YNode | None = None,
         key: str | int = "",
     ):
-        super().__init__(node, path, src, shared, parent, key)
+        # (YNode.__init__ inlined: one view per node of the file is made)
+        self.node = node
+        self._cell = [path, parent._cell if parent is not None else None, key]
+        self.src = src
+        self.shared = shared
         self._items: list[YNode] | None = None
 
     @property
@@ -240,11 +243,15 @@ class YMap(_Collection):
         parent: YNode | None = None,
         key: str | int = "",
     ):
-        super().__init__(node, path, src, shared, parent, key)
+        # (YNode.__init__ inlined: one view per node of the file is made)
+        self.node = node
+        self._cell = [path, parent._cell if parent is not None else None, key]
+        self.src = src
+        self.shared = shared
         self._entries: dict[str, tuple[YScalar, YNode]] | None = None
-        self._dups: list[tuple[str, list[YScalar]]] = []
+        self._dups: list[tuple[str, list[YScalar]]] | None = None
         self._raw: dict[str, yaml.Node] | None = None
-        self._kids: dict[str, YNode | None] = {}
+        self._kids: dict[str, YNode | None] | None = None
 
     @property
     def entries(self) -> dict[str, tuple[YScalar, YNode]]:
@@ -257,7 +264,7 @@ class YMap(_Collection):
     def duplicates(self) -> list[tuple[str, list[YScalar]]]:
         """Keys written more than once here: ``(key, [the overridden key views])``."""
         _ = self.entries
-        return self._dups
+        return self._dups if self._dups is not None else []
 
     def _build(self, node: yaml.Node, seen: set[int]) -> dict[str, tuple[YScalar, YNode]]:
         own: dict[str, tuple[YScalar, YNode]] = {}
@@ -292,7 +299,9 @@ class YMap(_Collection):
             # fast path: a plain mapping (no merge key) looked up without building every view;
             # the same view for the same key, so its own lazily built lookups are kept
             kids = self._kids
-            if key in kids:
+            if kids is None:
+                kids = self._kids = {}
+            elif key in kids:
                 return kids[key]
             raw = self._raw
             if raw is None:
@@ -316,6 +325,26 @@ class YMap(_Collection):
             raw[str(k.value)] = v
         return raw
 
+    def value_map(self) -> dict[str, YNode]:
+        """Key -> value view: :attr:`entries` without the key views (same keys, same order),
+        for a caller that reads every value but no key's position."""
+        if self._entries is None and self._plain_raw() is not None:
+            out: dict[str, YNode] = {}
+            get = self.get
+            for k, _ in self.node.value:
+                if isinstance(k, yaml.ScalarNode):
+                    key = str(k.value)
+                    out.pop(key, None)  # "last wins" keeps the last one's place, as entries
+                    out[key] = get(key)  # type: ignore[assignment]
+            return out
+        return {k: v for k, (_, v) in self.entries.items()}
+
+    def _plain_raw(self) -> dict[str, yaml.Node] | None:
+        raw = self._raw
+        if raw is None:
+            raw = self._raw = self._plain()
+        return raw
+
     def key_node(self, key: str) -> YScalar | None:
         """The key's own view (where ``key:`` is written), or None."""
         pair = self.entries.get(key)
@@ -330,6 +359,18 @@ class YMap(_Collection):
 
     def __len__(self) -> int:
         return len(self.entries)
+
+
+def _cell_path(cell: list[Any]) -> str:
+    """The path of a cell whose path is not built yet (and of the cells above it)."""
+    chain = []
+    while cell[0] is None:
+        chain.append(cell)
+        cell = cell[1]
+    path: str = cell[0]
+    for c in reversed(chain):
+        path = c[0] = child_path(path, c[2])
+    return path
 
 
 def wrap(node: yaml.Node, path: str, src: SourceText, shared: bool = False) -> YNode:
