@@ -73,12 +73,14 @@ ANNOTATIONS: Mapping[str, str] = {
     "dataloader": "shmguard.io/dataloader",
     # written by the webhook: what it decided for this pod, in one line
     "decision": "shmguard.io/decision",
+    # "true" opts one pod in to the webhook without a GPU request, "false" out
+    "inject": "shmguard.io/inject",
 }
 
 #: The ``shmguard.io/`` label names.
 LABELS: Mapping[str, str] = {
-    # on a namespace: "enabled" opts its pods in to the webhook, "disabled" opts them out
-    "webhook": "shmguard.io/webhook",
+    # on a namespace: "enabled" sends its pods to the webhook (its namespaceSelector)
+    "inject": "shmguard.io/inject",
 }
 
 #: Names of the files searched, in order of precedence within one directory.
