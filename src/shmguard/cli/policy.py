@@ -12,7 +12,7 @@ import typer
 from shmguard.cli._app import app
 from shmguard.cli._common import fail
 from shmguard.cli._config import ConfigOption, settings
-from shmguard.fleet.policy import Engine, Mode
+from shmguard.fleet.engines import Engine, Mode
 
 
 @app.command()

@@ -35,13 +35,14 @@ Kyverno or Gatekeeper.
 
 from __future__ import annotations
 
-import enum
 from typing import Any
 
 import yaml
 
 from shmguard.estimate.policy import Policy
 from shmguard.fleet import names
+from shmguard.fleet.engines import Engine as Engine
+from shmguard.fleet.engines import Mode as Mode
 from shmguard.fleet.policy_rules import CEL_VARIABLES, REGO_HELPERS, RULES, PodRule
 from shmguard.units import format_k8s_quantity
 
@@ -51,22 +52,6 @@ SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
 POLICY_NAME = "shmguard-shm"
 _GK_KIND = "ShmguardShm"
 _DEFAULT = Policy()
-
-
-class Engine(str, enum.Enum):
-    """The policy engines :func:`generate` writes for."""
-
-    KYVERNO = "kyverno"
-    GATEKEEPER = "gatekeeper"
-    VAP = "vap"
-
-
-class Mode(str, enum.Enum):
-    """What a failing pod gets: rejected, recorded, or a warning (and recorded)."""
-
-    ENFORCE = "enforce"
-    AUDIT = "audit"
-    WARN = "warn"
 
 
 def _rule_names() -> dict[str, str]:
