@@ -22,7 +22,12 @@ import pytest
 
 from shmguard.torch.tuning import TuneProgress, TuneResult, tune
 from shmguard.torch.tuning.model import config
-from shmguard.torch.tuning.trial import TrialPlan, default_pythonpath, run_trial
+from shmguard.torch.tuning.trial import (
+    TrialPlan,
+    default_pythonpath,
+    run_confirmation,
+    run_trial,
+)
 from shmguard.units import GiB, MiB
 
 torch = pytest.importorskip("torch")
@@ -96,6 +101,19 @@ def test_recommendation_fits_the_budgets_it_was_tuned_for(root_only: None) -> No
     assert again.ok, again
     assert measured.shm_size == shm and measured.memory_limit == memory
     assert measured.peak <= shm and (again.memory_peak or 0) <= memory
+
+
+@pytest.mark.timeout(90)
+def test_confirmation_measures_the_finalists_in_alternation_in_one_sandbox(
+    root_only: None,
+) -> None:
+    plan = TrialPlan(SMALL, 4, 1, 0.0, 8 * MiB, GiB, 2.0, 60, 5.0, default_pythonpath())
+    configs = [config(0), config(1, 1), config(1, 1, True)]
+    rates, reason, measured = run_confirmation(plan, configs, 2)
+    assert reason == "" and rates is not None, reason
+    assert [len(r) for r in rates] == [2, 2, 2] and min(min(r) for r in rates) > 0
+    # one sandbox of the budget for all six runs, within it
+    assert measured.shm_size == 8 * MiB and 0 < measured.peak <= 8 * MiB
 
 
 @pytest.mark.timeout(90)

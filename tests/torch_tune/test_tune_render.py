@@ -31,6 +31,9 @@ def result() -> TuneResult:
             config(1),
             "ok",
             samples_per_s=400.0,
+            repeats=(380.0, 400.0, 420.0),
+            spread=0.1,
+            single_samples_per_s=450.0,
             peak_shm=20 * MiB,
             predicted_peak=26 * MiB,
             batch_pages=5 * MiB,
@@ -81,6 +84,9 @@ def test_text_report_lists_every_trial_and_the_recommendation() -> None:
     assert "docker run --shm-size=28m --memory=1280m IMAGE ..." in text
     assert "sizeLimit: 28Mi" in text and "--cpus=2" in text
     assert "pin_memory not tried: no GPU here" in text
+    # the re-measured trial: 3 runs, 10% spread; the others stand on one run
+    assert "*  nw=1 pf=2        400     3     10%" in text
+    assert "   nw=2 pf=2        405     1       -" in text
     assert kwargs_text(result().trials[0]) == "num_workers=0, pin_memory=False"
 
 
@@ -91,6 +97,9 @@ def test_json_body_validates_against_the_schema() -> None:
     assert data["schema"] == "shmguard.tune/1"
     assert data["recommended_kwargs"] == config(1).kwargs()
     assert [t["status"] for t in data["trials"]] == ["ok", "ok", "ok", "ruled-out"]
+    assert data["trials"][1]["repeats"] == [380.0, 400.0, 420.0]
+    assert (data["trials"][1]["spread"], data["trials"][1]["single_samples_per_s"]) == (0.1, 450)
+    assert data["trials"][0]["repeats"] == [] and data["trials"][0]["spread"] is None
     assert (
         data["settings"]["snippets"][0]["text"]
         == "docker run --shm-size=28m --memory=1280m IMAGE ..."

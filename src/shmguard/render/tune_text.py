@@ -39,18 +39,22 @@ def cpus_text(cpus: float) -> str:
 
 
 def trial_table(result: TuneResult) -> Any:
-    """Every trial as a Rich table; the recommended row is marked ``*``."""
+    """Every trial as a Rich table; the recommended row is marked ``*``. A re-measured
+    trial's samples/s is the median of its confirmation runs (``runs``), ``spread`` their
+    ``(max - min) / median``."""
     from rich.table import Table
 
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
     table.add_column("")
     table.add_column("config", no_wrap=True)
-    for name in ("samples/s", "wait", "peak shm", "model", "memory", "CPU s"):
+    for name in ("samples/s", "runs", "spread", "wait", "peak shm", "model", "memory", "CPU s"):
         table.add_column(name, justify="right", no_wrap=True)
     table.add_column("outcome")
     for t in result.trials:
         mark = "*" if t is result.recommended else ""
         rate = "-" if t.samples_per_s is None else f"{t.samples_per_s:,.0f}"
+        runs = str(len(t.repeats)) if t.repeats else ("1" if t.samples_per_s is not None else "-")
+        spread = "-" if t.spread is None else f"{t.spread:.0%}"
         wait = "-" if t.data_wait is None else f"{t.data_wait:.0%}"
         cpu = "-" if t.cpu_seconds is None else f"{t.cpu_seconds:.1f}"
         outcome = t.status if t.ok else f"{t.status}: {t.reason}"
@@ -58,6 +62,8 @@ def trial_table(result: TuneResult) -> Any:
             mark,
             t.config.label(),
             rate,
+            runs,
+            spread,
             wait,
             _mib(t.peak_shm) if t.status != "ruled-out" else "-",
             _mib(t.predicted_peak),
