@@ -40,8 +40,8 @@ def test_confirmed_trial_takes_the_median_and_keeps_the_single_figure() -> None:
         confirmed(ok(1, 2, 1.0), [])
 
 
-def test_overlapping_runs_cannot_be_told_apart_and_the_cheaper_is_picked() -> None:
-    cheap = confirmed(ok(1, 2, 500.0), [400.0, 460.0, 430.0])  # median 430
+def test_rounds_that_disagree_cannot_be_told_apart_and_the_cheaper_is_picked() -> None:
+    cheap = confirmed(ok(1, 2, 500.0), [400.0, 530.0, 430.0])  # median 430
     fast = confirmed(ok(2, 2, 520.0), [450.0, 520.0, 480.0])  # median 480: 10% faster
     slow = ok(0, 2, 900.0)  # a lucky single trial: not re-measured, so not eligible
     assert indistinct(cheap, fast) and not indistinct(cheap, slow)
@@ -49,6 +49,16 @@ def test_overlapping_runs_cannot_be_told_apart_and_the_cheaper_is_picked() -> No
     assert best is fast and chosen is cheap
     text = verdict(best, chosen, TOLERANCE)
     assert text is not None and "cannot be told apart" in text and "10% apart" in text
+    assert "as fast in 1 of 3 rounds" in text
+
+
+def test_slower_in_every_round_is_told_apart_however_wide_the_spread() -> None:
+    # Load rose from round to round: both slowed alike, the spreads are wide and the ranges
+    # overlap, yet the faster one won every round.
+    cheap = confirmed(ok(1, 2, 500.0), [300.0, 150.0, 90.0])
+    fast = confirmed(ok(2, 2, 520.0), [420.0, 220.0, 120.0])
+    assert not indistinct(cheap, fast)
+    assert pick([cheap, fast]) == (fast, fast)
 
 
 def test_separated_runs_pick_the_faster() -> None:

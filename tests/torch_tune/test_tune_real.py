@@ -21,9 +21,10 @@ import jsonschema
 import pytest
 
 from shmguard.torch.tuning import TuneProgress, TuneResult, tune
-from shmguard.torch.tuning.model import config
+from shmguard.torch.tuning.model import TrialConfig, config
 from shmguard.torch.tuning.trial import (
     TrialPlan,
+    _report,
     default_pythonpath,
     run_confirmation,
     run_trial,
@@ -146,6 +147,18 @@ def test_a_config_beyond_the_shm_budget_fails_as_infeasible(root_only: None) -> 
             "num_workers=4: the factory must pass its num_workers keyword to the DataLoader",
         ),
         ("missing", "module tune_factories has no attribute missing"),
+        (
+            "raises_after",
+            "tune_factories:raises_after: iterating its DataLoader (num_workers=0) raised "
+            "KeyError: 'sample 8 is missing from the index' at batch 3",
+        ),
+        (
+            # found by the first trial with workers (num_workers=0 takes no prefetch_factor)
+            "ignores_prefetch",
+            "tune_factories:ignores_prefetch(prefetch_factor=2) returned a DataLoader with "
+            "prefetch_factor=None: the factory must pass its prefetch_factor keyword to the "
+            "DataLoader, or tune would recommend a setting that changes nothing",
+        ),
     ],
 )
 def test_bad_factories_are_one_line_errors(root_only: None, factory: str, message: str) -> None:
@@ -153,6 +166,33 @@ def test_bad_factories_are_one_line_errors(root_only: None, factory: str, messag
     assert done.returncode == 2, done.stderr
     assert done.stderr == f"shmguard: error: {message}\n"
     assert done.stdout == ""
+
+
+def child(factory: str, cfg: TrialConfig, steps: int = 6) -> tuple[dict[str, Any] | None, str]:
+    """One trial's child, run directly (no sandbox): its report and its stdout."""
+    spec = {"loader": f"tune_factories:{factory}", "kwargs": cfg.kwargs(), "steps": steps,
+            "warmup": 1, "step_time": 0.0}  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(default_pythonpath())}
+    done = subprocess.run(
+        [sys.executable, "-m", "shmguard.torch.tuning._child", json.dumps(spec)],
+        capture_output=True, cwd=HERE, env=env, timeout=60,
+    )  # fmt: skip
+    return _report(done.stdout), done.stderr.decode()
+
+
+@pytest.mark.timeout(90)
+def test_chatty_unbatched_and_iterable_loaders_are_measured() -> None:
+    # Workers printing long lines and half lines (no newline): the report is still found.
+    report, err = child("chatty", config(2, 2))
+    assert report is not None and report["samples"] == 6 * 4, err
+    # batch_size=None: every item is one sample, not the first dimension of its tensor (1024)
+    report, err = child("unbatched", config(1, 2))
+    assert report is not None and report["samples"] == 6, err
+    # an IterableDataset sharded by worker, across epochs (10 batches an epoch)
+    report, err = child("iterable", config(2, 1, True), steps=25)
+    assert report is not None and report["samples"] == 25 * 4 and report["epochs"] == 3, err
+    # the package does not import the module python -m runs (runpy warned in every trial)
+    assert "RuntimeWarning" not in err
 
 
 @pytest.mark.timeout(90)

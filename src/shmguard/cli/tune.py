@@ -203,6 +203,10 @@ def tune(
         fail(str(err))
     except SandboxError as err:
         fail(f"cannot run trials: {err}")
+    except KeyboardInterrupt:
+        # Before the first trial (reading the budget, starting up): nothing found to report.
+        # Once trials run, tune keeps what was found and the report below says so.
+        fail("interrupted before the first trial ended; nothing to report", EXIT_INTERRUPTED)
     if plot is not None:
         _write_plot(result, plot)
     if json_out:

@@ -8,7 +8,10 @@ sleeping ``S`` seconds per batch as a training step would, and prints one line
 ``shmguard-tune: <json>`` on stdout: either the figures (``elapsed``, ``wait``: seconds blocked
 in ``next()``, ``samples``, ``epochs``, ``leaves``: the first batch's storage bytes) or an
 input error (``error``: ``import``, ``factory``, ``not-a-dataloader``, ``fixed-workers``,
-``empty``; ``message``: one line), with exit status :data:`EXIT_INPUT`.
+``ignored-kwargs``, ``empty``, ``dataset``: the loop raised without workers, so the user's
+code, not the budget; ``message``: one line), with exit status :data:`EXIT_INPUT`. The line
+starts on a new line of its own, whatever the user's code printed before it. Without
+automatic batching (``batch_size=None``) every item counts as one sample.
 
 With ``"configs": [{...}, ...], "rounds": R`` instead of ``"kwargs"`` it is a confirmation:
 R rounds of the configurations in alternation (A B C A B C ...), each measured as above from
@@ -20,6 +23,7 @@ from __future__ import annotations
 import gc
 import importlib
 import json
+import os
 import sys
 import time
 import warnings
@@ -32,8 +36,11 @@ EXIT_INPUT = 3
 
 
 def _emit(data: dict[str, Any]) -> None:
-    sys.stdout.write(MARKER + json.dumps(data) + "\n")
+    # On a line of its own even after a half line the user's code printed, in one write (a
+    # pipe keeps writes of up to PIPE_BUF bytes whole), so workers printing at the same time
+    # cannot cut into it.
     sys.stdout.flush()
+    os.write(sys.stdout.fileno(), ("\n" + MARKER + json.dumps(data) + "\n").encode())
 
 
 def _input_error(kind: str, message: str) -> None:
@@ -93,6 +100,16 @@ def _build(ref: str, factory: Any, kwargs: dict[str, Any]) -> Any:
             f"num_workers={loader.num_workers}: the factory must pass its num_workers keyword "
             "to the DataLoader",
         )
+    # Without workers torch keeps prefetch_factor None and persistent_workers False.
+    names = ("prefetch_factor", "persistent_workers") if kwargs["num_workers"] else ()
+    for name in (*names, "pin_memory"):
+        if getattr(loader, name, kwargs[name]) != kwargs[name]:
+            _input_error(
+                "ignored-kwargs",
+                f"{ref}({name}={kwargs[name]}) returned a DataLoader with "
+                f"{name}={getattr(loader, name)}: the factory must pass its {name} keyword to "
+                "the DataLoader, or tune would recommend a setting that changes nothing",
+            )
     return loader
 
 
@@ -101,6 +118,8 @@ def _time(ref: str, loader: Any, steps: int, warmup: int, step_time: float) -> d
     needed); the figures of the timed ones."""
     from shmguard.torch.sizing import shm_leaves
 
+    # Without automatic batching (batch_size=None) every item the loader yields is a sample.
+    unbatched = loader.batch_size is None and loader.batch_sampler is None
     default = loader.batch_size or 1
     it = iter(loader)
     epochs = 1
@@ -121,10 +140,18 @@ def _time(ref: str, loader: Any, steps: int, warmup: int, step_time: float) -> d
                 batch = next(it)
             except StopIteration:
                 _input_error("empty", f"{ref} returned a DataLoader with no batches")
+        except Exception as err:
+            if loader.num_workers:
+                raise  # with workers it may be the budget's doing (no space in /dev/shm)
+            _input_error(
+                "dataset",
+                f"{ref}: iterating its DataLoader (num_workers=0) raised "
+                f"{type(err).__name__}: {err} at batch {i + 1}",
+            )
         wait += time.perf_counter() - t0
         if leaves is None:
             leaves = shm_leaves(batch)
-        samples += _samples(batch, default)
+        samples += 1 if unbatched else _samples(batch, default)
         if step_time:
             time.sleep(step_time)
         del batch

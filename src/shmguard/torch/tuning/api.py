@@ -60,9 +60,9 @@ def loader_ref(factory: str | Callable[..., Any]) -> str:
     """``MODULE:FACTORY`` for a factory given as that text or as an importable function.
 
     Raises:
-        TuneInputError: the text is not ``MODULE:FACTORY``, or the function cannot be imported
-            by name in a new process (a lambda, a nested function, or one defined in
-            ``__main__``).
+        TuneInputError: the text is not ``MODULE:FACTORY``, or the callable cannot be imported
+            by name in a new process (a nested function, a lambda or partial bound to no
+            module attribute, or one defined in ``__main__``).
     """
     if isinstance(factory, str):
         module, sep, attr = factory.partition(":")
@@ -77,14 +77,42 @@ def loader_ref(factory: str | Callable[..., Any]) -> str:
                 "shmguard.examples.seed_loader:loader"
             )
         return factory
-    owner = getattr(factory, "__module__", None)
-    name = getattr(factory, "__qualname__", "")
-    if not callable(factory) or not owner or owner == "__main__" or "<" in name:
+    ref = _importable_name(factory) if callable(factory) else None
+    if ref is None:
         raise TuneInputError(
             f"cannot tune {factory!r}: each trial imports the factory in a new process, so it "
-            "must be a module-level function of an importable module (or pass 'MODULE:FACTORY')"
+            "must be a module-level name of an importable module (a function, a class, or a "
+            "lambda or functools.partial bound to a module attribute; or pass "
+            "'MODULE:FACTORY')"
         )
-    return f"{owner}:{name}"
+    return ref
+
+
+def _importable_name(obj: Any) -> str | None:
+    """``MODULE:NAME`` that gives back ``obj`` itself when imported, or None: its qualified
+    name in its module, else a module attribute bound to it (a lambda or a
+    ``functools.partial`` assigned to a name). ``__main__`` is never importable by a trial."""
+    import sys
+
+    owners = [
+        getattr(obj, "__module__", None),
+        getattr(getattr(obj, "func", None), "__module__", None),
+    ]
+    for owner in dict.fromkeys(o for o in owners if isinstance(o, str) and o != "__main__"):
+        module = sys.modules.get(owner)
+        if module is None:
+            continue
+        qualname = getattr(obj, "__qualname__", "")
+        if isinstance(qualname, str) and qualname and "<" not in qualname:
+            found: Any = module
+            for part in qualname.split("."):
+                found = getattr(found, part, None)
+            if found is obj:
+                return f"{owner}:{qualname}"
+        for name, value in vars(module).items():
+            if value is obj and name.isidentifier():
+                return f"{owner}:{name}"
+    return None
 
 
 def container_settings(trial: Trial, budget: Budget, policy: Policy) -> Settings:

@@ -8,8 +8,8 @@ re-measuring its finalists (every configuration that ran within :data:`FINALIST_
 fastest, at most :data:`FINALISTS`) :data:`ROUNDS` times each in alternation (A B C A B C ...),
 so that a change of load falls on all of them alike, in one sandbox of the budget (one Python
 start-up for all: a few seconds instead of one per run). The pick then compares medians; two
-configurations whose runs overlap (the difference of their medians is within the spread of
-their runs) cannot be told apart, and the cheaper one is recommended.
+configurations of which each was faster in some round (the difference of their medians is
+within the noise) cannot be told apart, and the cheaper one is recommended.
 """
 
 from __future__ import annotations
@@ -79,12 +79,17 @@ def confirmed(trial: Trial, rates: list[float]) -> Trial:
 
 
 def indistinct(a: Trial, b: Trial) -> bool:
-    """True when the confirmation runs of ``a`` and ``b`` overlap: the difference of their
-    medians is within the spread of their runs, so this machine could not tell them apart.
-    False when either was not re-measured."""
+    """True when this machine could not tell ``a`` and ``b`` apart: in the confirmation's
+    rounds (each round measures both within seconds, under the same load) each was faster in
+    some round, so the difference of their medians is within the noise. Runs not from one
+    confirmation (different counts) are compared by range: they overlap. False when either
+    was not re-measured."""
     if not a.repeats or not b.repeats:
         return False
-    return min(a.repeats) <= max(b.repeats) and min(b.repeats) <= max(a.repeats)
+    if len(a.repeats) != len(b.repeats):
+        return min(a.repeats) <= max(b.repeats) and min(b.repeats) <= max(a.repeats)
+    wins = [x >= y for x, y in zip(a.repeats, b.repeats, strict=True)]
+    return any(wins) and not all(wins)
 
 
 def verdict(best: Trial | None, chosen: Trial | None, tolerance: float) -> str | None:
@@ -102,9 +107,10 @@ def verdict(best: Trial | None, chosen: Trial | None, tolerance: float) -> str |
             f"{head}: {chosen.config.label()} is within {tolerance:.0%} of the fastest "
             f"({best.config.label()}, {gap:.1%} apart) and cheaper"
         )
+    wins = sum(x >= y for x, y in zip(chosen.repeats, best.repeats, strict=False))
     return (
         f"{head}: {chosen.config.label()} and {best.config.label()} cannot be told apart "
-        f"here (medians {c:,.0f} and {b:,.0f} samples/s, {gap:.0%} apart, but their runs "
-        f"overlap: spreads {chosen.spread or 0:.0%} and {best.spread or 0:.0%}), so the "
-        "cheaper is recommended"
+        f"here (medians {c:,.0f} and {b:,.0f} samples/s, {gap:.0%} apart, but the first was "
+        f"as fast in {wins} of {rounds} rounds; spreads {chosen.spread or 0:.0%} and "
+        f"{best.spread or 0:.0%}), so the cheaper is recommended"
     )

@@ -19,7 +19,6 @@ from typing import Any
 from shmguard.estimate import LoaderSpec, padded_bytes, predict
 from shmguard.measure.outcome import Outcome
 from shmguard.measure.run import MeasureResult, measure_command
-from shmguard.torch.tuning._child import EXIT_INPUT, MARKER
 from shmguard.torch.tuning.model import Trial, TrialConfig
 
 #: Outcomes that make a configuration infeasible under the budget.
@@ -82,10 +81,14 @@ def predicted_peak(config: TrialConfig, batch_pages: int) -> int:
 
 
 def _report(stdout: bytes) -> dict[str, Any] | None:
+    """The child's last report line (after whatever the user's code printed), parsed."""
+    from shmguard.torch.tuning._child import MARKER
+
     for line in reversed(stdout.decode("utf-8", "replace").splitlines()):
-        if line.startswith(MARKER):
+        at = line.find(MARKER)
+        if at >= 0:
             try:
-                data = json.loads(line[len(MARKER) :])
+                data = json.loads(line[at + len(MARKER) :])
             except ValueError:
                 return None
             return data if isinstance(data, dict) else None
@@ -127,6 +130,10 @@ def _measure(plan: TrialPlan, spec: dict[str, Any]) -> tuple[dict[str, Any] | No
         on_output=keep,
         env=env,
     )
+    # Imported here, not at the top: the package must not import the module that
+    # ``python -m`` runs (runpy warns in every trial).
+    from shmguard.torch.tuning._child import EXIT_INPUT
+
     report = _report(bytes(out))
     if report is not None and "error" in report and result.exit_status == EXIT_INPUT:
         raise TuneInputError(str(report["message"]))
