@@ -153,11 +153,12 @@ def test_a_config_beyond_the_shm_budget_fails_as_infeasible(root_only: None) -> 
             "KeyError: 'sample 8 is missing from the index' at batch 3",
         ),
         (
-            # found by the first trial with workers (num_workers=0 takes no prefetch_factor)
+            # found by the first trial that sets one of them otherwise than torch's defaults:
+            # the trials cross epochs, so persistent workers are tried at 1 worker
             "ignores_prefetch",
-            "tune_factories:ignores_prefetch(prefetch_factor=2) returned a DataLoader with "
-            "prefetch_factor=None: the factory must pass its prefetch_factor keyword to the "
-            "DataLoader, or tune would recommend a setting that changes nothing",
+            "tune_factories:ignores_prefetch(persistent_workers=True) returned a DataLoader "
+            "with persistent_workers=False: the factory must pass its persistent_workers "
+            "keyword to the DataLoader, or tune would recommend a setting that changes nothing",
         ),
     ],
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 
@@ -85,9 +86,22 @@ def test_text_report_lists_every_trial_and_the_recommendation() -> None:
     assert "sizeLimit: 28Mi" in text and "--cpus=2" in text
     assert "pin_memory not tried: no GPU here" in text
     # the re-measured trial: 3 runs, 10% spread; the others stand on one run
-    assert "*  nw=1 pf=2        400     3     10%" in text
-    assert "   nw=2 pf=2        405     1       -" in text
+    assert "*  nw=1 pf=2        400  3 (10%)" in text
+    assert "   nw=2 pf=2        405        1" in text
+    assert "ruled-out [1]" in text
     assert kwargs_text(result().trials[0]) == "num_workers=0, pin_memory=False"
+
+
+def test_narrow_table_keeps_room_for_the_outcome() -> None:
+    # 80 columns, no confirmation round: no runs/spread columns, the reason stays readable
+    plain = replace(result(), trials=tuple(replace(t, repeats=(), spread=None)
+                                           for t in result().trials))  # fmt: skip
+    out = io.StringIO()
+    print_parts(Console(file=out, width=80, color_system=None), tune_report(plain))
+    text = out.getvalue()
+    assert "runs" not in text.split("Recommendation")[0]
+    assert "ruled-out [1]" in text
+    assert "[1] nw=2 pf=4 ruled-out: model peak 70 MiB > 64 MiB budget" in text
 
 
 def test_json_body_validates_against_the_schema() -> None:
