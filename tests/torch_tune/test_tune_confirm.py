@@ -15,7 +15,7 @@ def ok(nw: int, pf: int, rate: float, persistent: bool = False) -> Trial:
     return Trial(config(nw, pf, persistent), "ok", samples_per_s=rate, peak_shm=nw * pf * MiB)
 
 
-def test_finalists_are_the_fastest_within_the_margin_with_the_cheapest_kept() -> None:
+def test_finalists_are_the_fastest_within_the_margin_and_the_cheapest() -> None:
     trials = [
         ok(0, 2, 700.0),  # within 25% of 900, and the cheapest
         ok(1, 2, 880.0),
@@ -24,8 +24,13 @@ def test_finalists_are_the_fastest_within_the_margin_with_the_cheapest_kept() ->
         ok(2, 4, 600.0),  # 33% slower: not a finalist
         Trial(config(4), "infeasible", "shm-exhausted"),
     ]
-    # the three fastest are 900, 890, 880; the cheapest (nw=0) takes the third place
-    assert [t.config for t in finalists(trials)] == [config(2, 2), config(2, 1), config(0)]
+    # the three fastest are 900, 890, 880, and the cheapest (nw=0) comes with them
+    assert [t.config for t in finalists(trials)] == [
+        config(2, 2),
+        config(2, 1),
+        config(1, 2),
+        config(0),
+    ]
     # one configuration alone within the margin: nothing to confirm
     assert finalists([ok(0, 2, 100.0), ok(1, 2, 900.0)]) == []
     assert finalists([ok(1, 2, 900.0)]) == []

@@ -241,3 +241,35 @@ def test_ctrl_c_keeps_what_was_found(root_only: None) -> None:
     assert proc.returncode == 130, err
     assert "Interrupted" in out
     assert "nw=0 " in out and "num_workers=0" in out  # the trial that finished is reported
+
+
+@pytest.mark.timeout(150)
+def test_ctrl_c_in_the_confirmation_round_keeps_the_single_trials(root_only: None) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(default_pythonpath()), "COLUMNS": "200"}
+    # A 20 ms step: the loop waits for data without workers, and every configuration is
+    # within 25% of the fastest, so there are finalists to re-measure.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "shmguard", "tune", "--loader", SMALL, "--budget-shm", "64m",
+         "--cpus", "1", "--steps", "30", "--step-time", "0.02", "--confirm-rounds", "20"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=HERE,
+        env=env,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    deadline = time.monotonic() + 100
+    seen = ""
+    while "confirming in alternation" not in seen and time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        seen += line
+    assert "confirming in alternation" in seen, seen
+    time.sleep(4)  # into the round (20 rounds: it cannot end first)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Interrupted" in out
+    assert "the confirmation round did not finish (interrupted by SIGINT)" in " ".join(out.split())
+    assert "DataLoader(..., num_workers=" in out  # picked from the single trials

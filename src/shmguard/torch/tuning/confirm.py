@@ -4,9 +4,9 @@ One short trial per configuration cannot separate configurations a few percent a
 shared machine: on this project's 2-CPU machine the same configuration measured twice a
 minute apart gave 510 and 252 samples/s (benchmarks/results/tune_efficiency_2026-12-01.txt),
 because other jobs' load comes and goes. So, as a careful person would, the search ends by
-re-measuring its finalists (every configuration that ran within :data:`FINALIST_MARGIN` of the
-fastest, at most :data:`FINALISTS`) :data:`ROUNDS` times each in alternation (A B C A B C ...),
-so that a change of load falls on all of them alike, in one sandbox of the budget (one Python
+re-measuring its finalists (the :data:`FINALISTS` fastest configurations that ran within
+:data:`FINALIST_MARGIN` of the fastest, and the cheapest of those) :data:`ROUNDS` times each
+in alternation (A B C A B C ...), so that a change of load falls on all of them alike, in one sandbox of the budget (one Python
 start-up for all: a few seconds instead of one per run). The pick then compares medians; two
 configurations of which each was faster in some round (the difference of their medians is
 within the noise) cannot be told apart, and the cheaper one is recommended.
@@ -41,9 +41,9 @@ def cost(trial: Trial) -> tuple[int, int, int, bool, bool]:
 
 
 def finalists(trials: list[Trial] | tuple[Trial, ...]) -> list[Trial]:
-    """The trials to re-measure: those that ran within :data:`FINALIST_MARGIN` of the fastest,
-    the fastest first, at most :data:`FINALISTS`, the cheapest of them always among them; empty
-    when fewer than two (nothing to compare)."""
+    """The trials to re-measure: the :data:`FINALISTS` fastest of those that ran within
+    :data:`FINALIST_MARGIN` of the fastest, fastest first, and the cheapest of those when it
+    is not among them; empty when fewer than two (nothing to compare)."""
     ok = [t for t in trials if t.ok and t.samples_per_s is not None and not t.repeats]
     if len(ok) < 2:
         return []
@@ -55,7 +55,7 @@ def finalists(trials: list[Trial] | tuple[Trial, ...]) -> list[Trial]:
     chosen = close[:FINALISTS]
     cheapest = min(close, key=cost)
     if cheapest not in chosen:
-        chosen[-1] = cheapest
+        chosen.append(cheapest)  # the one to pick if the others cannot be told from it
     return chosen if len(chosen) > 1 else []
 
 
