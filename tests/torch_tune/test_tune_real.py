@@ -217,40 +217,13 @@ def test_json_validates_and_the_plot_is_written(root_only: None, tmp_path: Path)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.mark.timeout(120)
-def test_ctrl_c_keeps_what_was_found(root_only: None) -> None:
+def interrupt(args: list[str], after: str, wait: float) -> tuple[int, str, str]:
+    """Run ``shmguard tune ARGS``, send SIGINT ``wait`` seconds after ``after`` appears on its
+    stderr; its exit status, stdout and stderr."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(default_pythonpath()), "COLUMNS": "200"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "shmguard", "tune", "--loader", SMALL, "--budget-shm", "64m",
-         "--steps", "400", "--step-time", "0.02"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=HERE,
-        env=env,
-    )  # fmt: skip
-    assert proc.stderr is not None
-    deadline = time.monotonic() + 60
-    seen = ""
-    while "nw=0: ok" not in seen and time.monotonic() < deadline:
-        seen += proc.stderr.readline()
-    assert "nw=0: ok" in seen
-    time.sleep(3)  # into the second trial
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
-    assert "Interrupted" in out
-    assert "nw=0 " in out and "num_workers=0" in out  # the trial that finished is reported
-
-
-@pytest.mark.timeout(150)
-def test_ctrl_c_in_the_confirmation_round_keeps_the_single_trials(root_only: None) -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(default_pythonpath()), "COLUMNS": "200"}
-    # A 20 ms step: the loop waits for data without workers, and every configuration is
-    # within 25% of the fastest, so there are finalists to re-measure.
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "shmguard", "tune", "--loader", SMALL, "--budget-shm", "64m",
-         "--cpus", "1", "--steps", "30", "--step-time", "0.02", "--confirm-rounds", "20"],
+         *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -260,16 +233,35 @@ def test_ctrl_c_in_the_confirmation_round_keeps_the_single_trials(root_only: Non
     assert proc.stderr is not None
     deadline = time.monotonic() + 100
     seen = ""
-    while "confirming in alternation" not in seen and time.monotonic() < deadline:
+    while after not in seen and time.monotonic() < deadline:
         line = proc.stderr.readline()
         if not line:
             break
         seen += line
-    assert "confirming in alternation" in seen, seen
-    time.sleep(4)  # into the round (20 rounds: it cannot end first)
+    assert after in seen, seen
+    time.sleep(wait)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
+    return proc.returncode, out, err
+
+
+@pytest.mark.timeout(120)
+def test_ctrl_c_keeps_what_was_found(root_only: None) -> None:
+    # 3 s after the first trial: into the second
+    code, out, err = interrupt(["--steps", "400", "--step-time", "0.02"], "nw=0: ok", 3)
+    assert code == 130, err
+    assert "Interrupted" in out
+    assert "nw=0 " in out and "num_workers=0" in out  # the trial that finished is reported
+
+
+@pytest.mark.timeout(150)
+def test_ctrl_c_in_the_confirmation_round_keeps_the_single_trials(root_only: None) -> None:
+    # A 20 ms step: the loop waits for data without workers, and every configuration is
+    # within 25% of the fastest, so there are finalists to re-measure; 20 rounds: the round
+    # cannot end within the 4 s.
+    args = ["--cpus", "1", "--steps", "30", "--step-time", "0.02", "--confirm-rounds", "20"]
+    code, out, err = interrupt(args, "confirming in alternation", 4)
+    assert code == 130, err
     assert "Interrupted" in out
     assert "the confirmation round did not finish (interrupted by SIGINT)" in " ".join(out.split())
     assert "DataLoader(..., num_workers=" in out  # picked from the single trials

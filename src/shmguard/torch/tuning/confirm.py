@@ -6,10 +6,11 @@ minute apart gave 510 and 252 samples/s (benchmarks/results/tune_efficiency_2026
 because other jobs' load comes and goes. So, as a careful person would, the search ends by
 re-measuring its finalists (the :data:`FINALISTS` fastest configurations that ran within
 :data:`FINALIST_MARGIN` of the fastest, and the cheapest of those) :data:`ROUNDS` times each
-in alternation (A B C A B C ...), so that a change of load falls on all of them alike, in one sandbox of the budget (one Python
-start-up for all: a few seconds instead of one per run). The pick then compares medians; two
-configurations of which each was faster in some round (the difference of their medians is
-within the noise) cannot be told apart, and the cheaper one is recommended.
+in alternation (A B C A B C ...), so that a change of load falls on all of them alike, in one
+sandbox of the budget (one Python start-up for all: a few seconds instead of one per run).
+The pick then compares medians; two configurations of which each was faster in some round
+(the difference of their medians is within the noise) cannot be told apart, and the cheaper
+one is recommended.
 """
 
 from __future__ import annotations
