@@ -109,6 +109,15 @@ def row(name: str, search: str, trials: int, wall: float, label: str, rate: floa
     return f"{name:<7} {search:<6} {trials:>6} {wall:>7.1f}  {label:<24} {rate:>9.0f}"
 
 
+def described(t: Trial) -> str:
+    """A tuner's trial: its config and figure (the runs behind a median)."""
+    text = f"{t.config.label()} {t.samples_per_s or 0:.0f}"
+    if t.repeats:
+        runs = " ".join(f"{r:.0f}" for r in t.repeats)
+        text += f" (median of {runs}; single {t.single_samples_per_s or 0:.0f})"
+    return text
+
+
 def runs(xs: list[float]) -> str:
     """Raw figures, their median and spread."""
     med = statistics.median(xs)
@@ -142,6 +151,8 @@ def compare(name: str, ref: str, args: argparse.Namespace, cpus: int) -> tuple[f
     )
     print(row(name, "tune", ran, t_tune, rec.config.label(), rec.samples_per_s) + tail)
     print(row("", "grid", len(trials), t_grid, best.config.label(), top))
+    tried = ", ".join(described(t) for t in res.trials if t.ok)
+    print(f"{'':<7} tuner's trials: {tried}")
     for note in res.notes[:1]:
         print(f"{'':<7} tuner: {note}")
     print(
