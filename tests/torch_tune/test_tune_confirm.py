@@ -17,11 +17,11 @@ def ok(nw: int, pf: int, rate: float, persistent: bool = False) -> Trial:
 
 def test_finalists_are_the_fastest_within_the_margin_and_the_cheapest() -> None:
     trials = [
-        ok(0, 2, 700.0),  # within 25% of 900, and the cheapest
+        ok(0, 2, 500.0),  # within 50% of 900, and the cheapest
         ok(1, 2, 880.0),
         ok(2, 2, 900.0),
         ok(2, 1, 890.0),
-        ok(2, 4, 600.0),  # 33% slower: not a finalist
+        ok(2, 4, 400.0),  # 56% slower: not a finalist
         Trial(config(4), "infeasible", "shm-exhausted"),
     ]
     # the three fastest are 900, 890, 880, and the cheapest (nw=0) comes with them
@@ -33,6 +33,8 @@ def test_finalists_are_the_fastest_within_the_margin_and_the_cheapest() -> None:
     ]
     # one configuration alone within the margin: nothing to confirm
     assert finalists([ok(0, 2, 100.0), ok(1, 2, 900.0)]) == []
+    # a lucky single trial 32% above the next (fits, benchmark run 7) leaves it in
+    assert len(finalists([ok(2, 1, 1775.0), ok(2, 4, 1209.0)])) == 2
     assert finalists([ok(1, 2, 900.0)]) == []
 
 

@@ -257,7 +257,7 @@ def test_ctrl_c_keeps_what_was_found(root_only: None) -> None:
 @pytest.mark.timeout(150)
 def test_ctrl_c_in_the_confirmation_round_keeps_the_single_trials(root_only: None) -> None:
     # A 20 ms step: the loop waits for data without workers, and every configuration is
-    # within 25% of the fastest, so there are finalists to re-measure; 20 rounds: the round
+    # within 50% of the fastest, so there are finalists to re-measure; 20 rounds: the round
     # cannot end within the 4 s.
     args = ["--cpus", "1", "--steps", "30", "--step-time", "0.02", "--confirm-rounds", "20"]
     code, out, err = interrupt(args, "confirming in alternation", 4)

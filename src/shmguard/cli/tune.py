@@ -152,7 +152,7 @@ def tune(
     num_workers is swept (0, 1, 2, 4, ... up to the CPUs; configurations the DataLoader model
     says overflow the shm budget are ruled out without running), then refined, then
     prefetch_factor, persistent_workers and (with a GPU) pin_memory. The finalists (the 3
-    fastest within 25% of the fastest, and the cheapest of those) are then re-measured in
+    fastest within 50% of the fastest, and the cheapest of those) are then re-measured in
     alternation, and the pick is the cheapest configuration whose median is within 2% of the
     best or that cannot be told apart from it. Ctrl-C keeps what was found.
 

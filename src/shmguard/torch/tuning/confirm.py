@@ -20,8 +20,9 @@ from dataclasses import replace
 
 from shmguard.torch.tuning.model import Trial
 
-#: A configuration within this fraction of the fastest single trial is a finalist.
-FINALIST_MARGIN = 0.25
+#: A configuration within this fraction of the fastest single trial is a finalist: as wide as
+#: the noise of one trial here (2x), so that a lucky trial does not leave the others out.
+FINALIST_MARGIN = 0.5
 #: The most finalists re-measured.
 FINALISTS = 3
 #: Runs of each finalist in the confirmation round.
