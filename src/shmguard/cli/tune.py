@@ -157,7 +157,8 @@ def tune(
     best or that cannot be told apart from it. Ctrl-C keeps what was found.
 
     Exit status: 0 with a recommendation, 1 when no configuration ran within the budget, 2 for
-    bad input (a factory that raises, returns no DataLoader or fixes num_workers itself),
+    bad input (a factory that raises, returns no DataLoader, fixes num_workers or ignores
+    another keyword; a dataset that raises without workers),
     130 when interrupted (the partial report is printed).
     """
     from shmguard.measure.sandbox import SandboxError
