@@ -121,8 +121,27 @@ def test_loader_ref_accepts_module_factory_text_and_importable_functions() -> No
     for bad in ("nocolon", "mod:", ":f", "a b:f", "mod:f-g"):
         with pytest.raises(TuneInputError, match="expected MODULE:FACTORY"):
             loader_ref(bad)
-    with pytest.raises(TuneInputError, match="module-level function"):
+    with pytest.raises(TuneInputError, match="module-level name"):
         loader_ref(lambda **kw: None)
+
+
+def test_loader_ref_finds_lambdas_partials_and_classes_bound_to_module_attributes() -> None:
+    import functools
+
+    import tune_factories
+
+    from shmguard.torch.guarded import GuardedLoader
+
+    # functools.partial has no name of its own: 'functools:' once came back
+    tune_factories.partial_factory = functools.partial(tune_factories.small)  # type: ignore[attr-defined]
+    try:
+        assert loader_ref(tune_factories.lambda_factory) == "tune_factories:lambda_factory"
+        assert loader_ref(tune_factories.partial_factory) == "tune_factories:partial_factory"  # type: ignore[attr-defined]
+    finally:
+        del tune_factories.partial_factory  # type: ignore[attr-defined]
+    assert loader_ref(GuardedLoader) == "shmguard.torch.guarded:GuardedLoader"  # a class
+    with pytest.raises(TuneInputError, match="module-level name"):
+        loader_ref(functools.partial(tune_factories.small, batch_size=2))
 
 
 @pytest.mark.parametrize(

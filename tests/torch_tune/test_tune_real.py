@@ -21,8 +21,14 @@ import jsonschema
 import pytest
 
 from shmguard.torch.tuning import TuneProgress, TuneResult, tune
-from shmguard.torch.tuning.model import config
-from shmguard.torch.tuning.trial import TrialPlan, default_pythonpath, run_trial
+from shmguard.torch.tuning.model import TrialConfig, config
+from shmguard.torch.tuning.trial import (
+    TrialPlan,
+    _report,
+    default_pythonpath,
+    run_confirmation,
+    run_trial,
+)
 from shmguard.units import GiB, MiB
 
 torch = pytest.importorskip("torch")
@@ -99,6 +105,19 @@ def test_recommendation_fits_the_budgets_it_was_tuned_for(root_only: None) -> No
 
 
 @pytest.mark.timeout(90)
+def test_confirmation_measures_the_finalists_in_alternation_in_one_sandbox(
+    root_only: None,
+) -> None:
+    plan = TrialPlan(SMALL, 4, 1, 0.0, 8 * MiB, GiB, 2.0, 60, 5.0, default_pythonpath())
+    configs = [config(0), config(1, 1), config(1, 1, True)]
+    rates, reason, measured = run_confirmation(plan, configs, 2)
+    assert reason == "" and rates is not None, reason
+    assert [len(r) for r in rates] == [2, 2, 2] and min(min(r) for r in rates) > 0
+    # one sandbox of the budget for all six runs, within it
+    assert measured.shm_size == 8 * MiB and 0 < measured.peak <= 8 * MiB
+
+
+@pytest.mark.timeout(90)
 def test_a_config_beyond_the_shm_budget_fails_as_infeasible(root_only: None) -> None:
     # 2 workers x prefetch 4 of 1 MiB batches need about 10 MiB; the tmpfs has 3.
     plan = TrialPlan(SMALL, 30, 2, 0.0, 3 * MiB, None, None, 60, 2.0, default_pythonpath())
@@ -128,6 +147,19 @@ def test_a_config_beyond_the_shm_budget_fails_as_infeasible(root_only: None) -> 
             "num_workers=4: the factory must pass its num_workers keyword to the DataLoader",
         ),
         ("missing", "module tune_factories has no attribute missing"),
+        (
+            "raises_after",
+            "tune_factories:raises_after: iterating its DataLoader (num_workers=0) raised "
+            "KeyError: 'sample 8 is missing from the index' at batch 3",
+        ),
+        (
+            # found by the first trial that sets one of them otherwise than torch's defaults:
+            # the trials cross epochs, so persistent workers are tried at 1 worker
+            "ignores_prefetch",
+            "tune_factories:ignores_prefetch(persistent_workers=True) returned a DataLoader "
+            "with persistent_workers=False: the factory must pass its persistent_workers "
+            "keyword to the DataLoader, or tune would recommend a setting that changes nothing",
+        ),
     ],
 )
 def test_bad_factories_are_one_line_errors(root_only: None, factory: str, message: str) -> None:
@@ -135,6 +167,33 @@ def test_bad_factories_are_one_line_errors(root_only: None, factory: str, messag
     assert done.returncode == 2, done.stderr
     assert done.stderr == f"shmguard: error: {message}\n"
     assert done.stdout == ""
+
+
+def child(factory: str, cfg: TrialConfig, steps: int = 6) -> tuple[dict[str, Any] | None, str]:
+    """One trial's child, run directly (no sandbox): its report and its stdout."""
+    spec = {"loader": f"tune_factories:{factory}", "kwargs": cfg.kwargs(), "steps": steps,
+            "warmup": 1, "step_time": 0.0}  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(default_pythonpath())}
+    done = subprocess.run(
+        [sys.executable, "-m", "shmguard.torch.tuning._child", json.dumps(spec)],
+        capture_output=True, cwd=HERE, env=env, timeout=60,
+    )  # fmt: skip
+    return _report(done.stdout), done.stderr.decode()
+
+
+@pytest.mark.timeout(90)
+def test_chatty_unbatched_and_iterable_loaders_are_measured() -> None:
+    # Workers printing long lines and half lines (no newline): the report is still found.
+    report, err = child("chatty", config(2, 2))
+    assert report is not None and report["samples"] == 6 * 4, err
+    # batch_size=None: every item is one sample, not the first dimension of its tensor (1024)
+    report, err = child("unbatched", config(1, 2))
+    assert report is not None and report["samples"] == 6, err
+    # an IterableDataset sharded by worker, across epochs (10 batches an epoch)
+    report, err = child("iterable", config(2, 1, True), steps=25)
+    assert report is not None and report["samples"] == 25 * 4 and report["epochs"] == 3, err
+    # the package does not import the module python -m runs (runpy warned in every trial)
+    assert "RuntimeWarning" not in err
 
 
 @pytest.mark.timeout(90)
@@ -158,12 +217,13 @@ def test_json_validates_and_the_plot_is_written(root_only: None, tmp_path: Path)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.mark.timeout(120)
-def test_ctrl_c_keeps_what_was_found(root_only: None) -> None:
+def interrupt(args: list[str], after: str, wait: float) -> tuple[int, str, str]:
+    """Run ``shmguard tune ARGS``, send SIGINT ``wait`` seconds after ``after`` appears on its
+    stderr; its exit status, stdout and stderr."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(default_pythonpath()), "COLUMNS": "200"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "shmguard", "tune", "--loader", SMALL, "--budget-shm", "64m",
-         "--steps", "400", "--step-time", "0.02"],
+         *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -171,14 +231,37 @@ def test_ctrl_c_keeps_what_was_found(root_only: None) -> None:
         env=env,
     )  # fmt: skip
     assert proc.stderr is not None
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 100
     seen = ""
-    while "nw=0: ok" not in seen and time.monotonic() < deadline:
-        seen += proc.stderr.readline()
-    assert "nw=0: ok" in seen
-    time.sleep(3)  # into the second trial
+    while after not in seen and time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        seen += line
+    assert after in seen, seen
+    time.sleep(wait)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
+    return proc.returncode, out, err
+
+
+@pytest.mark.timeout(120)
+def test_ctrl_c_keeps_what_was_found(root_only: None) -> None:
+    # 3 s after the first trial: into the second
+    code, out, err = interrupt(["--steps", "400", "--step-time", "0.02"], "nw=0: ok", 3)
+    assert code == 130, err
     assert "Interrupted" in out
     assert "nw=0 " in out and "num_workers=0" in out  # the trial that finished is reported
+
+
+@pytest.mark.timeout(150)
+def test_ctrl_c_in_the_confirmation_round_keeps_the_single_trials(root_only: None) -> None:
+    # A 20 ms step: the loop waits for data without workers, and every configuration is
+    # within 50% of the fastest, so there are finalists to re-measure; 20 rounds: the round
+    # cannot end within the 4 s.
+    args = ["--cpus", "1", "--steps", "30", "--step-time", "0.02", "--confirm-rounds", "20"]
+    code, out, err = interrupt(args, "confirming in alternation", 4)
+    assert code == 130, err
+    assert "Interrupted" in out
+    assert "the confirmation round did not finish (interrupted by SIGINT)" in " ".join(out.split())
+    assert "DataLoader(..., num_workers=" in out  # picked from the single trials

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 
@@ -31,6 +32,9 @@ def result() -> TuneResult:
             config(1),
             "ok",
             samples_per_s=400.0,
+            repeats=(380.0, 400.0, 420.0),
+            spread=0.1,
+            single_samples_per_s=450.0,
             peak_shm=20 * MiB,
             predicted_peak=26 * MiB,
             batch_pages=5 * MiB,
@@ -81,7 +85,23 @@ def test_text_report_lists_every_trial_and_the_recommendation() -> None:
     assert "docker run --shm-size=28m --memory=1280m IMAGE ..." in text
     assert "sizeLimit: 28Mi" in text and "--cpus=2" in text
     assert "pin_memory not tried: no GPU here" in text
+    # the re-measured trial: 3 runs, 10% spread; the others stand on one run
+    assert "*  nw=1 pf=2        400  3 (10%)" in text
+    assert "   nw=2 pf=2        405        1" in text
+    assert "ruled-out [1]" in text
     assert kwargs_text(result().trials[0]) == "num_workers=0, pin_memory=False"
+
+
+def test_narrow_table_keeps_room_for_the_outcome() -> None:
+    # 80 columns, no confirmation round: no runs/spread columns, the reason stays readable
+    plain = replace(result(), trials=tuple(replace(t, repeats=(), spread=None)
+                                           for t in result().trials))  # fmt: skip
+    out = io.StringIO()
+    print_parts(Console(file=out, width=80, color_system=None), tune_report(plain))
+    text = out.getvalue()
+    assert "runs" not in text.split("Recommendation")[0]
+    assert "ruled-out [1]" in text
+    assert "[1] nw=2 pf=4 ruled-out: model peak 70 MiB > 64 MiB budget" in text
 
 
 def test_json_body_validates_against_the_schema() -> None:
@@ -91,6 +111,9 @@ def test_json_body_validates_against_the_schema() -> None:
     assert data["schema"] == "shmguard.tune/1"
     assert data["recommended_kwargs"] == config(1).kwargs()
     assert [t["status"] for t in data["trials"]] == ["ok", "ok", "ok", "ruled-out"]
+    assert data["trials"][1]["repeats"] == [380.0, 400.0, 420.0]
+    assert (data["trials"][1]["spread"], data["trials"][1]["single_samples_per_s"]) == (0.1, 450)
+    assert data["trials"][0]["repeats"] == [] and data["trials"][0]["spread"] is None
     assert (
         data["settings"]["snippets"][0]["text"]
         == "docker run --shm-size=28m --memory=1280m IMAGE ..."

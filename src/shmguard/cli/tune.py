@@ -39,6 +39,9 @@ class _Bar:
         self.task = progress.add_task("starting", total=None) if progress is not None else None
 
     def __call__(self, event: Any) -> None:
+        if event.phase == "confirm":
+            self._confirm(event)
+            return
         if event.trial is None:
             if self.progress is not None:
                 self.progress.update(self.task, description=f"trial: {event.config.label()}")
@@ -48,6 +51,21 @@ class _Bar:
         t = event.trial
         rate = f"{t.samples_per_s:,.0f} samples/s" if t.samples_per_s is not None else t.reason
         self.console.print(f"  {event.config.label()}: {t.status}, {rate}", highlight=False)
+
+    def _confirm(self, event: Any) -> None:
+        t = event.trial
+        if t is None:
+            names = ", ".join(c.label() for c in event.finalists)
+            if self.progress is not None:
+                self.progress.update(self.task, description=f"confirming: {names}")
+            self.console.print(f"  confirming in alternation: {names}", highlight=False)
+            return
+        runs = " ".join(f"{r:,.0f}" for r in t.repeats)
+        self.console.print(
+            f"  {t.config.label()}: median {t.samples_per_s:,.0f} samples/s "
+            f"(runs {runs}; spread {t.spread:.0%})",
+            highlight=False,
+        )
 
 
 def _run(ref: str, quiet: bool, **kwargs: Any) -> Any:
@@ -112,6 +130,12 @@ def tune(
     ),
     steps: int = typer.Option(30, "--steps", help="Timed batches per trial."),
     warmup: int = typer.Option(3, "--warmup", help="Batches before timing starts."),
+    confirm_rounds: int = typer.Option(
+        3,
+        "--confirm-rounds",
+        metavar="N",
+        help="Runs of each finalist, in alternation, before the pick (0: pick from single trials).",
+    ),
     trial_timeout: float = typer.Option(
         60.0, "--trial-timeout", metavar="SECONDS", help="A trial running longer is infeasible."
     ),
@@ -127,11 +151,14 @@ def tune(
 
     num_workers is swept (0, 1, 2, 4, ... up to the CPUs; configurations the DataLoader model
     says overflow the shm budget are ruled out without running), then refined, then
-    prefetch_factor, persistent_workers and (with a GPU) pin_memory. The pick is the cheapest
-    configuration within 2% of the best throughput. Ctrl-C keeps what was found.
+    prefetch_factor, persistent_workers and (with a GPU) pin_memory. The finalists (the 3
+    fastest within 50% of the fastest, and the cheapest of those) are then re-measured in
+    alternation, and the pick is the cheapest configuration whose median is within 2% of the
+    best or that cannot be told apart from it. Ctrl-C keeps what was found.
 
     Exit status: 0 with a recommendation, 1 when no configuration ran within the budget, 2 for
-    bad input (a factory that raises, returns no DataLoader or fixes num_workers itself),
+    bad input (a factory that raises, returns no DataLoader, fixes num_workers or ignores
+    another keyword; a dataset that raises without workers),
     130 when interrupted (the partial report is printed).
     """
     from shmguard.measure.sandbox import SandboxError
@@ -143,7 +170,8 @@ def tune(
     _positive(trial_timeout, "--trial-timeout")
     _positive(hang_after, "--hang-after")
     for value, flag, least in ((local_ranks, "--local-ranks", 1), (steps, "--steps", 1),
-                               (warmup, "--warmup", 0)):  # fmt: skip
+                               (warmup, "--warmup", 0),
+                               (confirm_rounds, "--confirm-rounds", 0)):  # fmt: skip
         if value < least:
             fail(f"{flag}: must be >= {least}, got {value}")
     if not math.isfinite(step_time) or step_time < 0:
@@ -167,6 +195,7 @@ def tune(
             step_time=step_time,
             steps=steps,
             warmup=warmup,
+            confirm_rounds=confirm_rounds,
             trial_timeout=trial_timeout,
             hang_after=hang_after,
             policy=settings(None).policy,
@@ -175,6 +204,10 @@ def tune(
         fail(str(err))
     except SandboxError as err:
         fail(f"cannot run trials: {err}")
+    except KeyboardInterrupt:
+        # Before the first trial (reading the budget, starting up): nothing found to report.
+        # Once trials run, tune keeps what was found and the report below says so.
+        fail("interrupted before the first trial ended; nothing to report", EXIT_INTERRUPTED)
     if plot is not None:
         _write_plot(result, plot)
     if json_out:

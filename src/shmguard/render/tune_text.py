@@ -39,25 +39,35 @@ def cpus_text(cpus: float) -> str:
 
 
 def trial_table(result: TuneResult) -> Any:
-    """Every trial as a Rich table; the recommended row is marked ``*``."""
+    """Every trial as a Rich table; the recommended row is marked ``*``. A re-measured
+    trial's samples/s is the median of its confirmation runs: ``runs`` says how many (and in
+    brackets their spread, ``(max - min) / median``)."""
     from rich.table import Table
 
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
     table.add_column("")
     table.add_column("config", no_wrap=True)
-    for name in ("samples/s", "wait", "peak shm", "model", "memory", "CPU s"):
+    # runs and spread only where a confirmation round ran: a narrow terminal keeps room for
+    # the outcome's reason (a one-character column once folded it letter by letter)
+    confirmed = any(t.repeats for t in result.trials)
+    columns = ("samples/s", "runs") if confirmed else ("samples/s",)
+    for name in (*columns, "wait", "peak shm", "model", "memory", "CPU s"):
         table.add_column(name, justify="right", no_wrap=True)
     table.add_column("outcome")
+    notes = {id(t): i for i, t in enumerate(_explained(result), 1)}
     for t in result.trials:
         mark = "*" if t is result.recommended else ""
         rate = "-" if t.samples_per_s is None else f"{t.samples_per_s:,.0f}"
+        runs = "-" if t.samples_per_s is None else "1"
+        if t.repeats:
+            runs = f"{len(t.repeats)} ({t.spread or 0:.0%})"
         wait = "-" if t.data_wait is None else f"{t.data_wait:.0%}"
         cpu = "-" if t.cpu_seconds is None else f"{t.cpu_seconds:.1f}"
-        outcome = t.status if t.ok else f"{t.status}: {t.reason}"
+        outcome = f"{t.status} [{notes[id(t)]}]" if id(t) in notes else t.status
         table.add_row(
             mark,
             t.config.label(),
-            rate,
+            *((rate, runs) if confirmed else (rate,)),
             wait,
             _mib(t.peak_shm) if t.status != "ruled-out" else "-",
             _mib(t.predicted_peak),
@@ -66,6 +76,19 @@ def trial_table(result: TuneResult) -> Any:
             outcome,
         )
     return table
+
+
+def _explained(result: TuneResult) -> list[Trial]:
+    return [t for t in result.trials if not t.ok and t.reason]
+
+
+def reasons(result: TuneResult) -> list[str]:
+    """``[n] config status: reason`` for every trial that did not run ok, printed under the
+    table (a reason in a table column was folded letter by letter on an 80-column terminal)."""
+    return [
+        f"[{i}] {t.config.label()} {t.status}: {t.reason}"
+        for i, t in enumerate(_explained(result), 1)
+    ]
 
 
 def tune_report(result: TuneResult) -> list[Part]:
@@ -100,6 +123,7 @@ def tune_report(result: TuneResult) -> list[Part]:
         (_kv(rows), False),
         (Text(""), False),
         (trial_table(result), False),
+        *((Text(line), False) for line in reasons(result)),
         (Text(""), False),
     ]
     if result.interrupted:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +22,16 @@ from shmguard.estimate.policy import Policy, memory_limit_for, shm_size_for
 from shmguard.measure.cgroups import available_cpus
 from shmguard.model.fix import shm_changes
 from shmguard.torch.tuning.budget import read_budget
+from shmguard.torch.tuning.confirm import ROUNDS, confirmed, finalists, verdict
 from shmguard.torch.tuning.model import Budget, Settings, Trial, TrialConfig, TuneResult
-from shmguard.torch.tuning.search import Search, Stop, pick
-from shmguard.torch.tuning.trial import TrialPlan, TuneInputError, default_pythonpath, run_trial
+from shmguard.torch.tuning.search import TOLERANCE, Search, Stop, pick
+from shmguard.torch.tuning.trial import (
+    TrialPlan,
+    TuneInputError,
+    default_pythonpath,
+    run_confirmation,
+    run_trial,
+)
 from shmguard.units import DOCKER_DEFAULT_SHM, format_iec
 
 
@@ -36,20 +43,26 @@ class TuneProgress:
         done: trials finished so far (ruled-out ones included).
         config: the configuration starting (``trial`` None) or finished.
         trial: the finished trial, or None when it is starting.
+        finalists: in the confirmation round (``phase`` ``"confirm"``): every configuration
+            re-measured; ``config`` is the first of them; then ``trial`` is one re-measured
+            trial (one event each) once the round is done.
+        phase: ``"search"`` or ``"confirm"``.
     """
 
     done: int
     config: TrialConfig
     trial: Trial | None
+    finalists: tuple[TrialConfig, ...] = ()
+    phase: str = "search"
 
 
 def loader_ref(factory: str | Callable[..., Any]) -> str:
     """``MODULE:FACTORY`` for a factory given as that text or as an importable function.
 
     Raises:
-        TuneInputError: the text is not ``MODULE:FACTORY``, or the function cannot be imported
-            by name in a new process (a lambda, a nested function, or one defined in
-            ``__main__``).
+        TuneInputError: the text is not ``MODULE:FACTORY``, or the callable cannot be imported
+            by name in a new process (a nested function, a lambda or partial bound to no
+            module attribute, or one defined in ``__main__``).
     """
     if isinstance(factory, str):
         module, sep, attr = factory.partition(":")
@@ -64,14 +77,42 @@ def loader_ref(factory: str | Callable[..., Any]) -> str:
                 "shmguard.examples.seed_loader:loader"
             )
         return factory
-    owner = getattr(factory, "__module__", None)
-    name = getattr(factory, "__qualname__", "")
-    if not callable(factory) or not owner or owner == "__main__" or "<" in name:
+    ref = _importable_name(factory) if callable(factory) else None
+    if ref is None:
         raise TuneInputError(
             f"cannot tune {factory!r}: each trial imports the factory in a new process, so it "
-            "must be a module-level function of an importable module (or pass 'MODULE:FACTORY')"
+            "must be a module-level name of an importable module (a function, a class, or a "
+            "lambda or functools.partial bound to a module attribute; or pass "
+            "'MODULE:FACTORY')"
         )
-    return f"{owner}:{name}"
+    return ref
+
+
+def _importable_name(obj: Any) -> str | None:
+    """``MODULE:NAME`` that gives back ``obj`` itself when imported, or None: its qualified
+    name in its module, else a module attribute bound to it (a lambda or a
+    ``functools.partial`` assigned to a name). ``__main__`` is never importable by a trial."""
+    import sys
+
+    owners = [
+        getattr(obj, "__module__", None),
+        getattr(getattr(obj, "func", None), "__module__", None),
+    ]
+    for owner in dict.fromkeys(o for o in owners if isinstance(o, str) and o != "__main__"):
+        module = sys.modules.get(owner)
+        if module is None:
+            continue
+        qualname = getattr(obj, "__qualname__", "")
+        if isinstance(qualname, str) and qualname and "<" not in qualname:
+            found: Any = module
+            for part in qualname.split("."):
+                found = getattr(found, part, None)
+            if found is obj:
+                return f"{owner}:{qualname}"
+        for name, value in vars(module).items():
+            if value is obj and name.isidentifier():
+                return f"{owner}:{name}"
+    return None
 
 
 def container_settings(trial: Trial, budget: Budget, policy: Policy) -> Settings:
@@ -116,6 +157,36 @@ def container_settings(trial: Trial, budget: Budget, policy: Policy) -> Settings
     return Settings(shm, shm_basis, memory, mem_basis, budget.cpus, shm_changes(shm, memory))
 
 
+def _confirm(
+    search: Search,
+    plan: TrialPlan,
+    rounds: int,
+    progress: Callable[[TuneProgress], None] | None,
+    done: int,
+) -> bool:
+    """Re-measure the search's finalists in alternation (:mod:`.confirm`) and put the
+    re-measured trials in its list; True when Ctrl-C stopped it."""
+    final = finalists(search.trials)
+    if not final:
+        return False
+    configs = [t.config for t in final]
+    if progress is not None:
+        progress(TuneProgress(done, configs[0], None, tuple(configs), "confirm"))
+    # Every run is as long as a trial's timed part; the timeout grows with the runs.
+    longer = replace(plan, timeout=plan.timeout * rounds * len(configs))
+    rates, reason, _ = run_confirmation(longer, configs, rounds)
+    if rates is None:
+        search.notes.append(f"the confirmation round did not finish ({reason}): the pick is "
+                            "from single trials")  # fmt: skip
+        return reason.startswith("interrupted")
+    for trial, runs in zip(final, rates, strict=True):
+        again = confirmed(trial, runs)
+        search.trials[search.trials.index(trial)] = again
+        if progress is not None:
+            progress(TuneProgress(done, trial.config, again, tuple(configs), "confirm"))
+    return False
+
+
 def tune(
     factory: str | Callable[..., Any],
     *,
@@ -126,14 +197,16 @@ def tune(
     step_time: float = 0.0,
     steps: int = 30,
     warmup: int = 3,
+    confirm_rounds: int = ROUNDS,
     trial_timeout: float = 60.0,
     hang_after: float = 5.0,
     policy: Policy | None = None,
     progress: Callable[[TuneProgress], None] | None = None,
     root: Path = Path("/"),
 ) -> TuneResult:
-    """Find the cheapest DataLoader configuration within 2% of the fastest that fits the
-    budget, by running each in a sandbox of the budget.
+    """Find the cheapest DataLoader configuration within 2% of the fastest (or that cannot
+    be told apart from it) that fits the budget, by running each in a sandbox of the budget
+    and re-measuring the finalists in alternation (:mod:`~shmguard.torch.tuning.confirm`).
 
     Args:
         factory: ``"MODULE:FACTORY"`` or an importable module-level function;
@@ -147,6 +220,8 @@ def tune(
         step_time: seconds of simulated training per batch.
         steps: timed batches per trial (after ``warmup`` batches).
         warmup: batches before timing starts.
+        confirm_rounds: runs of each finalist in the confirmation round
+            (:mod:`~shmguard.torch.tuning.confirm`; 0: none, the pick is from single trials).
         trial_timeout: seconds before a trial counts as infeasible (``timeout``).
         hang_after: seconds of full /dev/shm and no progress that count as a hang.
         policy: the sizing policy (default :class:`~shmguard.estimate.Policy`).
@@ -163,8 +238,11 @@ def tune(
         shmguard.measure.sandbox.SandboxError: the sandbox cannot be set up (not root).
         ValueError: for steps, warm-up, times or ranks out of range.
     """
-    if steps < 1 or warmup < 0:
-        raise ValueError(f"steps must be >= 1 and warm-up >= 0, got {steps} and {warmup}")
+    if steps < 1 or warmup < 0 or confirm_rounds < 0:
+        raise ValueError(
+            f"steps must be >= 1, warm-up and confirm rounds >= 0, got {steps}, {warmup} "
+            f"and {confirm_rounds}"
+        )
     for name, value in (("step time", step_time), ("trial timeout", trial_timeout)):
         if not math.isfinite(value) or value < 0 or (name == "trial timeout" and value == 0):
             raise ValueError(f"{name} must be a finite number of seconds, got {value:g}")
@@ -216,8 +294,19 @@ def tune(
         search.execute()
     except KeyboardInterrupt:
         interrupted = True
+    if not interrupted and confirm_rounds > 0:
+        try:
+            interrupted = _confirm(search, plan, confirm_rounds, progress, done)
+        except KeyboardInterrupt:
+            interrupted = True
+            search.notes.append(
+                "interrupted during the confirmation round: the pick is from single trials"
+            )
     trials = tuple(search.trials)
     best, chosen = pick(trials)
+    how = verdict(best, chosen, TOLERANCE)
+    if how is not None:
+        notes.insert(0, how)
     settings = container_settings(chosen, budget, policy or Policy()) if chosen else None
     return TuneResult(
         loader=ref,

@@ -93,6 +93,12 @@ class Trial:
             boundary, where ``persistent_workers`` matters).
         batch_pages: ``B'``, one batch's storages rounded to pages, from the trial's first
             batch (0 when unknown).
+        repeats: samples/s of each run of the confirmation round, in order (empty when the
+            configuration was not a finalist); then ``samples_per_s`` is their median.
+        spread: ``(max - min) / median`` of ``repeats`` (0.1: the runs spanned 10% of their
+            median), or None without repeats.
+        single_samples_per_s: the search trial's own samples/s when the confirmation replaced
+            ``samples_per_s`` with its median, else None.
     """
 
     config: TrialConfig
@@ -108,6 +114,9 @@ class Trial:
     outcome: str | None = None
     epochs: int = 0
     batch_pages: int = 0
+    repeats: tuple[float, ...] = ()
+    spread: float | None = None
+    single_samples_per_s: float | None = None
 
     @property
     def ok(self) -> bool:

@@ -16,8 +16,10 @@
    nothing within an epoch): then at 1 worker already, and the sweep goes on with it when it
    is faster (worker start-up at every epoch can outweigh the worker count); otherwise at the
    best configuration; ``pin_memory=True`` only where a GPU exists;
-6. the pick (:func:`pick`): the cheapest configuration within :data:`TOLERANCE` of the best
-   throughput.
+6. the confirmation round (:mod:`~shmguard.torch.tuning.confirm`, run by the caller): the
+   finalists re-measured in alternation;
+7. the pick (:func:`pick`): the cheapest configuration within :data:`TOLERANCE` of the best
+   throughput, or that cannot be told apart from it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from shmguard.estimate import LoaderSpec, max_workers
+from shmguard.torch.tuning.confirm import cost, indistinct
 from shmguard.torch.tuning.model import Budget, Trial, TrialConfig, config
 from shmguard.torch.tuning.trial import ruled_out
 
@@ -46,27 +49,20 @@ class Stop(Exception):
 
 
 def pick(trials: tuple[Trial, ...] | list[Trial]) -> tuple[Trial | None, Trial | None]:
-    """``(best, recommended)`` among the ``ok`` trials: the best is the highest throughput;
-    the recommended is, of those within :data:`TOLERANCE` of it, the one with the fewest
-    workers, then the lowest prefetch factor, then the lowest peak /dev/shm, then without
-    persistent workers or pinning. ``(None, None)`` when no trial ran."""
+    """``(best, recommended)`` among the ``ok`` trials (only the re-measured ones once the
+    confirmation round ran, by their medians): the best is the highest throughput; the
+    recommended is the cheapest (:func:`~shmguard.torch.tuning.confirm.cost`: fewest workers,
+    then lowest prefetch factor, then lowest peak /dev/shm, then without persistent workers
+    or pinning) of those within :data:`TOLERANCE` of it or that cannot be told apart from it
+    (:func:`~shmguard.torch.tuning.confirm.indistinct`). ``(None, None)`` when no trial ran."""
     ok = [t for t in trials if t.ok and t.samples_per_s is not None]
+    ok = [t for t in ok if t.repeats] or ok
     if not ok:
         return None, None
     best = max(ok, key=lambda t: t.samples_per_s or 0.0)
     floor = (best.samples_per_s or 0.0) * (1 - TOLERANCE)
-    close = [t for t in ok if (t.samples_per_s or 0.0) >= floor]
-    chosen = min(
-        close,
-        key=lambda t: (
-            t.config.num_workers,
-            t.config.prefetch_factor or 0,
-            t.peak_shm or 0,
-            t.config.persistent_workers,
-            t.config.pin_memory,
-        ),
-    )
-    return best, chosen
+    close = [t for t in ok if (t.samples_per_s or 0.0) >= floor or indistinct(t, best)]
+    return best, min(close, key=cost)
 
 
 def sweep_points(cap: int) -> list[int]:

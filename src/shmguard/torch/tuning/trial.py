@@ -19,7 +19,6 @@ from typing import Any
 from shmguard.estimate import LoaderSpec, padded_bytes, predict
 from shmguard.measure.outcome import Outcome
 from shmguard.measure.run import MeasureResult, measure_command
-from shmguard.torch.tuning._child import EXIT_INPUT, MARKER
 from shmguard.torch.tuning.model import Trial, TrialConfig
 
 #: Outcomes that make a configuration infeasible under the budget.
@@ -82,30 +81,35 @@ def predicted_peak(config: TrialConfig, batch_pages: int) -> int:
 
 
 def _report(stdout: bytes) -> dict[str, Any] | None:
+    """The child's last report line (after whatever the user's code printed), parsed."""
+    from shmguard.torch.tuning._child import MARKER
+
     for line in reversed(stdout.decode("utf-8", "replace").splitlines()):
-        if line.startswith(MARKER):
+        at = line.find(MARKER)
+        if at >= 0:
             try:
-                data = json.loads(line[len(MARKER) :])
+                data = json.loads(line[at + len(MARKER) :])
             except ValueError:
                 return None
             return data if isinstance(data, dict) else None
     return None
 
 
-def run_trial(plan: TrialPlan, config: TrialConfig) -> tuple[Trial, MeasureResult]:
-    """Run ``config`` under ``plan`` and return the trial and measure's result.
-
-    Raises:
-        TuneInputError: the factory is at fault (the same for every configuration).
-        shmguard.measure.sandbox.SandboxError: the sandbox cannot be set up.
-    """
-    spec = {
+def _spec(plan: TrialPlan) -> dict[str, Any]:
+    return {
         "loader": plan.loader,
-        "kwargs": config.kwargs(),
         "steps": plan.steps,
         "warmup": plan.warmup,
         "step_time": plan.step_time,
     }
+
+
+def _measure(plan: TrialPlan, spec: dict[str, Any]) -> tuple[dict[str, Any] | None, MeasureResult]:
+    """Run the child with ``spec`` in a sandbox of ``plan``; its report and measure's result.
+
+    Raises:
+        TuneInputError: the child says the factory is at fault.
+    """
     out = bytearray()
 
     def keep(stream: str, chunk: bytes) -> None:
@@ -126,10 +130,55 @@ def run_trial(plan: TrialPlan, config: TrialConfig) -> tuple[Trial, MeasureResul
         on_output=keep,
         env=env,
     )
+    # Imported here, not at the top: the package must not import the module that
+    # ``python -m`` runs (runpy warns in every trial).
+    from shmguard.torch.tuning._child import EXIT_INPUT
+
     report = _report(bytes(out))
     if report is not None and "error" in report and result.exit_status == EXIT_INPUT:
         raise TuneInputError(str(report["message"]))
+    return report, result
+
+
+def run_trial(plan: TrialPlan, config: TrialConfig) -> tuple[Trial, MeasureResult]:
+    """Run ``config`` under ``plan`` and return the trial and measure's result.
+
+    Raises:
+        TuneInputError: the factory is at fault (the same for every configuration).
+        shmguard.measure.sandbox.SandboxError: the sandbox cannot be set up.
+    """
+    report, result = _measure(plan, {**_spec(plan), "kwargs": config.kwargs()})
     return _trial(config, result, report), result
+
+
+def rate(figures: dict[str, Any]) -> float:
+    """Samples per second of one timed run of the child."""
+    return float(figures["samples"]) / max(float(figures["elapsed"]), 1e-9)
+
+
+def run_confirmation(
+    plan: TrialPlan, configs: list[TrialConfig], rounds: int
+) -> tuple[list[list[float]] | None, str, MeasureResult]:
+    """Measure ``configs`` again, ``rounds`` times each in alternation (A B C A B C ...), in
+    one sandbox of ``plan`` (one Python start-up and ``import torch`` for all of them).
+
+    Returns:
+        ``(rates, reason, result)``: samples/s of each configuration's runs in order, or None
+        and one sentence on why the confirmation gave nothing (interrupted, failed).
+
+    Raises:
+        TuneInputError: the factory is at fault.
+        shmguard.measure.sandbox.SandboxError: the sandbox cannot be set up.
+    """
+    spec = {**_spec(plan), "configs": [c.kwargs() for c in configs], "rounds": rounds}
+    report, result = _measure(plan, spec)
+    if result.interrupted:
+        return None, f"interrupted by {result.interrupted}", result
+    if not result.passed or report is None or "runs" not in report:
+        summary = result.cause.summary.rstrip(".")
+        tail = result.stderr_tail[-1] if result.stderr_tail else ""
+        return None, f"{summary}: {tail}" if tail else summary, result
+    return [[rate(f) for f in runs] for runs in report["runs"]], "", result
 
 
 def _trial(config: TrialConfig, result: MeasureResult, report: dict[str, Any] | None) -> Trial:
@@ -151,7 +200,7 @@ def _trial(config: TrialConfig, result: MeasureResult, report: dict[str, Any] | 
         return Trial(
             config,
             "ok",
-            samples_per_s=float(report["samples"]) / elapsed,
+            samples_per_s=rate(report),
             data_wait=min(1.0, float(report["wait"]) / elapsed),
             epochs=int(report["epochs"]),
             **common,
