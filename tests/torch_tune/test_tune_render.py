@@ -72,6 +72,14 @@ def test_settings_come_from_the_sizing_policy_within_the_budget() -> None:
     assert "capped at the 24 MiB budget" in capped.shm_basis
     none = container_settings(result().trials[0], BUDGET, Policy())
     assert none.shm_size == 64 * MiB and "num_workers=0" in none.shm_basis
+    # 80% of a 64 MiB /dev/shm: any size works for num_workers=0, so a whole MiB within the
+    # budget, not the budget's own bytes (a new user got --shm-size=52428k)
+    eighty = Budget(shm=int(0.8 * 64 * MiB), memory=2 * GiB, cpus=1.0)
+    zero = container_settings(result().trials[0], eighty, Policy())
+    assert zero.shm_size == 51 * MiB
+    assert "any size works" in zero.shm_basis and "largest whole MiB" in zero.shm_basis
+    # the CPUs the trials ran under are in the fix, so in every snippet
+    assert {(c.setting.value, c.value) for c in zero.changes} >= {("cpu-limit", 1000)}
 
 
 def test_text_report_lists_every_trial_and_the_recommendation() -> None:
@@ -82,7 +90,7 @@ def test_text_report_lists_every_trial_and_the_recommendation() -> None:
     assert "DataLoader(..., num_workers=1, prefetch_factor=2, persistent_workers=False, " \
         "pin_memory=False)" in text  # fmt: skip
     assert "99% of the fastest (nw=2 pf=2)" in text
-    assert "docker run --shm-size=28m --memory=1280m IMAGE ..." in text
+    assert "docker run --shm-size=28m --memory=1280m --cpus=2 IMAGE ..." in text
     assert "sizeLimit: 28Mi" in text and "--cpus=2" in text
     assert "pin_memory not tried: no GPU here" in text
     # the re-measured trial: 3 runs, 10% spread; the others stand on one run
@@ -116,7 +124,7 @@ def test_json_body_validates_against_the_schema() -> None:
     assert data["trials"][0]["repeats"] == [] and data["trials"][0]["spread"] is None
     assert (
         data["settings"]["snippets"][0]["text"]
-        == "docker run --shm-size=28m --memory=1280m IMAGE ..."
+        == "docker run --shm-size=28m --memory=1280m --cpus=2 IMAGE ..."
     )
     bad = dict(data, trials=[dict(data["trials"][0], status="slow")])
     with pytest.raises(jsonschema.ValidationError):

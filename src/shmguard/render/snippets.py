@@ -133,7 +133,9 @@ def _kubernetes(shm: int, mem: int | None, cpu: int | None) -> Snippet:
         "          mountPath: /dev/shm",
     ]
     if mem is not None or cpu is not None:
-        which = "requests.memory equal to it keeps" if cpu is None else "requests equal keep"
+        which = "requests.memory equal to it keeps"
+        if cpu is not None:
+            which = "requests equal to these keep"
         lines += [
             "      resources:",
             f"        limits:  # {which} a Guaranteed pod Guaranteed",

@@ -32,7 +32,7 @@ from shmguard.torch.tuning.trial import (
     run_confirmation,
     run_trial,
 )
-from shmguard.units import DOCKER_DEFAULT_SHM, format_iec
+from shmguard.units import DOCKER_DEFAULT_SHM, MiB, format_iec
 
 
 @dataclass(frozen=True)
@@ -119,11 +119,20 @@ def container_settings(trial: Trial, budget: Budget, policy: Policy) -> Settings
     """The node's container settings for ``trial`` (see the module docstring)."""
     ranks = budget.local_ranks
     if trial.config.num_workers == 0:
-        shm = min(DOCKER_DEFAULT_SHM, budget.shm)
+        shm = DOCKER_DEFAULT_SHM
         shm_basis = (
             "num_workers=0 puts no batch in /dev/shm; the runtimes' default "
             f"{format_iec(DOCKER_DEFAULT_SHM)} is enough"
         )
+        if shm > budget.shm:
+            # any size works: the largest whole MiB within the budget, not the budget's odd
+            # bytes (a 64 MiB /dev/shm's 80% budget gave --shm-size=52428k)
+            shm = max(budget.shm // MiB, 1) * MiB
+            shm_basis = (
+                "num_workers=0 puts no batch in /dev/shm, so any size works (the runtimes' "
+                f"default {format_iec(DOCKER_DEFAULT_SHM)} too); {format_iec(shm)} is the "
+                f"largest whole MiB within the {format_iec(budget.shm)} budget"
+            )
     else:
         peak = max(trial.peak_shm or 0, 1) * ranks
         sized = shm_size_for(
@@ -134,7 +143,7 @@ def container_settings(trial: Trial, budget: Budget, policy: Policy) -> Settings
             what="measured peak",
         )
         shm, shm_basis = sized.bytes, sized.basis
-    if shm > budget.shm:
+    if shm > budget.shm:  # (never for num_workers=0: sized within the budget above)
         shm = budget.shm
         shm_basis += f"; capped at the {format_iec(budget.shm)} budget the trial ran within"
     memory: int | None = None
@@ -154,7 +163,9 @@ def container_settings(trial: Trial, budget: Budget, policy: Policy) -> Settings
                 f"; capped at the {format_iec(budget.memory)} budget the trial ran within "
                 f"(its cgroup peak: {format_iec(trial.memory_peak * ranks)})"
             )
-    return Settings(shm, shm_basis, memory, mem_basis, budget.cpus, shm_changes(shm, memory))
+    cpu_millis = max(round(budget.cpus * 1000), 1)
+    changes = shm_changes(shm, memory, cpu_millis=cpu_millis)
+    return Settings(shm, shm_basis, memory, mem_basis, budget.cpus, changes)
 
 
 def _confirm(
