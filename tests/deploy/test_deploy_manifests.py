@@ -48,6 +48,7 @@ def test_shmguard_check_finds_nothing() -> None:
         # container in them, read as plain YAML (JSON is YAML)
         "shmguard-rules.yaml": "yaml",
         "shmguard-rules.test.yaml": "yaml",
+        "prometheus.yml": "yaml",
         "shmguard.json": "yaml",
         # the admission webhook's kustomize base (tests/fleet/test_webhook_deploy.py)
         **{

@@ -150,3 +150,18 @@ def test_dashboard_parses_and_names_only_exported_metrics() -> None:
     ids = [p["id"] for p in dash["panels"]]
     assert len(ids) == len(set(ids))
     assert all({"x", "y", "w", "h"} <= set(p["gridPos"]) for p in dash["panels"])
+
+
+@needs_promtool
+def test_the_scrape_configuration_keeps_the_exporters_labels() -> None:
+    # recommend groups by the exporter's namespace/pod/container labels: without
+    # honor_labels Prometheus renames them exported_* (a new user had to find this out)
+    config = DEPLOY / "prometheus" / "prometheus.yml"
+    job = yaml.safe_load(config.read_text())["scrape_configs"][0]
+    assert job["job_name"] == "shmguard" and job["honor_labels"] is True
+    assert PROMTOOL is not None
+    r = subprocess.run(
+        [PROMTOOL, "check", "config", str(config)], capture_output=True, text=True, timeout=60
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "SUCCESS: 1 rule files found" in r.stdout + r.stderr
