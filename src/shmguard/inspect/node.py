@@ -42,6 +42,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -165,13 +166,25 @@ class NodeScanner:
         self.crio_runroot = crio_runroot.rstrip("/")
         self._patterns = _patterns(kubelet_root, containerd_state, crio_runroot)
         self._sandboxes: dict[tuple[Kind, str], PodRef] = {}
+        self._last_text: str | None = None
+        self._last_found: dict[str, tuple[Kind, str, re.Match[str]]] = {}
 
     def scan(self) -> NodeScan:
         """One scan: never raises for a missing, vanished or unreadable path."""
         try:
-            mounts = parse_mountinfo(self.mountinfo.read_text(encoding="utf-8", errors="replace"))
+            text = self.mountinfo.read_text(encoding="utf-8", errors="replace")
+            # the mount table changes when a pod comes or goes, not between most scans: the
+            # parse and the path matching (half of a 100-pod scan) are kept for the same text
+            if text == self._last_text:
+                found = self._last_found
+            else:
+                found = self._pod_mounts(parse_mountinfo(text))
+                self._last_text, self._last_found = text, found
         except (OSError, MountinfoError) as err:
             return NodeScan((), (), f"{self.mountinfo}: {err}")
+        return self._rest_of_scan(found)
+
+    def _pod_mounts(self, mounts: Iterable[Mount]) -> dict[str, tuple[Kind, str, re.Match[str]]]:
         # one entry per path: a later line is mounted on top of an earlier one at the same place
         found: dict[str, tuple[Kind, str, re.Match[str]]] = {}
         for m in mounts:
@@ -184,6 +197,10 @@ class NodeScanner:
                     found.pop(node_path, None)
                     found[node_path] = (kind, m.device, match)
                     break
+        return found
+
+    def _rest_of_scan(self, found: dict[str, tuple[Kind, str, re.Match[str]]]) -> NodeScan:
+        """statvfs of each pod mount and its pod, from the mount table's pod mounts."""
         wanted = any(f[0] == "emptydir" for f in found.values())
         logs, logs_error = self._pod_logs() if wanted else ({}, None)
         results: list[NodeShmMount] = []
