@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from shmguard.config import Config
+from shmguard.fleet import names
 from shmguard.fleet.coverage import WebhookView, view_from_objects
 from shmguard.lint.check import CheckOptions, FileResult, check_loaded
 from shmguard.lint.sources.k8s import PodSpec
@@ -166,10 +167,14 @@ def check_objects(
 def stream_view(lf: LoadedFile) -> WebhookView:
     """The webhook view found in a loaded stream (``kubectl get mutatingwebhookconfiguration,
     namespaces,deployments -A -o yaml``): empty unless it holds the shmguard configuration."""
-    if lf.src is None or not any(o.kind == "MutatingWebhookConfiguration" for o in lf.objects):
+    if lf.src is None or not any(
+        o.kind == "MutatingWebhookConfiguration" and o.name == names.WEBHOOK_CONFIGURATION
+        for o in lf.objects
+    ):
         return WebhookView()
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        docs = [d for d in yaml.safe_load_all(lf.src.text) if isinstance(d, Mapping)]
+        docs = [d for d in yaml.load_all(lf.src.text, Loader=loader) if isinstance(d, Mapping)]
     except yaml.YAMLError:
         return WebhookView()
     return view_from_objects(_expand(docs))
