@@ -5,6 +5,7 @@ import math
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -169,10 +170,22 @@ def _check_plot(path: Path) -> None:
         fail(f"--plot: directory {parent} is not writable")
 
 
-def _write_plot(result: Any, path: Path) -> None:
-    from shmguard.render.plot import PlotUnavailable, plot_timeline
+def save_plot(draw: Callable[[], object], path: Path, what: str) -> None:
+    """Run ``draw`` (which writes ``path``); exit 2 naming --plot when it cannot, else say
+    on stderr that ``what`` was written (with --json, stdout carries only the document)."""
+    from shmguard.render.plot import PlotUnavailable
 
     try:
+        draw()
+    except (PlotUnavailable, OSError, ValueError) as err:
+        fail(f"--plot {path}: {err}")
+    sys.stderr.write(f"shmguard: wrote {what} to {path.resolve()}\n")
+
+
+def _write_plot(result: Any, path: Path) -> None:
+    from shmguard.render.plot import plot_timeline
+
+    def draw() -> None:
         plot_timeline(
             result.timeline,
             path,
@@ -180,7 +193,5 @@ def _write_plot(result: Any, path: Path) -> None:
             recommended=result.recommendation.shm_size,
             title=f"/dev/shm used: {' '.join(result.command)[:60]}",
         )
-    except (PlotUnavailable, OSError, ValueError) as err:
-        fail(f"--plot {path}: {err}")
-    # On stderr: with --json, stdout carries only the document.
-    sys.stderr.write(f"shmguard: wrote the /dev/shm timeline to {path.resolve()}\n")
+
+    save_plot(draw, path, "the /dev/shm timeline")

@@ -16,7 +16,7 @@ import typer
 from shmguard.cli._app import app
 from shmguard.cli._common import EXIT_FINDINGS, EXIT_OK, fail, size_option
 from shmguard.cli._config import settings
-from shmguard.cli._runopts import EXIT_INTERRUPTED, _check_plot, _positive, _print
+from shmguard.cli._runopts import EXIT_INTERRUPTED, _check_plot, _positive, _print, save_plot
 
 _Plot = Annotated[
     Optional[Path],  # noqa: UP045 - Typer evaluates this at runtime on Python 3.10
@@ -231,11 +231,6 @@ def _importable_torch() -> bool:
 
 
 def _write_plot(result: Any, path: Path) -> None:
-    from shmguard.render.plot import PlotUnavailable
     from shmguard.render.tune_plot import plot_tune
 
-    try:
-        plot_tune(result, path)
-    except (PlotUnavailable, OSError, ValueError) as err:
-        fail(f"--plot {path}: {err}")
-    sys.stderr.write(f"shmguard: wrote the tune plot to {path.resolve()}\n")
+    save_plot(lambda: plot_tune(result, path), path, "the tune plot")
