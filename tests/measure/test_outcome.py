@@ -234,7 +234,11 @@ def test_measure_names_the_cause_explain_names(name: str, text: str, shm_full: b
 
 
 class _Sampler(SimpleNamespace):
-    """What HangDetector reads of a ShmSampler: total, used and peak bytes."""
+    """What HangDetector reads of a ShmSampler: total, used and peak bytes, and the largest
+    ``torch_*`` block the owner scans saw (``largest``, default none)."""
+
+    def torch_seen(self) -> tuple[frozenset[str], int]:
+        return frozenset(), getattr(self, "largest", 0)
 
 
 def test_hang_detector_reads_failures_with_the_catalogue() -> None:
@@ -255,6 +259,28 @@ def test_hang_detector_reads_failures_with_the_catalogue() -> None:
     idle = HangDetector(roomy)  # type: ignore[arg-type]
     idle.saw_output("stderr", b"RuntimeError: unable to allocate shared memory(shm)\n")
     assert not idle.alloc_failed
+
+
+def test_a_missed_peak_is_full_within_one_torch_block() -> None:
+    # Figures of a run --watch that never called a stall (hang_loader.py, 24 MiB items, four
+    # workers, 64 MiB): the 10 ms sampler missed the failed allocation's moment at the limit
+    # (peak 5.6 MiB below it, above the 2% floor), 16 MiB stayed free. Less than one block
+    # the loader allocates is free: near full, so the feeder's traceback is read.
+    feeder = _text("S09_numpy_24MB_nobatch_nw4.txt").encode()
+    used, peak = 50_413_568, 61_476_864
+    blind = HangDetector(_Sampler(total=64 * MiB, used=used, peak=peak))  # type: ignore[arg-type]
+    blind.saw_output("stderr", feeder)
+    assert not blind.full() and not blind.alloc_failed
+    seen = _Sampler(total=64 * MiB, used=used, peak=peak, largest=24 * MiB)
+    det = HangDetector(seen)  # type: ignore[arg-type]
+    assert det.margin() == 24 * MiB
+    det.saw_output("stderr", feeder)
+    assert det.alloc_failed and det.full()
+    # A roomier /dev/shm (more than a block free) is not full, whatever the output says.
+    roomy = _Sampler(total=128 * MiB, used=used, peak=peak, largest=24 * MiB)
+    spare = HangDetector(roomy)  # type: ignore[arg-type]
+    spare.saw_output("stderr", feeder)
+    assert not spare.full()
 
 
 @pytest.mark.timeout(60)

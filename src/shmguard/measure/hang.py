@@ -49,7 +49,8 @@ class HangDetector:
 
     Full means (:class:`~shmguard.triage.stall.ShmObservation`): no free page left now, or
     free space (now or at the peak) below ``full_margin`` bytes (give the largest single
-    allocation seen, about one batch) or 2% of the size **and** a failed allocation: in the
+    allocation seen, about one batch; the largest ``torch_*`` block the owner scans saw
+    counts too, see :meth:`margin`) or 2% of the size **and** a failed allocation: in the
     output (what :func:`shm_failures` keeps of the catalogue's results: ``No space left on
     device``, ``unable to allocate shared memory(shm)``, a feeder-thread failure, a SIGBUS) or
     a new zero-block ``torch_*`` file. Without that evidence, a job that merely holds most of
@@ -121,11 +122,20 @@ class HangDetector:
             used=s.used,
             total=s.total,
             peak=s.peak,
-            margin=self.full_margin,
+            margin=self.margin(),
             alloc_failed=self.alloc_failed,
             failed_blocks=self.failed_blocks,
             quiet=quiet,
         )
+
+    def margin(self) -> int:
+        """Bytes of free space below which /dev/shm counts as near full: ``full_margin`` or
+        the largest ``torch_*`` block the owner scans saw (about one batch), whichever is
+        larger. A failed allocation frees its partial pages at once, so a 10 ms sampler can
+        miss the moment /dev/shm was full: a loader that hung on a 24 MiB batch in 64 MiB
+        showed a peak 5.6 MiB below the size (above the 2% floor) and 16 MiB free, less than
+        the batch it could not allocate."""
+        return max(self.full_margin, self.sampler.torch_seen()[1])
 
     def _near_full(self) -> bool:
         return self.observe().near_full
