@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -40,3 +43,14 @@ def wait_for(check: Callable[[], bool], timeout: float = 20.0, every: float = 0.
 def exists_in(box: Any, name: str) -> Callable[[], bool]:
     """A check that ``name`` exists in the sandbox's /dev/shm."""
     return lambda: Path(box.shm_path, name).exists()
+
+
+def recommend(*args: str) -> subprocess.CompletedProcess[str]:
+    """``shmguard recommend ARGS`` in a subprocess, 200 columns wide; its text output."""
+    return subprocess.run(
+        [sys.executable, "-m", "shmguard", "recommend", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "COLUMNS": "200"},
+    )

@@ -6,10 +6,8 @@ through the sizing policy, and the patch it writes applies to a Deployment."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from importlib import resources
@@ -20,7 +18,7 @@ import jsonschema
 import pytest
 import yaml
 from exporter_proc import ExporterProcess
-from monitor_helpers import MiB, wait_for
+from monitor_helpers import MiB, recommend, wait_for
 from pod_farm import FakePod, PodFarm
 from prom_proc import NEEDS_PROMETHEUS, PrometheusProcess
 
@@ -51,16 +49,6 @@ spec:
           image: pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime
           resources: {limits: {memory: 512Mi}}
 """
-
-
-def _recommend(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "shmguard", "recommend", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "COLUMNS": "200"},
-    )
 
 
 @pytest.fixture
@@ -114,7 +102,7 @@ def test_recommend_sizes_from_the_peak_in_prometheus_and_writes_a_patch(
     prom, exporter = scraped_jobs
     _text_and_errors(prom, exporter)
     out = tmp_path / "patches"
-    r = _recommend(
+    r = recommend(
         "--prometheus", prom.url, "--window", "2m", "--min-samples", "5", "--json",
         "--patches", str(out),
     )  # fmt: skip
@@ -171,7 +159,7 @@ def test_recommend_sizes_from_the_peak_in_prometheus_and_writes_a_patch(
 
 
 def _text_and_errors(prom: PrometheusProcess, exporter: ExporterProcess) -> None:
-    r = _recommend("--prometheus", prom.url, "--window", "2m")
+    r = recommend("--prometheus", prom.url, "--window", "2m")
     assert r.returncode == 0, r.stderr
     assert "ml/Deployment/train" in r.stdout
     assert "not enough history" in r.stdout
@@ -179,14 +167,14 @@ def _text_and_errors(prom: PrometheusProcess, exporter: ExporterProcess) -> None
     assert "; 100 needed\n" in r.stdout
     assert "peak over 2m 60 MiB + 25% headroom = 75 MiB, rounded up to 80 MiB" in r.stdout
     # no series in that namespace; the exporter's /metrics is no Prometheus API
-    r = _recommend("--prometheus", prom.url, "--namespace", "nowhere")
+    r = recommend("--prometheus", prom.url, "--namespace", "nowhere")
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr == (
         f"shmguard: error: --prometheus: {prom.url}: no shmguard series "
         "(shmguard_shm_used_bytes) in namespace nowhere in the last 7d: is the exporter "
         "scraped?\n"
     )
-    r = _recommend("--prometheus", f"http://127.0.0.1:{exporter.port}")
+    r = recommend("--prometheus", f"http://127.0.0.1:{exporter.port}")
     assert r.returncode == 2
     assert r.stderr == (
         f"shmguard: error: --prometheus: http://127.0.0.1:{exporter.port}: not a Prometheus "
