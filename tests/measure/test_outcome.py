@@ -4,6 +4,7 @@ classifier: the triage catalogue), and hang detection on a real tmpfs."""
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -235,7 +236,10 @@ def test_measure_names_the_cause_explain_names(name: str, text: str, shm_full: b
 
 class _Sampler(SimpleNamespace):
     """What HangDetector reads of a ShmSampler: total, used and peak bytes, and the largest
-    ``torch_*`` block the owner scans saw (``largest``, default none)."""
+    ``torch_*`` block the owner scans saw (``largest``, default none) and the directory it
+    lists for failed allocations (``path``, default one that does not exist)."""
+
+    path = "/nonexistent/shm"
 
     def torch_seen(self) -> tuple[frozenset[str], int]:
         return frozenset(), getattr(self, "largest", 0)
@@ -281,6 +285,25 @@ def test_a_missed_peak_is_full_within_one_torch_block() -> None:
     spare = HangDetector(roomy)  # type: ignore[arg-type]
     spare.saw_output("stderr", feeder)
     assert not spare.full()
+
+
+def test_a_request_larger_than_the_free_space_is_full(tmp_path: Path) -> None:
+    # hang_loader.py's 24 MiB items in a 16 MiB /dev/shm: no allocation ever succeeds, the
+    # peak stays at 80 KiB, the failed requests' zero-block files are all that shows it. A
+    # file that was there before is an old leftover (the baseline) and does not count.
+    (tmp_path / "torch_7_1_0").write_bytes(b"")
+    os.truncate(tmp_path / "torch_7_1_0", 32 * MiB)
+    box = _Sampler(total=16 * MiB, used=80 * 1024, peak=80 * 1024, path=str(tmp_path))
+    clock = [100.0]
+    det = HangDetector(box, after=3.0, clock=lambda: clock[0])  # type: ignore[arg-type]
+    assert det() is None  # the baseline
+    assert not det.full() and det.failed_request == 0
+    (tmp_path / "torch_8_2_0").write_bytes(b"")
+    os.truncate(tmp_path / "torch_8_2_0", 24 * MiB)
+    assert not det.full()  # listed once a second while not near full
+    clock[0] += 1.0
+    assert det.full()
+    assert (det.failed_blocks, det.failed_request, det.margin()) == (1, 24 * MiB, 24 * MiB)
 
 
 @pytest.mark.timeout(60)

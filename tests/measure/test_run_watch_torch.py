@@ -60,12 +60,17 @@ def test_seed_loader_failure_is_diagnosed_with_its_own_status(
 
 
 @pytest.mark.timeout(220)
-def test_a_stall_is_diagnosed_then_stopped_with_124(root_only: None, no_leftovers: None) -> None:
+@pytest.mark.parametrize("shm", ["64m", "16m"])
+def test_a_stall_is_diagnosed_then_stopped_with_124(
+    shm: str, root_only: None, no_leftovers: None
+) -> None:
     cmd = [sys.executable, str(HANG)]
     argv = [*WATCH, "--stall-after", "3", "--stop-timeout", "5", "--", *cmd]
-    # Until 2026-12-01 about 1 run in 4 here never called the stall: the sampler missed the
-    # failed allocation's moment at the limit, and 16 MiB free did not count as near full (the
-    # detector's margin is now at least the largest torch block seen; test_outcome has the
+    argv[argv.index("64m")] = shm
+    # Until 2026-12-01 about 1 run in 4 in 64 MiB never called the stall: the sampler missed
+    # the failed allocation's moment at the limit, and 16 MiB free did not count as near full;
+    # in 16 MiB, smaller than one 24 MiB item, it never did (the detector's margin is now at
+    # least the largest torch block seen and the largest failed request; test_outcome has the
     # figures).
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:

@@ -16,7 +16,12 @@ from shmguard.measure.outcome import is_shm_failure, shm_failures
 from shmguard.measure.sampler import ShmSampler
 from shmguard.triage.model import Signature
 from shmguard.triage.scanner import make_finder
-from shmguard.triage.stall import ShmObservation, failed_torch_blocks, stall_verdict
+from shmguard.triage.stall import (
+    ShmObservation,
+    failed_torch_blocks,
+    failed_torch_sizes,
+    stall_verdict,
+)
 from shmguard.triage.text import builtin_catalogue, classify_text
 
 
@@ -42,6 +47,9 @@ def _failure_finder() -> Callable[[bytes], list[int]]:
 _CARRY = 4096
 #: Bytes of output kept while /dev/shm is not yet near full, scanned once it is.
 _RECENT = 4096
+#: Seconds between listings of /dev/shm for failed allocations while it is not near full (near
+#: full, every check lists it).
+_LIST_EVERY = 1.0
 
 
 class HangDetector:
@@ -49,8 +57,9 @@ class HangDetector:
 
     Full means (:class:`~shmguard.triage.stall.ShmObservation`): no free page left now, or
     free space (now or at the peak) below ``full_margin`` bytes (give the largest single
-    allocation seen, about one batch; the largest ``torch_*`` block the owner scans saw
-    counts too, see :meth:`margin`) or 2% of the size **and** a failed allocation: in the
+    allocation seen, about one batch; the largest ``torch_*`` block the owner scans saw and
+    the largest failed request count too, see :meth:`margin`) or 2% of the size **and** a
+    failed allocation: in the
     output (what :func:`shm_failures` keeps of the catalogue's results: ``No space left on
     device``, ``unable to allocate shared memory(shm)``, a feeder-thread failure, a SIGBUS) or
     a new zero-block ``torch_*`` file. Without that evidence, a job that merely holds most of
@@ -87,6 +96,9 @@ class HangDetector:
         #: zero-block ``torch_*`` names already there at the first check (old leftovers).
         self.blocks_before: frozenset[str] | None = None
         self.failed_blocks = 0
+        #: bytes the largest of those new failed allocations asked for.
+        self.failed_request = 0
+        self._listed = float("-inf")
 
     def saw_output(self, _stream: str = "", chunk: bytes = b"") -> None:
         """Record output activity, and whether it reports a failed shm allocation (use as the
@@ -129,13 +141,16 @@ class HangDetector:
         )
 
     def margin(self) -> int:
-        """Bytes of free space below which /dev/shm counts as near full: ``full_margin`` or
-        the largest ``torch_*`` block the owner scans saw (about one batch), whichever is
-        larger. A failed allocation frees its partial pages at once, so a 10 ms sampler can
-        miss the moment /dev/shm was full: a loader that hung on a 24 MiB batch in 64 MiB
-        showed a peak 5.6 MiB below the size (above the 2% floor) and 16 MiB free, less than
-        the batch it could not allocate."""
-        return max(self.full_margin, self.sampler.torch_seen()[1])
+        """Bytes of free space below which /dev/shm counts as near full: the largest of
+        ``full_margin``, the largest ``torch_*`` block the owner scans saw (about one batch)
+        and the largest request of a new failed allocation (its zero-block file's size).
+
+        A failed allocation frees its partial pages at once, so a 10 ms sampler can miss the
+        moment /dev/shm was full: a loader that hung on a 24 MiB batch in 64 MiB showed a
+        peak 5.6 MiB below the size (above the 2% floor) and 16 MiB free, less than the batch
+        it could not allocate; with 24 MiB batches in a 16 MiB /dev/shm no allocation ever
+        succeeds and the peak stayed at 80 KiB."""
+        return max(self.full_margin, self.sampler.torch_seen()[1], self.failed_request)
 
     def _near_full(self) -> bool:
         return self.observe().near_full
@@ -143,20 +158,28 @@ class HangDetector:
     def full(self) -> bool:
         """Whether /dev/shm counts as full (see the class docstring)."""
         obs = self.observe()
-        if obs.full or not obs.near_full:
-            return obs.full
+        if obs.full:
+            return True
+        # Near full, every check lists /dev/shm; otherwise once a second, since a failed
+        # request larger than the free space makes it near full at any use.
+        if obs.near_full or self.clock() - self._listed >= _LIST_EVERY:
+            self._count_failed_blocks()
+            obs = self.observe()
+        if not obs.near_full:
+            return False
         if self._pending and not self.alloc_failed:
             self._scan(self._pending)
             self._pending = b""
-        if not self.alloc_failed:
-            self._count_failed_blocks()
         return self.observe().full
 
     def _count_failed_blocks(self) -> None:
-        # Listed only near full, where a failed allocation can happen; names already there at
-        # the first check (the baseline) are old leftovers and do not count.
-        names = failed_torch_blocks(self.sampler.path)
-        self.failed_blocks = len(names - (self.blocks_before or frozenset()))
+        # Names already there at the first check (the baseline) are old leftovers and do not
+        # count.
+        self._listed = self.clock()
+        old = self.blocks_before or frozenset()
+        new = [size for name, size in failed_torch_sizes(self.sampler.path) if name not in old]
+        self.failed_blocks = len(new)
+        self.failed_request = max(new, default=0)
 
     def __call__(self) -> str | None:
         now = self.clock()
