@@ -189,7 +189,7 @@ def test_proposals_are_written_exactly_and_check_is_clean_after(tmp_path: Path) 
         old, r = _apply(tmp_path / name, wanted)
         results[name] = r
         # no SHM finding left in the edited objects, and nothing left to do by hand
-        assert r.left == () and r.not_applied == () and r.errors == ()
+        assert r.left == () and r.not_applied == () and r.diagnostics == ()
         _validate(r.data)
         assert (old == r.data) == (name == "web.yaml")
 
@@ -251,8 +251,8 @@ def test_proposals_are_written_exactly_and_check_is_clean_after(tmp_path: Path) 
     ) in lines
     assert f"{tmp_path / 'web.yaml'}: no recommended workload in it" in lines
     assert (
-        "no manifest for ml/StatefulSet/etl worker: no StatefulSet 'etl' with it in --manifests"
-        in lines
+        "no manifest for ml/StatefulSet/etl worker: no StatefulSet 'etl' with container 'worker' "
+        "in --manifests" in lines
     )
     assert "no edit for ml/Pod/scratch shell: no size proposed" in lines
     assert lines[-1].startswith("nothing written: --fix writes")
@@ -389,3 +389,14 @@ def test_every_corpus_workload_takes_a_proposal(tmp_path: Path) -> None:
     # the few left by hand: text check --fix cannot place either (a container ending in a
     # block scalar, anchors), a request above the limit, a /dev/shm that is not a memory tmpfs
     assert len(shown) < files // 10
+
+
+def test_what_check_still_finds_follows_the_configuration() -> None:
+    from shmguard.config import Config
+
+    text = RESNET.replace("memory: 1Gi", "memory: 1G")  # a decimal request: SHM005
+    p = _proposal("Deployment", "resnet", "trainer", 160 * MiB, 1280 * MiB)
+    r = apply_proposals(text.encode(), "x.yaml", [p])
+    assert r.applied and [line.split()[0] for line in r.left] == ["SHM005"]  # not the edit's
+    quiet = apply_proposals(text.encode(), "x.yaml", [p], config=Config(ignore=("SHM005",)))
+    assert quiet.data == r.data and quiet.left == ()

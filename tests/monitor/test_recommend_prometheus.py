@@ -186,6 +186,12 @@ def _manifests(prom: PrometheusProcess, tmp_path: Path, shm: int, memory: int) -
     assert f"would change {train}: {change}\n" in r.stdout
     assert f"{web}: no recommended workload in it\n" in r.stdout
     assert train.read_text() == DEPLOYMENT  # nothing written without --fix
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: [\n")
+    r = _recommend(*base, str(bad), "--manifests", str(train))
+    assert r.returncode == 2  # as check says it, and the other file is still done
+    assert r.stderr.startswith(f"shmguard: error: {bad}:2:1: error: invalid-yaml: ")
+    assert f"would change {train}: {change}\n" in r.stdout
     r = _recommend(*base, str(train), "--diff")
     assert r.returncode == 0, r.stderr
     assert (

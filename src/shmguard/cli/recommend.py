@@ -23,6 +23,7 @@ from shmguard.cli._common import error_line, fail
 from shmguard.cli._config import ConfigOption, settings
 
 if TYPE_CHECKING:
+    from shmguard.config import Config
     from shmguard.monitor.rightsize import RightsizeOptions, RightsizeReport
 
 
@@ -123,6 +124,7 @@ def recommend(
         # two samples at most of an exporter scraped every 15-30 s: no history to size from
         fail(f"--window {window.strip()}: at least 1m; right-sizing reads history (7d is typical)")
     share = _percentile(percentile)
+    conf = settings(config)
     if patches is not None and patches.exists() and not patches.is_dir():
         fail(f"--patches {patches}: not a directory")
     options = RightsizeOptions(
@@ -131,7 +133,7 @@ def recommend(
         percentile=share,
         min_samples=min_samples,
         namespace=namespace,
-        policy=settings(config).policy,
+        policy=conf.policy,
     )
     try:
         report = rightsize(prometheus, options)
@@ -140,7 +142,7 @@ def recommend(
     except PromError as err:
         fail(f"--prometheus: {err}")
     mode = "diff" if diff else "fix" if fix else "show"
-    _output(report, options, json_out, patches, (manifests or [], mode))
+    _output(report, options, json_out, patches, (manifests or [], mode, conf))
 
 
 def _output(
@@ -148,7 +150,7 @@ def _output(
     options: RightsizeOptions,
     json_out: bool,
     patches: Path | None,
-    manifests: tuple[list[str], str],
+    manifests: tuple[list[str], str, Config],
 ) -> None:
     from shmguard.render.rightsize_text import (
         basis_lines,
@@ -169,7 +171,7 @@ def _output(
                     files[key] = str(patches / p.name)
         except OSError as err:
             fail(f"--patches {patches}: {err.strerror or err}")
-    edited = _manifests(report, options, *manifests) if manifests[0] else None
+    edited = _manifests(report, *manifests) if manifests[0] else None
     if json_out:
         from shmguard.render.json import dumps
 
@@ -212,19 +214,18 @@ class _Edited:
     errors: int
 
 
-def _manifests(
-    report: RightsizeReport, options: RightsizeOptions, paths: list[str], mode: str
-) -> _Edited:
-    """Apply the report's proposals to the manifests of ``paths`` (written with --fix)."""
+def _manifests(report: RightsizeReport, paths: list[str], mode: str, conf: Config) -> _Edited:
+    """Apply the report's proposals to the manifests of ``paths`` (written with --fix); what
+    check finds left after it follows the configuration ``conf`` (select, ignore, policy)."""
     from shmguard.lint.check import CheckOptions, write_atomic
     from shmguard.lint.proposal import apply_proposals
     from shmguard.lint.sources.discover import discover
     from shmguard.monitor.manifests import proposals
-    from shmguard.render.check_text import unified_diff
+    from shmguard.render.check_text import diagnostic_line, unified_diff
     from shmguard.render.manifests_text import manifest_lines, manifests_data
 
     wanted, skipped = proposals(report.workloads)
-    check_options = CheckOptions(policy=options.policy)
+    check_options = CheckOptions(policy=conf.policy)
     results, diffs, errors = [], {}, 0
     for path in discover(paths):
         try:
@@ -233,8 +234,14 @@ def _manifests(
             error_line(f"--manifests {path}: cannot read: {err.strerror or err}")
             errors += 1
             continue
-        r = apply_proposals(data, path, wanted, check_options)
-        errors += len(r.errors)
+        r = apply_proposals(data, path, wanted, check_options, config=conf)
+        for d in r.diagnostics:
+            if d.info:
+                if sys.stderr is not None:
+                    sys.stderr.write(f"shmguard: {diagnostic_line(d)}\n")
+            else:
+                error_line(diagnostic_line(d))
+                errors += 1
         if r.data != data and mode == "diff":
             diffs[path] = unified_diff(path, data, r.data)
         elif r.data != data and mode == "fix":

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from shmguard.config import ANNOTATIONS
+from shmguard.config import ANNOTATIONS, Config
 from shmguard.lint.check import FixResult, fix_file
 from shmguard.lint.config._base import (
     CheckOptions,
@@ -223,8 +223,8 @@ def _add_limit(c: Container, quantity: str) -> Edit | None:
 
 #: Said of a change whose text cannot be placed exactly (check --fix's helpers give no edit).
 NOT_PLACED = (
-    " (not applied: the text there cannot be edited exactly: an anchor, alias or block "
-    "scalar; set it by hand)"
+    " (not applied: the text there cannot be edited exactly: an anchor, an alias, a template "
+    "placeholder or a block scalar; set it by hand)"
 )
 
 
@@ -303,7 +303,8 @@ class ManifestResult:
             placed exactly, or must be made by hand).
         left: the SHM findings ``check`` still reports in the matched objects after the edits
             (``CODE message``).
-        errors: what could not be read in the file (``check``'s diagnostics).
+        diagnostics: what could not be read in the file, or was skipped on purpose (an
+            unrendered template: ``info``), as ``check`` reports them.
     """
 
     path: str
@@ -312,15 +313,21 @@ class ManifestResult:
     applied: tuple[str, ...]
     not_applied: tuple[str, ...]
     left: tuple[str, ...]
-    errors: tuple[SourceDiagnostic, ...] = ()
+    diagnostics: tuple[SourceDiagnostic, ...] = ()
 
 
 def apply_proposals(
-    data: bytes, path: str, proposals: Sequence[Proposal], options: CheckOptions | None = None
+    data: bytes,
+    path: str,
+    proposals: Sequence[Proposal],
+    options: CheckOptions | None = None,
+    *,
+    config: Config | None = None,
 ) -> ManifestResult:
     """Apply ``proposals`` to the manifest bytes ``data`` (``path`` names it) with
     :func:`~shmguard.lint.check.fix_file` and :data:`RULE`; then run ``check``'s SHM rules on
-    the result. Writing is the caller's (:func:`~shmguard.lint.check.write_atomic`)."""
+    the result (with ``config``'s selection and user checks, as ``check`` would). Writing is
+    the caller's (:func:`~shmguard.lint.check.write_atomic`)."""
     from dataclasses import replace
 
     from shmguard.lint.check import check_loaded, units
@@ -344,7 +351,7 @@ def apply_proposals(
         if found:
             spans.append((unit.pod.obj.node.start, unit.pod.obj.node.end))
     left = []
-    checked = check_loaded(lf, base)
+    checked = check_loaded(lf, base, config=config)
     for f in checked.findings:
         at = f.location.start if f.location is not None else None
         if at is not None and any(a <= at < b for a, b in spans):
@@ -356,5 +363,5 @@ def apply_proposals(
         tuple(f.message for f in fr.applied),
         tuple(f.message for f in fr.remaining.findings),
         tuple(left),
-        tuple(d for d in checked.diagnostics if not d.info),
+        checked.diagnostics,
     )

@@ -28,12 +28,12 @@ def manifest_lines(
     mode: str,
 ) -> list[str]:
     """One line per change, per file without a recommended workload, per workload without a
-    manifest and per row without a proposal. ``mode``: ``fix`` (written), ``diff`` or
+    manifest and per row without a proposal (what could not be read goes to stderr, as
+    ``check`` prints it). ``mode``: ``fix`` (written), ``diff`` or
     ``show`` (nothing written)."""
     verb = {"fix": "changed", "diff": "would change", "show": "would change"}[mode]
     out: list[str] = []
     for r in results:
-        out += [diagnostic_line(d) for d in r.errors]
         out += [f"{verb} {r.path}: {m}" for m in r.applied]
         out += [f"not changed {r.path}: {m}" for m in r.not_applied]
         out += [f"still in {r.path}: {m}" for m in r.left]
@@ -43,7 +43,8 @@ def manifest_lines(
             names = ", ".join(dict.fromkeys(_who(p) for p in r.matched))
             out.append(f"{r.path}: already as proposed for {names}")
     for p in unmatched(results, proposals):
-        out.append(f"no manifest for {_who(p)}: no {p.kind} {p.name!r} with it in --manifests")
+        part = f"container {p.container!r}" if p.container else f"volume {p.volume!r}"
+        out.append(f"no manifest for {_who(p)}: no {p.kind} {p.name!r} with {part} in --manifests")
     for (name, container), why in skipped.items():
         out.append(f"no edit for {name} {container or '-'}: {why}")
     if mode != "fix" and any(r.applied for r in results):
@@ -73,7 +74,7 @@ def manifests_data(
                 "changes": list(r.applied),
                 "not_applied": list(r.not_applied),
                 "left": list(r.left),
-                "errors": [diagnostic_line(d) for d in r.errors],
+                "diagnostics": [diagnostic_line(d) for d in r.diagnostics],
                 "diff": diffs.get(r.path),
             }
             for r in results
