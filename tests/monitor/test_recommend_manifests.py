@@ -400,3 +400,52 @@ def test_what_check_still_finds_follows_the_configuration() -> None:
     assert r.applied and [line.split()[0] for line in r.left] == ["SHM005"]  # not the edit's
     quiet = apply_proposals(text.encode(), "x.yaml", [p], config=Config(ignore=("SHM005",)))
     assert quiet.data == r.data and quiet.left == ()
+
+
+TWO = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: two
+spec:
+  selector:
+    matchLabels: {app: two}
+  template:
+    metadata:
+      labels: {app: two}
+    spec:
+      initContainers:
+      - name: fetch
+        image: busybox
+      containers:
+      - name: a
+        image: pytorch/pytorch
+      - name: b
+        image: pytorch/pytorch
+        resources:
+          requests:
+            memory: 512Mi
+"""
+
+
+def test_containers_share_one_emptydir_of_their_largest_proposal_crlf_kept() -> None:
+    data = TWO.replace("\n", "\r\n").encode()
+    wanted = [
+        _proposal("Deployment", "two", "a", 96 * MiB),
+        _proposal("Deployment", "two", "b", 200 * MiB, 2048 * MiB),
+        _proposal("Deployment", "two", "fetch", 64 * MiB),  # an init container: not a row's
+    ]
+    r = apply_proposals(data, "x.yaml", wanted)
+    assert b"\n" not in r.data.replace(b"\r\n", b"")  # every line ends as the file's do
+    assert [p.container for p in r.matched] == ["a", "b"]
+    (obj,) = _validate(r.data)
+    spec = obj["spec"]["template"]["spec"]
+    assert spec["volumes"] == [
+        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "200Mi"}}
+    ]
+    a, b = spec["containers"]
+    assert a["volumeMounts"] == b["volumeMounts"] == [{"name": "dshm", "mountPath": "/dev/shm"}]
+    assert b["resources"] == {"requests": {"memory": "512Mi"}, "limits": {"memory": "2Gi"}}
+    assert "volumeMounts" not in spec["initContainers"][0]
+    assert apply_proposals(r.data, "x.yaml", wanted).data == r.data
+    assert check_loaded(load_bytes(r.data, "x.yaml")).findings == ()
