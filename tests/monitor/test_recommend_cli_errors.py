@@ -44,6 +44,16 @@ def test_unreachable_prometheus() -> None:
         ),
         (["--percentile", "100"], "--percentile 100: must be above 0 and below 100"),
         (["--percentile", "p99"], "--percentile p99: not a number (e.g. 99 or 99.9)"),
+        (["--fix"], "--fix goes with --manifests PATH (the files to change)"),
+        (["--diff"], "--diff goes with --manifests PATH (the files to change)"),
+        (
+            ["--manifests", "/nonexistent/k8s"],
+            "--manifests /nonexistent/k8s: no such file or directory",
+        ),
+        (
+            ["--manifests", "-"],
+            "--manifests -: standard input cannot be changed; give files or directories",
+        ),
     ],
 )
 def test_bad_options(args: list[str], message: str) -> None:

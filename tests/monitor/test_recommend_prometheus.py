@@ -137,6 +137,7 @@ def test_recommend_sizes_from_the_peak_in_prometheus_and_writes_a_patch(
     body = yaml.safe_load(patch.read_text())
     volumes = body["spec"]["template"]["spec"]["volumes"]
     assert volumes == [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "80Mi"}}]
+    _manifests(prom, tmp_path, proposed, memory)
     kubectl = shutil.which("kubectl")
     if kubectl is None:
         return
@@ -156,6 +157,64 @@ def test_recommend_sizes_from_the_peak_in_prometheus_and_writes_a_patch(
     assert c["image"].startswith("pytorch/")  # the rest of the manifest is kept
     kv = pytest.importorskip("kubernetes_validate")
     kv.validate(obj, "1.30", strict=True)
+
+
+def _manifests(prom: PrometheusProcess, tmp_path: Path, shm: int, memory: int) -> None:
+    """--manifests on a copy of the Deployment's manifest: shown, then as a diff, then
+    written; check finds nothing after, the object validates, a second run changes nothing."""
+    k8s = tmp_path / "k8s"
+    k8s.mkdir()
+    train, web = k8s / "train.yaml", k8s / "web.yaml"
+    train.write_text(DEPLOYMENT)
+    web.write_text(DEPLOYMENT.replace("train", "web").replace("pytorch/pytorch", "nginx"))
+    base = ("--prometheus", prom.url, "--window", "2m", "--min-samples", "5", "--manifests")
+    r = _recommend(*base, str(k8s))
+    assert r.returncode == 0, r.stderr
+    change = f"ml/Deployment/train container 'trainer': memory limit 512Mi -> {memory // MiB}Mi"
+    assert f"would change {train}: {change}\n" in r.stdout
+    assert f"{web}: no recommended workload in it\n" in r.stdout
+    assert train.read_text() == DEPLOYMENT  # nothing written without --fix
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: [\n")
+    r = _recommend(*base, str(bad), "--manifests", str(train))
+    assert r.returncode == 2  # as check says it, and the other file is still done
+    assert r.stderr.startswith(f"shmguard: error: {bad}:2:1: error: invalid-yaml: ")
+    assert f"would change {train}: {change}\n" in r.stdout
+    r = _recommend(*base, str(train), "--diff")
+    assert r.returncode == 0, r.stderr
+    assert (
+        f"+++ b/{train}\n" in r.stdout and f"+            sizeLimit: {shm // MiB}Mi\n" in r.stdout
+    )
+    assert train.read_text() == DEPLOYMENT
+    r = _recommend(*base, str(train), "--fix", "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    schema = (resources.files("shmguard") / "schemas" / "recommend.schema.json").read_text()
+    jsonschema.validate(data, json.loads(schema))
+    (edited,) = data["manifests"]["files"]
+    assert data["manifests"]["written"] and change in edited["changes"]
+    assert edited["left"] == [] and edited["not_applied"] == []
+    obj = yaml.safe_load(train.read_text())
+    spec = obj["spec"]["template"]["spec"]
+    assert spec["volumes"] == [
+        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{shm // MiB}Mi"}}
+    ]
+    assert spec["containers"][0]["resources"] == {"limits": {"memory": f"{memory // MiB}Mi"}}
+    checked = subprocess.run(
+        [sys.executable, "-m", "shmguard", "check", str(train)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert checked.returncode == 0, checked.stdout
+    assert checked.stdout.startswith("0 findings")
+    kv = pytest.importorskip("kubernetes_validate")
+    kv.validate(obj, "1.30", strict=True)
+    before = train.read_bytes()
+    r = _recommend(*base, str(train), "--fix")
+    assert r.returncode == 0, r.stderr
+    assert f"{train}: already as proposed for ml/Deployment/train trainer\n" in r.stdout
+    assert train.read_bytes() == before
 
 
 def _text_and_errors(prom: PrometheusProcess, exporter: ExporterProcess) -> None:

@@ -7,19 +7,17 @@ from __future__ import annotations
 
 import json
 from importlib import resources
-from pathlib import Path
-from typing import Any
 
 import jsonschema
 import pytest
 import yaml
 from record_rightsize import OWNERS, PODS
+from rightsize_rows import OPTIONS, RECORDED, recorded_report, replay
 
 from shmguard.estimate.policy import Policy, memory_limit_for, shm_size_for
 from shmguard.monitor.prom import PromError, Sample, parse_prom_duration, parse_vector
 from shmguard.monitor.rightsize import (
     RightsizeOptions,
-    RightsizeReport,
     WorkloadHistory,
     read_histories,
     size_history,
@@ -29,25 +27,6 @@ from shmguard.render.json import envelope
 from shmguard.render.rightsize_text import rightsize_data, workload_name, workload_patches
 
 MiB = 1 << 20
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "prometheus" / "rightsize.json"
-RECORDED = json.loads(FIXTURE.read_text())
-OPTIONS = RightsizeOptions(
-    window=parse_prom_duration(RECORDED["window"]), window_text=RECORDED["window"]
-)
-OWNER_QUERIES = [q for q in RECORDED["answers"] if "kube_" in q]
-
-
-def replay(without_owners: bool = False) -> Any:
-    """A query function answering from the recording; ``without_owners``: the owner queries
-    answer the empty vector a Prometheus without kube-state-metrics gives."""
-
-    def query(expr: str) -> list[Sample]:
-        body = RECORDED["answers"][expr]
-        if without_owners and expr in OWNER_QUERIES:
-            body = {**body, "data": {"resultType": "vector", "result": []}}
-        return parse_vector(body, "recorded")
-
-    return query
 
 
 def by_name(histories: tuple[WorkloadHistory, ...]) -> dict[str, WorkloadHistory]:
@@ -227,19 +206,8 @@ def test_confidence_counts_samples_against_the_minimum() -> None:
     assert 0 < loose.coverage < 1  # about a minute of data in a 5m window
 
 
-def _report(min_samples: int = 1, **changes: Any) -> RightsizeReport:
-    options = RightsizeOptions(**{**OPTIONS.__dict__, "min_samples": min_samples})
-    histories, owners = read_histories(replay(), options)
-    rows = []
-    for h in histories:
-        if h.workload.name in changes:
-            h = WorkloadHistory(**{**h.__dict__, **changes[h.workload.name]})
-        rows.append(size_history(h, options))
-    return RightsizeReport("recorded", options.window, "5m", RECORDED["now"], owners, tuple(rows))
-
-
 def test_patches_per_workload_and_the_rows_left_without_one() -> None:
-    report = _report(train={"peak": 60 * MiB, "size": 256 * MiB})
+    report = recorded_report(train={"peak": 60 * MiB, "size": 256 * MiB})
     patches, skipped = workload_patches(report)
     by_file = {p.name: yaml.safe_load(p.text) for p in patches}
     assert set(by_file) == {
@@ -276,7 +244,7 @@ def test_patches_per_workload_and_the_rows_left_without_one() -> None:
             if w.history.workload.source == "instance"
         },
     }
-    few = _report(min_samples=10**6)
+    few = recorded_report(min_samples=10**6)
     assert workload_patches(few)[0] == []
 
 
@@ -284,7 +252,7 @@ def test_node_mode_rows_resize_the_named_volume_or_get_no_patch() -> None:
     # as the node exporter labels them: no container; the emptyDir's name, or none for a
     # runtime's sandbox /dev/shm
     big = {"peak": 100 * MiB, "size": 64 * MiB, "container": ""}
-    report = _report(
+    report = recorded_report(
         resnet={**big, "volume": "cache-shm", "memory_limit": None},
         train={**big, "volume": ""},
     )
@@ -300,7 +268,7 @@ def test_node_mode_rows_resize_the_named_volume_or_get_no_patch() -> None:
 
 
 def test_json_body_validates_against_its_schema() -> None:
-    report = _report(train={"peak": 60 * MiB, "size": 256 * MiB})
+    report = recorded_report(train={"peak": 60 * MiB, "size": 256 * MiB})
     patches, _ = workload_patches(report)
     files = {k: p.name for p in patches for k in p.covers}
     extra = {"percentile": 0.99, "min_samples": 1}

@@ -2,23 +2,28 @@
 the exporter's history in Prometheus.
 
 Thin: parse arguments, call :func:`shmguard.monitor.rightsize.rightsize`, render
-(:mod:`shmguard.render.rightsize_text`), write the patches. Exit status: 0 with proposals,
-2 for bad input, an unreachable or non-Prometheus URL, or no shmguard series in the window.
+(:mod:`shmguard.render.rightsize_text`), write the patches, and apply the proposals to
+``--manifests`` (:func:`shmguard.lint.proposal.apply_proposals`, rendered by
+:mod:`shmguard.render.manifests_text`). Exit status: 0 with proposals, 2 for bad input, an
+unreachable or non-Prometheus URL, no shmguard series in the window, or a manifest that could
+not be read or written.
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from shmguard.cli._app import app
-from shmguard.cli._common import fail
+from shmguard.cli._common import error_line, fail
 from shmguard.cli._config import ConfigOption, settings
 
 if TYPE_CHECKING:
+    from shmguard.config import Config
     from shmguard.monitor.rightsize import RightsizeOptions, RightsizeReport
 
 
@@ -72,6 +77,22 @@ def recommend(
         help="Write a strategic merge patch per workload into DIR (kubectl patch --patch-file; "
         "kubectl patch --local -f MANIFEST for a manifest).",
     ),
+    manifests: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--manifests",
+            metavar="PATH",
+            help="Kubernetes manifests (files or directories; repeatable) to set each "
+            "recommended workload's /dev/shm and memory limit in, with check --fix's edits; "
+            "shows what would change unless --fix or --diff.",
+        ),
+    ] = None,
+    fix: bool = typer.Option(False, "--fix", help="With --manifests: write the changes."),
+    diff: bool = typer.Option(
+        False,
+        "--diff",
+        help="With --manifests: print the changes as a unified diff; write nothing.",
+    ),
     config: ConfigOption = None,
 ) -> None:
     """Propose each workload's /dev/shm size and memory limit from the exporter's peaks in
@@ -79,13 +100,22 @@ def recommend(
     and memory).
 
     Workloads come from kube-state-metrics' kube_pod_owner when Prometheus has it, else from
-    the pod names. Exit status: 0 proposals made; 2 bad input, Prometheus unreachable or not
-    answering as Prometheus, or no shmguard series in the window. See docs/recommend.md.
+    the pod names. With --manifests, the proposals are written into the manifests by check
+    --fix's own edits (--fix writes, --diff shows a diff). Exit status: 0 proposals made; 2 bad
+    input, Prometheus unreachable or not answering as Prometheus, no shmguard series in the
+    window, or a manifest that could not be read or written. See docs/recommend.md.
     """
     from shmguard.monitor.prom import PromError, parse_prom_duration
     from shmguard.monitor.rightsize import RightsizeOptions, rightsize
 
     patches = None if patches_dir is None else Path(patches_dir)
+    if (fix or diff) and not manifests:
+        fail(f"{'--fix' if fix else '--diff'} goes with --manifests PATH (the files to change)")
+    for m in manifests or ():
+        if m == "-":
+            fail("--manifests -: standard input cannot be changed; give files or directories")
+        if not Path(m).exists():
+            fail(f"--manifests {m}: no such file or directory")
     try:
         span = parse_prom_duration(window)
     except ValueError as err:
@@ -94,6 +124,7 @@ def recommend(
         # two samples at most of an exporter scraped every 15-30 s: no history to size from
         fail(f"--window {window.strip()}: at least 1m; right-sizing reads history (7d is typical)")
     share = _percentile(percentile)
+    conf = settings(config)
     if patches is not None and patches.exists() and not patches.is_dir():
         fail(f"--patches {patches}: not a directory")
     options = RightsizeOptions(
@@ -102,7 +133,7 @@ def recommend(
         percentile=share,
         min_samples=min_samples,
         namespace=namespace,
-        policy=settings(config).policy,
+        policy=conf.policy,
     )
     try:
         report = rightsize(prometheus, options)
@@ -110,11 +141,16 @@ def recommend(
         fail(f"--prometheus: {err}")
     except PromError as err:
         fail(f"--prometheus: {err}")
-    _output(report, options, json_out, patches)
+    mode = "diff" if diff else "fix" if fix else "show"
+    _output(report, options, json_out, patches, (manifests or [], mode, conf))
 
 
 def _output(
-    report: RightsizeReport, options: RightsizeOptions, json_out: bool, patches: Path | None
+    report: RightsizeReport,
+    options: RightsizeOptions,
+    json_out: bool,
+    patches: Path | None,
+    manifests: tuple[list[str], str, Config],
 ) -> None:
     from shmguard.render.rightsize_text import (
         basis_lines,
@@ -135,12 +171,20 @@ def _output(
                     files[key] = str(patches / p.name)
         except OSError as err:
             fail(f"--patches {patches}: {err.strerror or err}")
+    edited = _manifests(report, *manifests) if manifests[0] else None
     if json_out:
         from shmguard.render.json import dumps
 
-        extra = {"percentile": options.percentile, "min_samples": options.min_samples}
+        extra: dict[str, object] = {
+            "percentile": options.percentile,
+            "min_samples": options.min_samples,
+        }
+        if edited is not None:
+            extra["manifests"] = edited.data
         if sys.stdout is not None:
             sys.stdout.write(dumps("recommend", rightsize_data(report, extra, files)) + "\n")
+        if edited is not None and edited.errors:
+            raise typer.Exit(2)
         return
     from shmguard.cli._common import console
 
@@ -153,3 +197,62 @@ def _output(
             out.print(f"wrote {path}")
         for (name, container), why in skipped.items():
             out.print(f"no patch for {name} {container or '-'}: {why}")
+    if edited is not None:
+        if sys.stdout is not None and edited.text:
+            sys.stdout.write(edited.text)
+        if edited.errors:
+            raise typer.Exit(2)
+
+
+@dataclass(frozen=True)
+class _Edited:
+    """``--manifests``' outcome: its lines (and diffs), its JSON member, files not read or
+    not written."""
+
+    text: str
+    data: dict[str, object]
+    errors: int
+
+
+def _manifests(report: RightsizeReport, paths: list[str], mode: str, conf: Config) -> _Edited:
+    """Apply the report's proposals to the manifests of ``paths`` (written with --fix); what
+    check finds left after it follows the configuration ``conf`` (select, ignore, policy)."""
+    from shmguard.lint.check import CheckOptions, write_atomic
+    from shmguard.lint.proposal import apply_proposals
+    from shmguard.lint.sources.discover import discover
+    from shmguard.monitor.manifests import proposals
+    from shmguard.render.check_text import diagnostic_line, unified_diff
+    from shmguard.render.manifests_text import manifest_lines, manifests_data
+
+    wanted, skipped = proposals(report.workloads)
+    check_options = CheckOptions(policy=conf.policy)
+    results, diffs, errors = [], {}, 0
+    for path in discover(paths):
+        try:
+            data = Path(path).read_bytes()
+        except OSError as err:
+            error_line(f"--manifests {path}: cannot read: {err.strerror or err}")
+            errors += 1
+            continue
+        r = apply_proposals(data, path, wanted, check_options, config=conf)
+        for d in r.diagnostics:
+            if d.info:
+                if sys.stderr is not None:
+                    sys.stderr.write(f"shmguard: {diagnostic_line(d)}\n")
+            else:
+                error_line(diagnostic_line(d))
+                errors += 1
+        if r.data != data and mode == "diff":
+            diffs[path] = unified_diff(path, data, r.data)
+        elif r.data != data and mode == "fix":
+            try:
+                write_atomic(path, r.data)
+            except OSError as err:
+                error_line(f"--manifests {path}: cannot write: {err.strerror or err}")
+                errors += 1
+                continue
+        results.append(r)
+    lines = manifest_lines(results, wanted, skipped, mode)
+    text = "".join(diffs.values()) + "".join(line + "\n" for line in lines)
+    body = manifests_data(results, wanted, skipped, mode == "fix", diffs if diffs else None)
+    return _Edited(text, body, errors)

@@ -202,15 +202,18 @@ def fix_file(
     *,
     config: Config | None = None,
     unsafe: bool = False,
+    rules: Iterable[Rule[Unit, CheckOptions]] | None = None,
 ) -> FixResult:
-    """Apply the edits of ``path``'s fixable findings to ``data`` until nothing changes.
+    """Apply the edits of ``path``'s fixable findings to ``data`` until nothing changes
+    (findings of ``rules``, default: :func:`check_loaded`'s).
 
     Per round, findings are taken in file order and one whose edits overlap an edit already
     taken waits for the next round (it is re-derived from the re-loaded text).
     """
     applied: list[Finding] = []
     rounds = 0
-    result = check_loaded(load_bytes(data, path), options, config=config)
+    given = tuple(rules) if rules is not None else None
+    result = check_loaded(load_bytes(data, path), options, config=config, rules=given)
     while rounds < MAX_ROUNDS:
         taken: list[Edit] = []
         for f in result.findings:
@@ -226,7 +229,7 @@ def fix_file(
             break
         rounds += 1
         data = apply_edits(data, taken)
-        result = check_loaded(load_bytes(data, path), options, config=config)
+        result = check_loaded(load_bytes(data, path), options, config=config, rules=given)
     return FixResult(data, tuple(applied), result, rounds)
 
 

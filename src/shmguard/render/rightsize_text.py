@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from shmguard.config import ANNOTATIONS
+from shmguard.monitor.manifests import memory_to_set, skip_reason, workload_name
 from shmguard.monitor.rightsize import RightsizeReport, WorkloadRecommendation
 from shmguard.render.json import to_data
 from shmguard.render.snippets import POD_SPEC_PATHS, kubernetes_patch
@@ -33,16 +34,6 @@ def _change(now: int | None, new: int | None, delta: int | None) -> str:
         return f"{format_iec(now)} (kept)"
     sign = "+" if delta > 0 else "-"
     return f"{format_iec(now)} -> {format_iec(new)} ({sign}{format_iec(abs(delta))})"
-
-
-def workload_name(w: WorkloadRecommendation) -> str:
-    """``namespace/Kind/name`` (``volume`` appended in node mode; ``instance/<address>`` for
-    a series with no namespace or pod label)."""
-    h = w.history
-    name = f"{h.workload.kind}/{h.workload.name}"
-    if h.namespace:
-        name = f"{h.namespace}/{name}"
-    return f"{name} ({h.volume})" if h.volume else name
 
 
 def rightsize_table(report: RightsizeReport, percentile: float) -> Table:
@@ -125,14 +116,9 @@ def workload_patches(report: RightsizeReport) -> tuple[list[Patch], dict[tuple[s
     skipped: dict[tuple[str, str], str] = {}
     for w in report.workloads:
         h, key = w.history, (workload_name(w), w.history.container)
-        if w.recommendation.shm_size is None:
-            skipped[key] = "no size proposed"
-        elif not w.enough_history:
-            skipped[key] = "not enough history"
-        elif h.workload.source == "instance":
-            skipped[key] = "no pod label: not a Kubernetes workload (use the docker snippet)"
-        elif not h.container and not h.volume:
-            skipped[key] = "the series names neither a container nor a volume"
+        why = skip_reason(w)
+        if why is not None:
+            skipped[key] = why
         else:
             wk = (h.namespace, h.workload.kind, h.workload.name, h.volume)
             groups.setdefault(wk, []).append(w)
@@ -142,12 +128,7 @@ def workload_patches(report: RightsizeReport) -> tuple[list[Patch], dict[tuple[s
         # a /dev/shm every row keeps (shm_change 0) is left out of the patch, and so is a
         # memory limit that stays
         shm = None if all(w.shm_change == 0 for w in rows) else size
-        limits = {
-            w.history.container: None
-            if w.memory_change == 0
-            else w.recommendation.memory_limit.value
-            for w in rows
-        }
+        limits = {w.history.container: memory_to_set(w) for w in rows}
         body = kubernetes_patch(kind, shm, limits, volume or "dshm", ANNOTATIONS["shm-size"])
         keys = tuple((workload_name(w), w.history.container) for w in rows)
         if body is None:

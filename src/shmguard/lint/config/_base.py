@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from shmguard.estimate.policy import Policy, default_shm_size
 from shmguard.lint.sources.compose import ComposeService
@@ -30,6 +31,9 @@ from shmguard.lint.target import Target
 from shmguard.model.finding import Applicability, Edit, Fix, Location
 from shmguard.model.fix import Change
 from shmguard.units import DOCKER_DEFAULT_SHM, SizeError, parse_docker_size
+
+if TYPE_CHECKING:
+    from shmguard.lint.proposal import Proposal
 
 DEV_SHM = "/dev/shm"
 
@@ -86,11 +90,14 @@ class CheckOptions:
         policy: the sizing policy (default /dev/shm size, memory margin).
         shm_size: the /dev/shm size a fix writes (``check --shm-size``), overriding the policy.
         target: the tools and versions assumed (``--target``; :mod:`shmguard.lint.target`).
+        proposals: sizes proposed per workload container (``recommend --manifests``), which
+            only :data:`shmguard.lint.proposal.RULE` reads; empty for ``check``.
     """
 
     policy: Policy = field(default_factory=Policy)
     shm_size: int | None = None
     target: Target = field(default_factory=Target)
+    proposals: tuple[Proposal, ...] = ()
 
 
 def fix_size(options: CheckOptions, workload: Workload, memory_limit: int | None) -> int | None:
@@ -290,17 +297,22 @@ def run_memory_limit(unit: Unit) -> int | None:
         return None
 
 
-def container_memory_limit(c: Container) -> int | None:
-    """A container's ``resources.limits.memory`` in bytes, or None."""
+def quantity_bytes(node: YNode | None) -> int | None:
+    """The bytes of a Kubernetes quantity scalar (``2Gi``), or None for no scalar, a
+    placeholder or a value that is no quantity."""
     from shmguard.units import k8s_quantity_bytes
 
-    node = c.memory_limit
     if not isinstance(node, YScalar) or node.placeholder:
         return None
     try:
-        return k8s_quantity_bytes(node.value) or None
+        return k8s_quantity_bytes(node.value)
     except SizeError:
         return None
+
+
+def container_memory_limit(c: Container) -> int | None:
+    """A container's ``resources.limits.memory`` in bytes, or None (0 too)."""
+    return quantity_bytes(c.memory_limit) or None
 
 
 def mounts_at_shm(c: Container, volume: str | None) -> bool:

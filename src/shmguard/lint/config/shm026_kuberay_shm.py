@@ -16,14 +16,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, is_dev_shm
+from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, is_dev_shm, quantity_bytes
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.lint.sources.k8s import PodSpec
 from shmguard.lint.sources.k8s_model import text
-from shmguard.lint.sources.yamlnode import YMap, YNode, YScalar, YSeq
+from shmguard.lint.sources.yamlnode import YMap, YNode, YSeq
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
-from shmguard.units import SizeError, k8s_quantity_bytes
 
 CODE = "SHM026"
 NAME = "kuberay-shm"
@@ -65,15 +64,6 @@ def _group(pod: PodSpec) -> YMap | None:
     return node if isinstance(node, YMap) else None
 
 
-def _bytes(node: YNode | None) -> int | None:
-    if not isinstance(node, YScalar) or node.placeholder:
-        return None
-    try:
-        return k8s_quantity_bytes(node.value)
-    except SizeError:
-        return None
-
-
 def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
     """Flag a redundant /dev/shm emptyDir on the Ray container, and plasma-directory without
     /dev/shm."""
@@ -112,8 +102,8 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
     vol = vols.get(mount.name)
     if vol is None or vol.empty_dir is None or text(vol.medium) != "Memory":
         return
-    limit = _bytes(ray.memory_limit) or _bytes(ray.memory_request)
-    size = _bytes(vol.size_limit)
+    limit = quantity_bytes(ray.memory_limit) or quantity_bytes(ray.memory_request)
+    size = quantity_bytes(vol.size_limit)
     if vol.size_limit is not None and (size is None or limit is None or size != limit):
         return  # a size of its own: the author's choice, not a duplicate
     if vol.size_limit is None and limit is not None:
