@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from importlib import resources
@@ -168,7 +169,7 @@ def _manifests(prom: PrometheusProcess, tmp_path: Path, shm: int, memory: int) -
     train.write_text(DEPLOYMENT)
     web.write_text(DEPLOYMENT.replace("train", "web").replace("pytorch/pytorch", "nginx"))
     base = ("--prometheus", prom.url, "--window", "2m", "--min-samples", "5", "--manifests")
-    r = _recommend(*base, str(k8s))
+    r = recommend(*base, str(k8s))
     assert r.returncode == 0, r.stderr
     change = f"ml/Deployment/train container 'trainer': memory limit 512Mi -> {memory // MiB}Mi"
     assert f"would change {train}: {change}\n" in r.stdout
@@ -176,17 +177,17 @@ def _manifests(prom: PrometheusProcess, tmp_path: Path, shm: int, memory: int) -
     assert train.read_text() == DEPLOYMENT  # nothing written without --fix
     bad = tmp_path / "bad.yaml"
     bad.write_text("kind: [\n")
-    r = _recommend(*base, str(bad), "--manifests", str(train))
+    r = recommend(*base, str(bad), "--manifests", str(train))
     assert r.returncode == 2  # as check says it, and the other file is still done
     assert r.stderr.startswith(f"shmguard: error: {bad}:2:1: error: invalid-yaml: ")
     assert f"would change {train}: {change}\n" in r.stdout
-    r = _recommend(*base, str(train), "--diff")
+    r = recommend(*base, str(train), "--diff")
     assert r.returncode == 0, r.stderr
     assert (
         f"+++ b/{train}\n" in r.stdout and f"+            sizeLimit: {shm // MiB}Mi\n" in r.stdout
     )
     assert train.read_text() == DEPLOYMENT
-    r = _recommend(*base, str(train), "--fix", "--json")
+    r = recommend(*base, str(train), "--fix", "--json")
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
     schema = (resources.files("shmguard") / "schemas" / "recommend.schema.json").read_text()
@@ -211,7 +212,7 @@ def _manifests(prom: PrometheusProcess, tmp_path: Path, shm: int, memory: int) -
     kv = pytest.importorskip("kubernetes_validate")
     kv.validate(obj, "1.30", strict=True)
     before = train.read_bytes()
-    r = _recommend(*base, str(train), "--fix")
+    r = recommend(*base, str(train), "--fix")
     assert r.returncode == 0, r.stderr
     assert f"{train}: already as proposed for ml/Deployment/train trainer\n" in r.stdout
     assert train.read_bytes() == before
