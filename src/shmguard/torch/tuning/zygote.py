@@ -131,13 +131,14 @@ class Zygote:
         self._current = ForkedHelper(self, pid, out, err)
         return self._current
 
-    def close(self) -> None:
-        """End the server (end of file on its socket, then SIGKILL if need be)."""
+    def close(self, grace: float = 5.0) -> None:
+        """End the server: end of file on its socket, then SIGKILL after ``grace`` seconds
+        (at once with 0: it may still be importing and read nothing until it is done)."""
         self.dead = True
         with contextlib.suppress(OSError):
             self.sock.close()
         try:
-            self.proc.wait(timeout=5)
+            self.proc.wait(timeout=grace)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
@@ -181,7 +182,7 @@ def start(
         ready = select.select([ours], [], [], timeout)[0]
         msg = ours.recv(MESSAGE) if ready else b""
     except BaseException:
-        zygote.close()
+        zygote.close(grace=0)
         raise
     why = ""
     facts: dict[str, Any] = json.loads(msg) if msg else {}
@@ -194,7 +195,7 @@ def start(
     elif memory is not None and memory <= facts["anon"]:
         why = "the memory budget is not above what torch and the loader's module take"
     if why:
-        zygote.close()
+        zygote.close(grace=0 if not msg else 5.0)
         return None, why
     zygote.anon = int(facts["anon"])
     return zygote, ""
