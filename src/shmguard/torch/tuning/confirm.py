@@ -9,9 +9,9 @@ re-measuring its finalists (the :data:`FINALISTS` fastest configurations that ra
 in alternation (A B C A B C ...), so that a change of load falls on all of them alike, in one
 sandbox of the budget (one process for all).
 The pick then compares medians; two configurations of which each was faster in some round
-(the difference of their medians is within the noise) and whose runs, round by round, differ
-by no more than :data:`INDISTINCT` at the median cannot be told apart, and the cheaper one is
-recommended.
+(the difference of their medians is within the noise) and that differ by no more than
+:data:`INDISTINCT`, by their medians and round by round, cannot be told apart, and the cheaper
+one is recommended.
 """
 
 from __future__ import annotations
@@ -28,10 +28,11 @@ FINALIST_MARGIN = 0.5
 FINALISTS = 3
 #: Runs of each finalist in the confirmation round.
 ROUNDS = 3
-#: The most a configuration that cannot be told apart from the fastest may be slower by the
-#: median of its per-round ratios to it: the quality target of ``tune``'s benchmark (>= 95% of
-#: the best). Winning some round alone let a loader 67% slower by its medians through, on one
-#: round's load spike (benchmarks/results/tune_efficiency_2026-12-01.txt, run 9, seed).
+#: The most a configuration that cannot be told apart from the fastest may be slower, by its
+#: median and by the median of its per-round ratios to it: the quality target of ``tune``'s
+#: benchmark (>= 95% of the best). Winning some round alone let a loader 67% slower by its
+#: medians through, on one round's load spike (benchmarks/results/tune_efficiency_2026-12-01.txt,
+#: run 9, seed); the per-round ratios alone, one 14% slower by its median (run 10, fits).
 INDISTINCT = 0.05
 
 
@@ -89,19 +90,20 @@ def confirmed(trial: Trial, rates: list[float]) -> Trial:
 def indistinct(a: Trial, b: Trial) -> bool:
     """True when this machine could not tell ``a`` from the faster ``b``: in the
     confirmation's rounds (each round measures both within seconds, under the same load) each
-    was faster in some round, so the difference of their medians is within the noise, and the
-    median of ``a``'s per-round ratios to ``b`` is at least ``1 -`` :data:`INDISTINCT`. Runs
-    not from one confirmation (different counts) are compared by range (they overlap) and by
-    the ratio of their medians. False when either was not re-measured."""
+    was faster in some round, so the difference of their medians is within the noise, and
+    ``a``'s median and the median of its per-round ratios to ``b`` are both at least
+    ``1 -`` :data:`INDISTINCT` of ``b``'s. Runs not from one confirmation (different counts)
+    are compared by range (they overlap) and by their medians. False when either was not
+    re-measured."""
     if not a.repeats or not b.repeats:
         return False
+    ratio = statistics.median(a.repeats) / statistics.median(b.repeats)
     if len(a.repeats) != len(b.repeats):
         overlap = min(a.repeats) <= max(b.repeats) and min(b.repeats) <= max(a.repeats)
-        ratio = statistics.median(a.repeats) / statistics.median(b.repeats)
         return overlap and ratio >= 1 - INDISTINCT
     wins = [x >= y for x, y in zip(a.repeats, b.repeats, strict=True)]
-    ratio = statistics.median(x / y for x, y in zip(a.repeats, b.repeats, strict=True))
-    return any(wins) and not all(wins) and ratio >= 1 - INDISTINCT
+    paired = statistics.median(x / y for x, y in zip(a.repeats, b.repeats, strict=True))
+    return any(wins) and not all(wins) and min(ratio, paired) >= 1 - INDISTINCT
 
 
 def verdict(best: Trial | None, chosen: Trial | None, tolerance: float) -> str | None:
