@@ -14,7 +14,16 @@ single trials in alternation (``--repeats`` times each, pick best pick best ...)
 is taken from the medians; the raw figures are printed. Target: >= 95% of the best in <= 30%
 of the grid's time. Needs root and torch.
 
-Run: ``python benchmarks/tune_efficiency.py [--loaders seed fits] [--steps 20] [--repeats 5]``.
+The grid (the baseline) and the re-measurements run each configuration the plain way a user
+trying it would: a fresh run, a new Python that imports torch and the loader, per
+configuration. ``tune`` forks its trials from one process that imported them once
+(``shmguard.torch.tuning.zygote``; ``--fresh-tune``: tune with a new Python per trial too).
+Where tune's time goes is printed per loader from its progress events: start-up (the fork
+server's imports) until the first trial, the trials (of which the timed batches, from each
+trial's samples/s), the confirmation round.
+
+Run: ``python benchmarks/tune_efficiency.py [--loaders seed fits] [--steps 20] [--repeats 5]
+[--fresh-tune]``.
 """
 
 from __future__ import annotations
@@ -26,7 +35,7 @@ import time
 from typing import Any
 
 from shmguard.examples import fits_loader, numpy_loader, seed_loader
-from shmguard.torch.tuning import tune
+from shmguard.torch.tuning import TuneProgress, tune
 from shmguard.torch.tuning.model import Trial, TrialConfig, config
 from shmguard.torch.tuning.trial import (
     TrialPlan,
@@ -104,6 +113,38 @@ def remeasure(plan: TrialPlan, a: TrialConfig, b: TrialConfig, n: int) -> tuple[
     return ra, rb
 
 
+class Phases:
+    """Times tune's progress events: start-up, trials, confirmation round."""
+
+    def __init__(self) -> None:
+        self.t0 = time.monotonic()
+        self.first: float | None = None
+        self.confirm: float | None = None
+        self.end = self.t0
+
+    def __call__(self, event: TuneProgress) -> None:
+        now = time.monotonic()
+        if self.first is None:
+            self.first = now
+        if event.phase == "confirm" and self.confirm is None:
+            self.confirm = now
+        self.end = now
+
+    def summary(self, trials: tuple[Trial, ...], steps: int) -> str:
+        """Start-up, trials (timed batches among them) and confirmation, in seconds."""
+        first = self.first or self.end
+        confirm = self.confirm or self.end
+        timed = sum(
+            steps * SMALL["batch_size"] / rate
+            for t in trials
+            if (rate := t.single_samples_per_s or t.samples_per_s)
+        )
+        return (
+            f"start-up {first - self.t0:.1f} s, trials {confirm - first:.1f} s (timed batches "
+            f"{timed:.1f} s), confirmation {self.end - confirm:.1f} s"
+        )
+
+
 def row(name: str, search: str, trials: int, wall: float, label: str, rate: float) -> str:
     """One line of the table."""
     return f"{name:<7} {search:<6} {trials:>6} {wall:>7.1f}  {label:<24} {rate:>9.0f}"
@@ -132,9 +173,17 @@ def compare(name: str, ref: str, args: argparse.Namespace, cpus: int) -> tuple[f
     wall times."""
     shm, memory = args.shm * MiB, 2 * GiB
     print(f"## {name}: load average {os.getloadavg()[0]:.1f} at its start")
-    t0 = time.monotonic()
-    res = tune(ref, budget_shm=shm, budget_memory=memory, cpus=cpus, steps=args.steps)
-    t_tune = time.monotonic() - t0
+    clock = Phases()
+    res = tune(
+        ref,
+        budget_shm=shm,
+        budget_memory=memory,
+        cpus=cpus,
+        steps=args.steps,
+        progress=clock,
+        fork_trials=not args.fresh_tune,
+    )
+    t_tune = time.monotonic() - clock.t0
     rec = res.recommended
     assert rec is not None and rec.samples_per_s is not None
     plan = TrialPlan(
@@ -155,6 +204,9 @@ def compare(name: str, ref: str, args: argparse.Namespace, cpus: int) -> tuple[f
     print(f"{'':<7} tuner's trials: {tried}")
     for note in res.notes[:1]:
         print(f"{'':<7} tuner: {note}")
+    fresh = [n for n in res.notes if n.startswith("each trial started a fresh Python")]
+    how = fresh[0] if fresh else "trials forked from one process that imported torch once"
+    print(f"{'':<7} tuner's time: {clock.summary(res.trials, args.steps)}; {how}")
     print(
         f"{'':<7} single runs: pick = {(same.samples_per_s or 0) / top:.0%} of the grid's best by "
         f"the grid's own trials; time: tune {t_tune:.1f} s / grid {t_grid:.1f} s = "
@@ -180,6 +232,9 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--shm", type=int, default=40, help="shm budget in MiB (default 40)")
     p.add_argument("--repeats", type=int, default=5, help="re-measurements of each (default 5)")
+    p.add_argument(
+        "--fresh-tune", action="store_true", help="tune with a new Python per trial as well"
+    )
     args = p.parse_args()
     cpus = min(2, len(os.sched_getaffinity(0)))
     print(
@@ -189,7 +244,10 @@ def main() -> None:
     )
     print(
         f"# grid: num_workers 0..{cpus} x prefetch_factor 1..4 x persistent_workers False/True "
-        f"= {len(grid(cpus))} configurations, those the DataLoader model rules out skipped"
+        f"= {len(grid(cpus))} configurations, those the DataLoader model rules out skipped; "
+        "the grid and the re-measurements run each configuration fresh (a new Python per "
+        "configuration, as a user trying each would); tune "
+        + ("too (--fresh-tune)" if args.fresh_tune else "forks its trials from one process")
     )
     print(f"{'loader':<7} {'search':<6} {'trials':>6} {'wall s':>7}  {'pick / best':<24} samples/s")
     t_tune = t_grid = 0.0

@@ -116,3 +116,10 @@ def iterable(**kwargs: Any) -> Any:
 
 #: A factory that is a module attribute bound to a lambda.
 lambda_factory = lambda **kwargs: small(**kwargs)  # noqa: E731
+
+
+def aborts(**kwargs: Any) -> Any:
+    """A factory that kills its own process (SIGABRT), as a crashing native library would."""
+    import os
+
+    os.abort()

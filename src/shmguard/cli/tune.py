@@ -92,6 +92,68 @@ def _run(ref: str, quiet: bool, **kwargs: Any) -> Any:
         return run_tune(ref, progress=_Bar(progress.console, progress), **kwargs)
 
 
+def _search(
+    loader: str,
+    budget_shm: str | None,
+    budget_memory: str | None,
+    cpus: float | None,
+    local_ranks: int,
+    step_time: float,
+    steps: int,
+    warmup: int,
+    confirm_rounds: int,
+    trial_timeout: float,
+    hang_after: float,
+    plot: Path | None,
+    json_out: bool,
+    quiet: bool,
+) -> Any:
+    """Check the options, then tune (Ctrl-C from the start on reaches the caller)."""
+    from shmguard.measure.sandbox import SandboxError
+    from shmguard.torch.tuning import BudgetError, TuneInputError, loader_ref
+
+    shm = size_option(budget_shm, "--budget-shm")
+    mem = size_option(budget_memory, "--budget-memory")
+    _positive(cpus, "--cpus")
+    _positive(trial_timeout, "--trial-timeout")
+    _positive(hang_after, "--hang-after")
+    for value, flag, least in ((local_ranks, "--local-ranks", 1), (steps, "--steps", 1),
+                               (warmup, "--warmup", 0),
+                               (confirm_rounds, "--confirm-rounds", 0)):  # fmt: skip
+        if value < least:
+            fail(f"{flag}: must be >= {least}, got {value}")
+    if not math.isfinite(step_time) or step_time < 0:
+        fail(f"--step-time: must be a finite number >= 0, got {step_time:g}")
+    if plot is not None:
+        _check_plot(plot)
+    try:
+        ref = loader_ref(loader)
+    except TuneInputError as err:
+        fail(str(err))
+    if not _importable_torch():
+        fail("tune needs PyTorch: pip install 'shmguard[torch]'")
+    try:
+        return _run(
+            ref,
+            quiet or json_out,
+            budget_shm=shm,
+            budget_memory=mem,
+            cpus=cpus,
+            local_ranks=local_ranks,
+            step_time=step_time,
+            steps=steps,
+            warmup=warmup,
+            confirm_rounds=confirm_rounds,
+            trial_timeout=trial_timeout,
+            hang_after=hang_after,
+            policy=settings(None).policy,
+        )
+    except (TuneInputError, BudgetError) as err:
+        fail(str(err))
+    except SandboxError as err:
+        fail(f"cannot run trials: {err}")
+
+
 @app.command()
 def tune(
     loader: str = typer.Option(
@@ -161,49 +223,11 @@ def tune(
     another keyword; a dataset that raises without workers),
     130 when interrupted (the partial report is printed).
     """
-    from shmguard.measure.sandbox import SandboxError
-    from shmguard.torch.tuning import BudgetError, TuneInputError, loader_ref
-
-    shm = size_option(budget_shm, "--budget-shm")
-    mem = size_option(budget_memory, "--budget-memory")
-    _positive(cpus, "--cpus")
-    _positive(trial_timeout, "--trial-timeout")
-    _positive(hang_after, "--hang-after")
-    for value, flag, least in ((local_ranks, "--local-ranks", 1), (steps, "--steps", 1),
-                               (warmup, "--warmup", 0),
-                               (confirm_rounds, "--confirm-rounds", 0)):  # fmt: skip
-        if value < least:
-            fail(f"{flag}: must be >= {least}, got {value}")
-    if not math.isfinite(step_time) or step_time < 0:
-        fail(f"--step-time: must be a finite number >= 0, got {step_time:g}")
-    if plot is not None:
-        _check_plot(plot)
     try:
-        ref = loader_ref(loader)
-    except TuneInputError as err:
-        fail(str(err))
-    if not _importable_torch():
-        fail("tune needs PyTorch: pip install 'shmguard[torch]'")
-    try:
-        result = _run(
-            ref,
-            quiet or json_out,
-            budget_shm=shm,
-            budget_memory=mem,
-            cpus=cpus,
-            local_ranks=local_ranks,
-            step_time=step_time,
-            steps=steps,
-            warmup=warmup,
-            confirm_rounds=confirm_rounds,
-            trial_timeout=trial_timeout,
-            hang_after=hang_after,
-            policy=settings(None).policy,
-        )
-    except (TuneInputError, BudgetError) as err:
-        fail(str(err))
-    except SandboxError as err:
-        fail(f"cannot run trials: {err}")
+        result = _search(
+            loader, budget_shm, budget_memory, cpus, local_ranks, step_time, steps, warmup,
+            confirm_rounds, trial_timeout, hang_after, plot, json_out, quiet,
+        )  # fmt: skip
     except KeyboardInterrupt:
         # Before the first trial (reading the budget, starting up): nothing found to report.
         # Once trials run, tune keeps what was found and the report below says so.

@@ -43,7 +43,12 @@ import shutil
 import signal
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
+
+#: Runs the command in the inner process's forked child instead of ``execvp`` (a fork server's
+#: hook, :mod:`shmguard.torch.tuning._zygote`): called with the argv, returns the exit code.
+Runner = Callable[[list[str]], int]
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
@@ -230,7 +235,7 @@ def _exec_message(prog: str, err: OSError) -> str:
     return message
 
 
-def _inner(spec: dict[str, Any], status: Status, alive_r: int) -> None:
+def _inner(spec: dict[str, Any], status: Status, alive_r: int, run: Runner | None) -> None:
     """PID 1 of the new PID namespace."""
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     readable, _, _ = select.select([alive_r], [], [], 0)
@@ -260,6 +265,9 @@ def _inner(spec: dict[str, Any], status: Status, alive_r: int) -> None:
             for default in (signal.SIGPIPE, signal.SIGXFSZ, *FORWARD):
                 signal.signal(default, signal.SIG_DFL)
             signal.pthread_sigmask(signal.SIG_SETMASK, set())
+            if run is not None:
+                os.close(status.fd)  # as exec would (not inheritable)
+                os._exit(run(cmd))
             os.execvp(cmd[0], cmd)
         except OSError as err:
             code = 127 if err.errno == errno.ENOENT else 126
@@ -296,7 +304,9 @@ def _inner(spec: dict[str, Any], status: Status, alive_r: int) -> None:
 # ------------------------------------------------------------------------------- outer
 
 
-def main(argv: list[str]) -> None:
+def main(argv: list[str], run: Runner | None = None) -> None:
+    """Set up the sandbox described by ``argv[1]`` (JSON) and run its command; never returns.
+    ``run``: see :data:`Runner` (None: ``execvp`` the command, as a script always does)."""
     spec = json.loads(argv[1])
     status = Status(spec["status_fd"])
     parent = spec["parent_pid"]
@@ -350,7 +360,7 @@ def main(argv: list[str]) -> None:
     if inner == 0:
         os.close(alive_w)
         try:
-            _inner(spec, status, alive_r)
+            _inner(spec, status, alive_r, run)
         finally:
             os._exit(EXIT_SETUP)
     os.close(alive_r)

@@ -10,6 +10,7 @@ from pathlib import Path
 from shmguard.estimate import Policy, Recommendation, dataloader_bound, recommend
 from shmguard.estimate.recommend import no_recommendation
 from shmguard.measure.hang import HangDetector
+from shmguard.measure.launch import Launcher
 from shmguard.measure.outcome import TRIAL_TIME, Cause, Outcome, alloc_errors, classify
 from shmguard.measure.sampler import OwnerSnapshot, ShmSampler, Timeline
 from shmguard.measure.sandbox import Sandbox, SandboxError, SandboxSpec
@@ -215,6 +216,7 @@ def measure_command(
     strict: bool = False,
     run_for: float | None = None,
     stop_grace: float = STOP_GRACE,
+    launcher: Launcher | None = None,
 ) -> MeasureResult:
     """Run ``command`` in a sandbox and measure its /dev/shm use.
 
@@ -245,6 +247,8 @@ def measure_command(
             SIGKILL after ``stop_grace`` seconds) and passes, unless its output reports a
             failed shared memory allocation (``stopped_by`` is ``trial-time``).
         stop_grace: seconds between that SIGTERM and the SIGKILL.
+        launcher: starts the sandbox's helper (:mod:`shmguard.measure.launch`; tune's fork
+            server); None: a fresh one.
 
     Raises:
         SandboxError: the sandbox could not be set up (message names what is missing).
@@ -257,6 +261,7 @@ def measure_command(
         cpus=cpus,
         account_memory=True,
         env=env,
+        launcher=launcher,
     )
     detector: HangDetector | None = None
 

@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -26,6 +25,7 @@ from shmguard.measure._nsinit import FORWARD, SI_KERNEL
 from shmguard.measure._sigmask import MainMask
 from shmguard.measure._threads import start_thread
 from shmguard.measure.cgroups import CgroupPlan, plan_cgroups
+from shmguard.measure.launch import HelperProcess, popen_helper
 from shmguard.measure.sandbox_result import (
     TAIL_BYTES,
     RunInterrupted,
@@ -36,8 +36,6 @@ from shmguard.measure.sandbox_result import (
     build_result,
     signame,
 )
-
-_HELPER = Path(__file__).with_name("_nsinit.py")
 
 __all__ = [
     "TAIL_BYTES",
@@ -100,7 +98,7 @@ class Sandbox:
         self.root = root
         self.stdout_fd = stdout_fd
         self.plan = CgroupPlan()
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: HelperProcess | None = None
         self.init_pid: int | None = None
         self.events: list[dict[str, Any]] = []
         self._ready = threading.Event()
@@ -219,20 +217,14 @@ class Sandbox:
             "parent_pid": os.getpid(),
             "tmpdir": self._tmpdir,
         }
-        pipe = subprocess.PIPE if self.output != "inherit" else None
+        piped = self.output != "inherit"
         if self.output == "tee":
             with contextlib.suppress(Exception):
                 sys.stdout.flush()
                 sys.stderr.flush()
         self._started = time.monotonic()
         try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", str(_HELPER), json.dumps(helper_spec)],
-                pass_fds=(status_w, gate_r),
-                stdout=pipe,
-                stderr=pipe,
-                env=env,
-            )
+            self.proc = (spec.launcher or popen_helper)(helper_spec, piped, env)
         except BaseException:
             self._close_gate()
             self._remove_tmpdir()
@@ -242,7 +234,7 @@ class Sandbox:
             os.close(status_w)
             os.close(gate_r)
         self._spawn(self._read_status, status_r)
-        if pipe is not None:
+        if piped:
             assert self.proc.stdout is not None and self.proc.stderr is not None
             self._spawn(self._pump, "stdout", self.proc.stdout)
             self._spawn(self._pump, "stderr", self.proc.stderr)

@@ -10,6 +10,7 @@ from typing import Any
 
 from shmguard.measure._nsinit import EXIT_SETUP
 from shmguard.measure.cgroups import CgroupPlan
+from shmguard.measure.launch import Launcher
 from shmguard.model.fact import Fact
 
 #: Bytes of each output stream kept for classification.
@@ -33,6 +34,8 @@ class SandboxSpec:
         account_memory: create a memory cgroup even without a limit, to read its peak.
         mount_proc: mount a fresh /proc inside (best effort; the host's stays otherwise).
         env: environment of the command; None inherits ours.
+        launcher: starts the helper process (:mod:`shmguard.measure.launch`); None: a fresh
+            ``python -I -S _nsinit.py`` child of shmguard.
     """
 
     command: tuple[str, ...]
@@ -42,6 +45,7 @@ class SandboxSpec:
     account_memory: bool = False
     mount_proc: bool = True
     env: Mapping[str, str] | None = None
+    launcher: Launcher | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

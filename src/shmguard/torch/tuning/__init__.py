@@ -3,6 +3,7 @@ container's CPU, memory and /dev/shm budget, found by running it there (docs/tun
 
 * :mod:`.budget`: the budget (given, or this container's limits);
 * :mod:`.trial`: one configuration in a sandbox of the budget, measured;
+* :mod:`.zygote`: the fork server the trials are forked from (one ``import torch``);
 * :mod:`.search`: which configurations, in which order, and the pick;
 * :mod:`.api`: :func:`tune`, the entry point, and the container settings of the pick.
 """

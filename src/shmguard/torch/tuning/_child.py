@@ -6,7 +6,8 @@
 for, iterates ``W`` warm-up batches (worker start-up included) and then ``N`` timed ones,
 sleeping ``S`` seconds per batch as a training step would, and prints one line
 ``shmguard-tune: <json>`` on stdout: either the figures (``elapsed``, ``wait``: seconds blocked
-in ``next()``, ``samples``, ``epochs``, ``leaves``: the first batch's storage bytes) or an
+in ``next()``, ``samples``, ``epochs``, ``leaves``: the first batch's storage bytes,
+``threads``: torch's intra-op threads) or an
 input error (``error``: ``import``, ``factory``, ``not-a-dataloader``, ``fixed-workers``,
 ``ignored-kwargs``, ``empty``, ``dataset``: the loop raised without workers, so the user's
 code, not the budget; ``message``: one line), with exit status :data:`EXIT_INPUT`. The line
@@ -165,7 +166,16 @@ def _time(ref: str, loader: Any, steps: int, warmup: int, step_time: float) -> d
         "epochs": epochs,
         "leaves": leaves or [],
         "num_workers": loader.num_workers,
+        "threads": _threads(),
     }
+
+
+def _threads() -> int:
+    """torch's intra-op threads in this process (read after the timed batches: the first call
+    starts its pool)."""
+    import torch
+
+    return int(torch.get_num_threads())
 
 
 def main(argv: list[str]) -> None:

@@ -31,7 +31,9 @@ from shmguard.torch.tuning.trial import (
     default_pythonpath,
     run_confirmation,
     run_trial,
+    trial_env,
 )
+from shmguard.torch.tuning.zygote import start as start_zygote
 from shmguard.units import DOCKER_DEFAULT_SHM, MiB, format_iec
 
 
@@ -214,6 +216,7 @@ def tune(
     policy: Policy | None = None,
     progress: Callable[[TuneProgress], None] | None = None,
     root: Path = Path("/"),
+    fork_trials: bool = True,
 ) -> TuneResult:
     """Find the cheapest DataLoader configuration within 2% of the fastest (or that cannot
     be told apart from it) that fits the budget, by running each in a sandbox of the budget
@@ -238,6 +241,10 @@ def tune(
         policy: the sizing policy (default :class:`~shmguard.estimate.Policy`).
         progress: called as each trial starts and ends (the library never prints).
         root: filesystem root for reading this container's limits.
+        fork_trials: fork every trial from one process that imported torch and the loader's
+            module once (:mod:`~shmguard.torch.tuning.zygote`; each still in a process and a
+            sandbox of its own), instead of starting a fresh Python for each; it falls back
+            to fresh ones, with a note, where forking would not be faithful.
 
     Returns:
         the :class:`TuneResult`; ``interrupted`` when Ctrl-C stopped the search (what was
@@ -248,6 +255,8 @@ def tune(
         shmguard.torch.tuning.budget.BudgetError: no budget can be told (one line).
         shmguard.measure.sandbox.SandboxError: the sandbox cannot be set up (not root).
         ValueError: for steps, warm-up, times or ranks out of range.
+        KeyboardInterrupt: Ctrl-C before the first trial started (while reading the budget or
+            starting the fork server; nothing is left running).
     """
     if steps < 1 or warmup < 0 or confirm_rounds < 0:
         raise ValueError(
@@ -276,13 +285,38 @@ def tune(
         default_pythonpath(),
     )
     notes: list[str] = []
+    started = time.monotonic()
+    if fork_trials:
+        # Ctrl-C here (before any trial) ends the server and propagates, as during the budget
+        zygote, why = start_zygote(ref, trial_env(plan), plan.memory, trial_timeout)
+        if zygote is None:
+            notes.append(f"each trial started a fresh Python: {why}")
+        plan = replace(plan, zygote=zygote)
+    try:
+        return _tune(plan, budget, here, confirm_rounds, progress, policy, notes, started)
+    finally:
+        if plan.zygote is not None:
+            plan.zygote.close()
+
+
+def _tune(
+    plan: TrialPlan,
+    budget: Budget,
+    here: int,
+    confirm_rounds: int,
+    progress: Callable[[TuneProgress], None] | None,
+    policy: Policy | None,
+    notes: list[str],
+    started: float,
+) -> TuneResult:
+    """The search, the confirmation round and the pick (see :func:`tune`)."""
+    trial_cpus = plan.cpus or 1.0
     if budget.rank_cpus > here:
         notes.append(
             f"the budget gives each rank {budget.rank_cpus:g} CPUs but this machine has "
             f"{here}: trials ran with {here}, so more workers could not be measured here"
         )
     interrupted = False
-    started = time.monotonic()
     done = 0
 
     def run(cfg: TrialConfig) -> Trial:
@@ -320,10 +354,10 @@ def tune(
         notes.insert(0, how)
     settings = container_settings(chosen, budget, policy or Policy()) if chosen else None
     return TuneResult(
-        loader=ref,
+        loader=plan.loader,
         budget=budget,
-        steps=steps,
-        step_time=step_time,
+        steps=plan.steps,
+        step_time=plan.step_time,
         trials=trials,
         best=best,
         recommended=chosen,

@@ -4,8 +4,10 @@ Each trial is ``measure``'s run (:func:`shmguard.measure.run.measure_command`): 
 tmpfs /dev/shm of the rank's shm budget, a memory cgroup of its memory budget and a CPU quota,
 the one sampler for the peak, the hang detector and stall verdict for a hang, and the one
 failure classifier for why it failed. Inside, :mod:`shmguard.torch.tuning._child` builds the
-loader and times it. A configuration that exhausts /dev/shm, gets SIGBUS, hangs, is OOM-killed
-or runs out of time is *infeasible* (it would fail in production the same way), not slow.
+loader and times it, in a process forked from tune's fork server (:mod:`.zygote`) when the
+plan has one, else in a fresh Python. A configuration that exhausts /dev/shm, gets SIGBUS,
+hangs, is OOM-killed or runs out of time is *infeasible* (it would fail in production the same
+way), not slow.
 """
 
 from __future__ import annotations
@@ -13,13 +15,14 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from shmguard.estimate import LoaderSpec, padded_bytes, predict
 from shmguard.measure.outcome import Outcome
 from shmguard.measure.run import MeasureResult, measure_command
 from shmguard.torch.tuning.model import Trial, TrialConfig
+from shmguard.torch.tuning.zygote import Zygote
 
 #: Outcomes that make a configuration infeasible under the budget.
 INFEASIBLE = frozenset(
@@ -47,6 +50,8 @@ class TrialPlan:
         timeout: seconds before a trial is stopped (then infeasible: ``timeout``).
         hang_after: seconds of full /dev/shm and no progress that count as a hang.
         pythonpath: directories the trial imports from (the caller's ``sys.path``).
+        zygote: the fork server the trials are forked from (:mod:`.zygote`), or None: each
+            starts a fresh Python.
     """
 
     loader: str
@@ -59,6 +64,7 @@ class TrialPlan:
     timeout: float
     hang_after: float
     pythonpath: tuple[str, ...] = ()
+    zygote: Zygote | None = field(default=None, compare=False)
 
 
 def default_pythonpath() -> tuple[str, ...]:
@@ -66,6 +72,11 @@ def default_pythonpath() -> tuple[str, ...]:
     imports MODULE and shmguard as the caller does."""
     dirs = [os.getcwd(), *(p or os.getcwd() for p in sys.path)]
     return tuple(dict.fromkeys(d for d in dirs if os.path.isdir(d)))
+
+
+def trial_env(plan: TrialPlan) -> dict[str, str]:
+    """The environment of ``plan``'s trials: ours, with its ``PYTHONPATH``."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(plan.pythonpath or default_pythonpath())}
 
 
 def predicted_peak(config: TrialConfig, batch_pages: int) -> int:
@@ -105,11 +116,29 @@ def _spec(plan: TrialPlan) -> dict[str, Any]:
 
 
 def _measure(plan: TrialPlan, spec: dict[str, Any]) -> tuple[dict[str, Any] | None, MeasureResult]:
-    """Run the child with ``spec`` in a sandbox of ``plan``; its report and measure's result.
+    """Run the child with ``spec`` in a sandbox of ``plan`` (forked from its fork server when
+    it has a live one; a fresh Python when the server died during the run); its report and
+    measure's result, whose memory peak counts the server's memory (:mod:`.zygote`).
 
     Raises:
         TuneInputError: the child says the factory is at fault.
     """
+    zygote = plan.zygote if plan.zygote is not None and not plan.zygote.dead else None
+    if zygote is None:
+        return _measure_once(plan, spec, None)
+    memory = None if plan.memory is None else plan.memory - zygote.anon
+    report, result = _measure_once(replace(plan, memory=memory), spec, zygote)
+    if zygote.dead and not result.interrupted:
+        return _measure_once(plan, spec, None)
+    peak = result.memory_peak
+    if peak.value is not None:
+        peak = replace(peak, value=peak.value + zygote.anon)
+    return report, replace(result, memory_limit=plan.memory, memory_peak=peak)
+
+
+def _measure_once(
+    plan: TrialPlan, spec: dict[str, Any], zygote: Zygote | None
+) -> tuple[dict[str, Any] | None, MeasureResult]:
     out = bytearray()
 
     def keep(stream: str, chunk: bytes) -> None:
@@ -117,8 +146,6 @@ def _measure(plan: TrialPlan, spec: dict[str, Any]) -> tuple[dict[str, Any] | No
             out.extend(chunk)
             del out[: -(1 << 20)]
 
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(plan.pythonpath or default_pythonpath())
     result = measure_command(
         [sys.executable, "-m", "shmguard.torch.tuning._child", json.dumps(spec)],
         shm_size=plan.shm,
@@ -128,7 +155,8 @@ def _measure(plan: TrialPlan, spec: dict[str, Any]) -> tuple[dict[str, Any] | No
         hang_after=plan.hang_after,
         output="capture",
         on_output=keep,
-        env=env,
+        env=trial_env(plan),
+        launcher=zygote.launch if zygote is not None else None,
     )
     # Imported here, not at the top: the package must not import the module that
     # ``python -m`` runs (runpy warns in every trial).
@@ -160,7 +188,7 @@ def run_confirmation(
     plan: TrialPlan, configs: list[TrialConfig], rounds: int
 ) -> tuple[list[list[float]] | None, str, MeasureResult]:
     """Measure ``configs`` again, ``rounds`` times each in alternation (A B C A B C ...), in
-    one sandbox of ``plan`` (one Python start-up and ``import torch`` for all of them).
+    one sandbox of ``plan`` (one process for all of them).
 
     Returns:
         ``(rates, reason, result)``: samples/s of each configuration's runs in order, or None
