@@ -19,6 +19,7 @@ import gc
 import os
 import pickle
 import signal
+import struct
 import sys
 import traceback
 from collections.abc import Callable, Iterator
@@ -35,8 +36,19 @@ __all__ = ["FILES_PER_JOB", "Checked", "check_files", "check_one", "jobs_for", "
 
 #: The fewest files per process when ``--jobs`` is automatic (0): below it the files are
 #: checked in this process. A worker costs a fork and the pickling of its results, a few
-#: milliseconds; a corpus file takes 0.5-0.8 ms to check on the development machine.
+#: milliseconds; a corpus file takes about 0.7 ms to check on the development machine.
 FILES_PER_JOB = 64
+
+#: The most files in a chunk, the unit of work the processes take from their queue: small
+#: enough that no process waits long for the last one (a corpus file takes about 0.7 ms).
+CHUNK = 8
+
+#: A chunk's start in the work queue (a pipe): 4 bytes.
+_START = struct.Struct("=I")
+
+#: The most chunks: their starts must fit in a pipe's buffer, written before any reader runs
+#: (64 KiB on Linux, pipe(7); 16,000 starts take 62.5 KiB).
+_MAX_CHUNKS = 16_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,13 +149,15 @@ def check_files(
     raised in a worker is raised here (with the worker's traceback as a note), as it would be
     serially.
 
-    With ``jobs`` n above 1, n - 1 workers are forked; this process checks ``paths[0::n]`` and
-    worker i ``paths[i::n]`` (interleaved, so that large and small files spread evenly), then
-    each worker sends its results as one pickle through a pipe. Beside a
-    :class:`multiprocessing.pool.Pool` this has no task queue, no handler threads and one
+    With ``jobs`` n above 1, n - 1 workers are forked and this process is the n-th: each takes
+    chunks of up to :data:`CHUNK` paths from one work queue (a pipe holding the chunks'
+    starts) until it is empty, so a process that gets less CPU time takes fewer chunks instead
+    of holding the others up; each worker sends its results as one pickle through its own
+    pipe, and they are put back in the order of the paths. Beside a
+    :class:`multiprocessing.pool.Pool` this has no task pickling, no handler threads and one
     worker fewer. Over ../shared/corpus on the 2-CPU development machine (under load from other
-    jobs; the least of six runs each) checking serially took 1.05 s of CPU time, a pool of two
-    workers 1.20 s, this process and one forked worker 1.04 s."""
+    jobs, load average 2.5-3.3; the least of six runs each) checking in one process took
+    1.04-1.05 s of CPU time, a pool of two workers 1.20 s, this with two processes 1.12 s."""
     if jobs <= 1:
         for path in paths:
             yield check_one(path, options, conf, fix=fix, diff=diff, unsafe=unsafe)
@@ -165,25 +179,34 @@ def _forked(paths: list[str], n: int, run: Callable[[str], Checked]) -> list[Che
     import shmguard.fleet.cluster_check
     import shmguard.render.check_text  # noqa: F401
 
+    # the work queue: the start of every chunk, 4 bytes each, written whole before any reader
+    # exists, so each read of 4 bytes takes one start (or none: the end of the queue)
+    size = max(1, min(CHUNK, len(paths) // (n * 8)), -(-len(paths) // _MAX_CHUNKS))
+    queue_r, queue_w = os.pipe()
+    try:
+        os.write(queue_w, b"".join(_START.pack(i) for i in range(0, len(paths), size)))
+    finally:
+        os.close(queue_w)
     kids: list[tuple[int, int]] = []
     try:
         # the objects made so far stay out of the workers' collections: the collector would
         # otherwise touch, and so copy, every page of them (the gc.freeze documentation)
         gc.freeze()
         try:
-            for i in range(1, n):
+            for _ in range(1, n):
                 r, w = os.pipe()
                 pid = os.fork()
                 if pid == 0:
                     os.close(r)
-                    _worker(w, paths[i::n], run)
+                    _worker(w, lambda: _take(queue_r, paths, size, run))
                 os.close(w)
                 kids.append((pid, r))
         finally:
             gc.unfreeze()
         out: list[Checked | None] = [None] * len(paths)
-        out[0::n] = [run(p) for p in paths[0::n]]
-        for i in range(1, n):
+        for start, got in _take(queue_r, paths, size, run):
+            out[start : start + len(got)] = got
+        while kids:
             pid, r = kids[0]
             with os.fdopen(r, "rb") as fh:
                 kids[0] = (pid, -1)  # the file object closes r
@@ -191,16 +214,18 @@ def _forked(paths: list[str], n: int, run: Callable[[str], Checked]) -> list[Che
             kids.pop(0)
             _, status = os.waitpid(pid, 0)
             try:
-                ok, got = pickle.loads(blob)
+                ok, done = pickle.loads(blob)
             except Exception as err:  # a worker that died leaves a short pickle or none
                 code = os.waitstatus_to_exitcode(status)
                 msg = f"check worker {pid} ended (exit status {code}) without its results"
                 raise RuntimeError(msg) from err
             if not ok:
-                raise got
-            out[i::n] = got
+                raise done
+            for start, got in done:
+                out[start : start + len(got)] = got
         return [c for c in out if c is not None]
     finally:
+        os.close(queue_r)
         for pid, r in kids:  # after an error here: stop the other workers
             if r >= 0:
                 os.close(r)
@@ -210,14 +235,26 @@ def _forked(paths: list[str], n: int, run: Callable[[str], Checked]) -> list[Che
                 os.waitpid(pid, 0)
 
 
-def _worker(w: int, paths: list[str], run: Callable[[str], Checked]) -> NoReturn:
-    """A forked worker: check ``paths``, write ``(True, results)`` or ``(False, exception)``
-    as one pickle to the pipe ``w``, and end without running this process's exit handlers or
-    flushing the buffers it inherited (``os._exit``)."""
+def _take(
+    queue: int, paths: list[str], size: int, run: Callable[[str], Checked]
+) -> list[tuple[int, list[Checked]]]:
+    """Check chunks of ``size`` paths taken from the work queue ``queue`` until it is empty:
+    ``(start, results)`` for each chunk taken."""
+    done = []
+    while start := os.read(queue, _START.size):
+        (i,) = _START.unpack(start)
+        done.append((i, [run(p) for p in paths[i : i + size]]))
+    return done
+
+
+def _worker(w: int, work: Callable[[], object]) -> NoReturn:
+    """A forked worker: write ``(True, work())`` or ``(False, exception)`` as one pickle to
+    the pipe ``w``, and end without running this process's exit handlers or flushing the
+    buffers it inherited (``os._exit``)."""
     code = 0
     try:
         try:
-            payload: tuple[bool, object] = (True, [run(p) for p in paths])
+            payload: tuple[bool, object] = (True, work())
         except BaseException as err:  # sent to the parent, which raises it
             code = 1
             err.add_note("in a check worker process:\n" + traceback.format_exc())

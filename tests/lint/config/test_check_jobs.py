@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -153,28 +155,43 @@ def test_workers_check_in_order_and_send_the_bytes_only_when_asked(tmp_path: Pat
         next(check_files(paths, opts, conf, jobs=2, keep_data=False, **{**kw, "fix": True}))
 
 
-def _in_worker_raise(path: str) -> Checked:
-    if path == "worker":
-        raise LookupError(f"no such thing: {path}")
-    return check_one(path, CheckOptions(), Config(), fix=False, diff=False, unsafe=False)
+def _gated(tree: Path, fail: Callable[[], None]) -> tuple[Callable[[str], Checked], list[str]]:
+    """A check of the fixtures that calls ``fail`` in a forked worker and, in this process,
+    first waits until a worker has taken a chunk of the work queue (so one surely does)."""
+    r, w = os.pipe()
+    parent = os.getpid()
+
+    def run(path: str) -> Checked:
+        if os.getpid() != parent:
+            os.write(w, b"x")
+            fail()
+        else:
+            select.select([r], [], [], 60)  # stays readable once a worker has written
+        return check_one(path, CheckOptions(), Config(), fix=False, diff=False, unsafe=False)
+
+    return run, sorted(str(f) for f in tree.rglob("*.yaml"))
 
 
-def _in_worker_die(path: str) -> Checked:
-    if path == "worker":
-        os._exit(3)
-    return check_one(path, CheckOptions(), Config(), fix=False, diff=False, unsafe=False)
+def _raise() -> None:
+    raise LookupError("no such thing")
+
+
+def _die() -> None:
+    os._exit(3)
 
 
 @linux_only
 def test_a_worker_error_is_raised_here(tmp_path: Path) -> None:
-    here = str(_tree(tmp_path) / "a" / "fixtures" / "pod_bad.yaml")
-    # this process checks paths[0::2], the forked worker paths[1::2]
-    with pytest.raises(LookupError, match="no such thing: worker") as err:
-        _forked([here, "worker"], 2, _in_worker_raise)
+    tree = _tree(tmp_path)
+    run, paths = _gated(tree, _raise)
+    with pytest.raises(LookupError, match="no such thing") as err:
+        _forked(paths, 2, run)
     assert any("in a check worker process" in n for n in err.value.__notes__)
+    run, paths = _gated(tree, _die)
     with pytest.raises(RuntimeError, match=r"ended \(exit status 3\) without its results"):
-        _forked([here, "worker"], 2, _in_worker_die)
-    got = _forked([here, here, here], 2, _in_worker_raise)
-    assert [c.result for c in got] == [
-        check_one(here, CheckOptions(), Config(), fix=False, diff=False, unsafe=False).result
-    ] * 3
+        _forked(paths, 2, run)
+    run, paths = _gated(tree, lambda: None)
+    serial = [
+        check_one(p, CheckOptions(), Config(), fix=False, diff=False, unsafe=False) for p in paths
+    ]
+    assert _forked(paths, 3, run) == serial
