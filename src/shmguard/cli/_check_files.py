@@ -13,15 +13,11 @@ paths, for fewer than :data:`FILES_PER_JOB` files per process, and with ``--jobs
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import gc
 import os
-import pickle
-import signal
 import struct
 import sys
-import traceback
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, NoReturn
 
@@ -175,6 +171,10 @@ def check_files(
 
 
 def _forked(paths: list[str], n: int, run: Callable[[str], Checked]) -> list[Checked]:
+    import contextlib
+    import pickle
+    import signal
+
     # imported here rather than in every worker (each file's check may need them)
     import shmguard.fleet.cluster_check
     import shmguard.render.check_text  # noqa: F401
@@ -251,6 +251,9 @@ def _worker(w: int, work: Callable[[], object]) -> NoReturn:
     """A forked worker: write ``(True, work())`` or ``(False, exception)`` as one pickle to
     the pipe ``w``, and end without running this process's exit handlers or flushing the
     buffers it inherited (``os._exit``)."""
+    import pickle
+    import traceback
+
     code = 0
     try:
         try:
