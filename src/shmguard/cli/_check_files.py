@@ -42,9 +42,11 @@ CHUNK = 8
 #: A chunk's start in the work queue (a pipe): 4 bytes.
 _START = struct.Struct("=I")
 
-#: The most chunks: their starts must fit in a pipe's buffer, written before any reader runs
-#: (64 KiB on Linux, pipe(7); 16,000 starts take 62.5 KiB).
-_MAX_CHUNKS = 16_000
+#: The most chunks: their starts are written to the pipe before any reader runs, so they must
+#: fit in its buffer: 4 KiB, one page, the least a Linux pipe holds (pipe(7): 64 KiB by
+#: default, fewer pages once a user's pipes pass pipe-user-pages-soft). Chunks grow beyond
+#: :data:`CHUNK` files for more than 8,192 files.
+_MAX_CHUNKS = 1024
 
 
 @dataclasses.dataclass(frozen=True)

@@ -195,3 +195,13 @@ def test_a_worker_error_is_raised_here(tmp_path: Path) -> None:
         check_one(p, CheckOptions(), Config(), fix=False, diff=False, unsafe=False) for p in paths
     ]
     assert _forked(paths, 3, run) == serial
+
+
+@linux_only
+def test_more_files_than_queue_places_keep_their_order(tmp_path: Path) -> None:
+    # 9,000 paths make more than 1,024 chunks of 8: the chunks grow to fit the work queue
+    paths = [str(tmp_path / f"missing-{i}.yaml") for i in range(9000)]
+    kw = {"fix": False, "diff": False, "unsafe": False, "keep_data": False}
+    got = list(check_files(paths, CheckOptions(), Config(), jobs=3, **kw))
+    assert [c.result.path for c in got] == paths
+    assert all("cannot read" in c.result.diagnostics[0].message for c in got)
