@@ -8,7 +8,9 @@ Prints files/s and MB/s for:
    workload detection, every SHM rule, fixes computed), on the same YAML files and on the
    334 ``docker run`` lines of corpus/docker_run_lines.tsv (each one a ``.sh`` file);
 3. the ``shmguard check`` CLI as a subprocess (interpreter start-up included) on copies of the
-   YAML files, and on the YAML files plus the run lines;
+   YAML files, as run by default (``--jobs 0``: one worker process per usable CPU, at most one
+   per 64 files; the number is on the row) and with ``--jobs 1`` (one process, in turns with
+   the default), and on the YAML files plus the run lines;
 4. Checkov (``checkov --skip-download --framework kubernetes -d DIR``) on the same copies, from
    its own virtual environment. Checkov has no Compose framework: its kubernetes runner reads
    every ``.yaml``/``.yml`` and keeps the documents with ``apiVersion`` and ``kind``.
@@ -21,7 +23,9 @@ a busy spell falls on both. On the shared 2-CPU development machine single runs 
 figures measured for issue 8: library 90.5 % of the bare parse, 64.4 % in CPU time; CLI 14.8x
 Checkov, 19.4x in CPU time; benchmarks/results/check_throughput_2026-12-01.txt the runs).
 Then the ratios against issue 8's targets: check at least 20x Checkov (CLI against CLI, both
-on the same files with start-up) and at least 60 % of the bare parse (library on YAML files).
+on the same files with start-up, each using the CPUs it uses by default: Checkov runs several
+processes too) and at least 60 % of the bare parse (library on YAML files); the load average at
+the start and the end is printed, since other work on the machine moves every figure.
 Files are copied to a temporary directory first: Checkov 3.3.30 found no resource at all when
 given the corpus's own path (0 resources from ``-d ../shared/corpus/k8s``; the same files
 copied to /tmp gave 1,851), so both CLIs read the copies. Both CLIs run from compiled bytecode,
@@ -53,6 +57,7 @@ from pathlib import Path
 
 import yaml
 
+from shmguard.cli._check_files import jobs_for, usable_cpus
 from shmguard.lint.check import check_loaded
 from shmguard.lint.sources.load import load_bytes
 
@@ -110,7 +115,7 @@ def _best_interleaved(fns: list[Callable[[], object]], repeat: int) -> list[tupl
 def _row(label: str, n: int, nbytes: int, timing: tuple[float, float]) -> None:
     seconds, cpu = timing
     print(
-        f"{label:40s} {n / seconds:9.0f} files/s {nbytes / 1e6 / seconds:8.2f} MB/s "
+        f"{label:46s} {n / seconds:9.0f} files/s {nbytes / 1e6 / seconds:8.2f} MB/s "
         f"{seconds:8.3f} s wall {cpu:8.3f} s CPU  ({n} files, {nbytes / 1e6:.2f} MB)"
     )
 
@@ -136,7 +141,10 @@ def main() -> None:
     ny, by = len(yaml_files), sum(len(d) for _, d in yaml_files)
     nr, br = len(run_files), sum(len(d) for _, d in run_files)
     print(f"corpus: {ny} YAML files ({by / 1e6:.2f} MB), {nr} docker run lines ({br / 1e3:.1f} kB)")
-    print(f"python {sys.version.split()[0]}, PyYAML {yaml.__version__}, best of {args.repeat}\n")
+    print(f"python {sys.version.split()[0]}, PyYAML {yaml.__version__}, best of {args.repeat}")
+    jobs = jobs_for(0, [f for f, _ in yaml_files], fix=False)
+    jobs_all = jobs_for(0, [f for f, _ in yaml_files + run_files], fix=False)
+    print(f"usable CPUs {usable_cpus()}; load average at the start {_load()}\n")
 
     t_bare, t_lib = _best_interleaved(
         [lambda: _bare(yaml_files), lambda: _check(yaml_files)], args.repeat
@@ -159,10 +167,18 @@ def main() -> None:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
         _cli([*shmguard, str(ydir), str(rdir)], root, env)  # compiles the bytecode
-        t_cli = _best(lambda: _cli([*shmguard, str(ydir)], root, env), args.repeat)
-        _row("shmguard check CLI, YAML", ny, by, t_cli)
+        serial = [*shmguard, "--jobs", "1"]
+        t_cli, t_cli_1 = _best_interleaved(
+            [
+                lambda: _cli([*shmguard, str(ydir)], root, env),
+                lambda: _cli([*serial, str(ydir)], root, env),
+            ],
+            args.repeat,
+        )
+        _row(f"shmguard check CLI, YAML ({jobs} jobs)", ny, by, t_cli)
+        _row("shmguard check CLI, YAML, --jobs 1", ny, by, t_cli_1)
         t_cli_all = _best(lambda: _cli([*shmguard, str(ydir), str(rdir)], root, env), args.repeat)
-        _row("shmguard check CLI, YAML + run lines", ny + nr, by + br, t_cli_all)
+        _row(f"shmguard check CLI, YAML + run lines ({jobs_all} jobs)", ny + nr, by + br, t_cli_all)
 
         t_ckv: tuple[float, float] | None = None
         if args.no_checkov:
@@ -175,11 +191,17 @@ def main() -> None:
             t_ckv = _best(lambda: _cli(ckv, root), min(args.repeat, 2))
             _row("checkov --framework kubernetes, YAML", ny, by, t_ckv)
 
-    print("\nratios of wall-clock throughput (CPU time in brackets):")
+    print(f"\nload average at the end {_load()}")
+    print("ratios of wall-clock throughput (CPU time in brackets):")
     print(f"check library / bare parse (YAML): {_ratio(t_bare, t_lib, '%')}  (target >= 60%)")
     if t_ckv is not None:
         print(f"check CLI / Checkov (YAML):        {_ratio(t_ckv, t_cli, 'x')}  (target >= 20x)")
+        print(f"check CLI --jobs 1 / Checkov:      {_ratio(t_ckv, t_cli_1, 'x')}")
         print(f"check library / Checkov (YAML):    {_ratio(t_ckv, t_lib, 'x')}")
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def _ratio(a: tuple[float, float], b: tuple[float, float], unit: str) -> str:

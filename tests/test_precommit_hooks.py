@@ -37,8 +37,12 @@ def test_hook_parses_and_names_the_check_command() -> None:
     # identify tags of the files check reads
     tags = ["yaml", "json", "shell", "markdown", "rst", "dockerfile", "makefile"]
     assert hook["types_or"] == tags
-    script, sub = shlex.split(hook["entry"])
+    script, sub, *options = shlex.split(hook["entry"])
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts[script] == "shmguard.cli:main"
     group = get_command(app)
     assert sub in group.commands  # type: ignore[attr-defined]
+    # pre-commit runs the hook on parts of the file list in parallel already: one process each
+    assert options == ["--jobs", "1"]
+    check = group.commands[sub]  # type: ignore[attr-defined]
+    assert any("--jobs" in p.opts for p in check.params)

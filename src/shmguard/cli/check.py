@@ -14,13 +14,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from shmguard.cli._app import PlainUsage, app
+from shmguard.cli._check_files import check_files, jobs_for
 from shmguard.cli._common import error_line, fail, size_option
 from shmguard.cli._config import ConfigOption, settings
 from shmguard.model import FailOn
 
 if TYPE_CHECKING:
-    from shmguard.config import Config
-    from shmguard.lint.check import CheckOptions, FileResult
     from shmguard.model.finding import Finding
 
 
@@ -169,6 +168,18 @@ def check(
         bool,
         typer.Option("-A", "--all-namespaces", help="With --cluster: every namespace."),
     ] = False,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            "--jobs",
+            "-j",
+            min=0,
+            metavar="N",
+            help="Check the files in N processes, this one included (Linux; the output is the "
+            "same); 1: one at a time; 0: one per usable CPU, at most one per 64 files. --fix, "
+            "and - (standard input), check one at a time.",
+        ),
+    ] = 0,
     config: ConfigOption = None,
 ) -> None:
     """Check config files (or, with --cluster, a live cluster's objects) for /dev/shm
@@ -181,7 +192,6 @@ def check(
     from shmguard.lint.check import CheckOptions
     from shmguard.lint.config import RULES
     from shmguard.lint.engine import unknown_codes
-    from shmguard.lint.sources import gcpause
     from shmguard.lint.sources.discover import discover
     from shmguard.model import exit_status
     from shmguard.render.check_text import (
@@ -256,13 +266,18 @@ def check(
         ):
             sources[result.path] = data
             results.append(result)
-    for path in discover(paths, skip=own):
-        # the collector paused for the whole file, until its graph is freed (gcpause.py)
-        gcpause.pause()
-        try:
-            one = _check_file(path, options, conf, fix=fix, diff=diff, unsafe=unsafe_fixes)
-        finally:
-            gcpause.resume()
+    files = list(discover(paths, skip=own))
+    keep = baseline is not None or create_baseline is not None or fmt is OutputFormat.SARIF
+    for one in check_files(
+        files,
+        options,
+        conf,
+        fix=fix,
+        diff=diff,
+        unsafe=unsafe_fixes,
+        jobs=jobs_for(jobs, files, fix=fix),
+        keep_data=keep,
+    ):
         result = one.result
         fixed += one.fixed
         repaired += one.repaired
@@ -346,51 +361,6 @@ def check(
         sys.stdout.write("\n".join(line.rstrip("\n") for line in out) + "\n")
     if code:
         raise typer.Exit(code)
-
-
-@dataclasses.dataclass(frozen=True)
-class _Checked:
-    """What checking (and fixing) one file gave: its result, bytes as read (None when not
-    decoded), fixes counted and written, the diff (``--diff``), failed writes."""
-
-    result: FileResult
-    data: bytes | None
-    fixed: int = 0
-    repaired: tuple[Finding, ...] = ()
-    diff: str | None = None
-    write_errors: int = 0
-
-
-def _check_file(
-    path: str, options: CheckOptions, conf: Config, *, fix: bool, diff: bool, unsafe: bool
-) -> _Checked:
-    from shmguard.lint.check import check_loaded, fix_file, write_atomic
-    from shmguard.lint.sources.load import load_bytes, load_path
-    from shmguard.render.check_text import unified_diff
-
-    lf = load_path(path)
-    data = lf.src.data if lf.src is not None else None
-    if not (fix or diff) or data is None or lf.kind == "error":
-        result = check_loaded(lf, options, config=conf)
-        if lf.kind == "kubernetes":  # a stream that holds the shmguard webhook's objects
-            from shmguard.fleet.cluster_check import cover, stream_view
-
-            result = cover(result, lf, stream_view(lf))
-        return _Checked(result, data)
-    fr = fix_file(data, path, options, config=conf, unsafe=unsafe)
-    if fr.data == data:
-        return _Checked(fr.remaining, data)
-    if diff:
-        text = unified_diff(path, data, fr.data)
-        return _Checked(check_loaded(lf, options, config=conf), data, len(fr.applied), diff=text)
-    try:
-        write_atomic(path, fr.data)
-    except OSError as err:
-        error_line(f"{path}: cannot write: {err.strerror or err}")
-        result = check_loaded(lf, options, config=conf)
-        return _Checked(result, data, len(fr.applied), write_errors=1)
-    new = load_bytes(fr.data, path).src
-    return _Checked(fr.remaining, new.data if new else None, len(fr.applied), fr.applied)
 
 
 def _target(configured: str, given: str | None) -> Any:

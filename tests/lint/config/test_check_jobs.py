@@ -1,0 +1,207 @@
+"""``shmguard check --jobs``: files checked in worker processes give byte for byte the output,
+the stderr and the exit status of the serial run, in every format and with --diff, baselines
+and unreadable files; --fix stays in one process and writes the same bytes."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from shmguard.cli._check_files import (
+    FILES_PER_JOB,
+    Checked,
+    _forked,
+    check_files,
+    check_one,
+    jobs_for,
+)
+from shmguard.config import Config
+from shmguard.lint.check import CheckOptions
+
+HERE = Path(__file__).parent
+CORPUS = HERE.parents[2] / ".." / "shared" / "corpus"
+linux_only = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="--jobs uses fork, on Linux only"
+)
+
+
+def _tree(root: Path) -> Path:
+    """Corpus-like files: the rule fixtures (Compose, Kubernetes, run lines, ECS, daemon.json),
+    a webhook configuration stream and files that cannot be read, twice over in subfolders."""
+    for copy in ("a", "b"):
+        for name in ("fixtures", "fixtures_rules_b"):
+            shutil.copytree(HERE / name, root / copy / name)
+        bad = root / copy / "bad"
+        bad.mkdir()
+        (bad / "invalid.yaml").write_text("services:\n  a: [1, 2\n")
+        (bad / "binary.yaml").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00")
+        (bad / "latin1.yml").write_bytes(b"services:\n  caf\xe9:\n    image: x\n")
+        (bad / "helm.yaml").write_text("spec:\n  replicas: {{ .Values.replicas }}\n")
+    return root
+
+
+def _run(*args: str, cwd: Path) -> tuple[int, bytes, bytes]:
+    r = subprocess.run(
+        [sys.executable, "-m", "shmguard", "check", *args],
+        cwd=cwd,
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+    return r.returncode, r.stdout, r.stderr
+
+
+@linux_only
+@pytest.mark.parametrize(
+    "args",
+    [
+        (),
+        ("--format", "json"),
+        ("--format", "sarif"),
+        ("--format", "github"),
+        ("--diff", "--unsafe-fixes"),
+        ("--select", "SHM001,SHM008", "--fail-on", "error"),
+    ],
+    ids=["text", "json", "sarif", "github", "diff", "select"],
+)
+def test_parallel_output_equals_serial(tmp_path: Path, args: tuple[str, ...]) -> None:
+    tree = _tree(tmp_path / "files")
+    serial = _run("--jobs", "1", *args, str(tree), cwd=tmp_path)
+    parallel = _run("--jobs", "3", *args, str(tree), cwd=tmp_path)
+    assert parallel == serial
+    code, out, err = serial
+    assert code == 2  # the unreadable files
+    assert b"invalid.yaml" in err + out and b"SHM0" in out
+
+
+@linux_only
+def test_parallel_baselines_equal_serial(tmp_path: Path) -> None:
+    tree = _tree(tmp_path / "files")
+    got = []
+    for jobs in ("1", "2"):
+        base = tmp_path / f"base{jobs}.json"
+        made = _run("--jobs", jobs, "--create-baseline", str(base), str(tree), cwd=tmp_path)
+        (tree / "a" / "fixtures" / "pod_bad.yaml").rename(tree / "a" / "fixtures" / "moved.yaml")
+        used = _run("--jobs", jobs, "--baseline", str(base), str(tree), cwd=tmp_path)
+        (tree / "a" / "fixtures" / "moved.yaml").rename(tree / "a" / "fixtures" / "pod_bad.yaml")
+        got.append((made, used, base.read_bytes()))
+    assert got[0] == got[1]
+    assert b'"findings"' in got[0][2]
+
+
+@linux_only
+def test_fix_with_jobs_writes_what_the_serial_fix_writes(tmp_path: Path) -> None:
+    trees = [_tree(tmp_path / "serial"), _tree(tmp_path / "parallel")]
+    before = _tree(tmp_path / "before")
+    runs = [
+        _run("--jobs", jobs, "--fix", "--unsafe-fixes", ".", cwd=tree)
+        for jobs, tree in zip(("1", "4"), trees, strict=True)
+    ]
+    assert runs[0] == runs[1] and b"fixed: " in runs[0][1]
+    files = [sorted(p.relative_to(t) for p in t.rglob("*") if p.is_file()) for t in trees]
+    assert files[0] == files[1]
+    assert any((trees[0] / f).read_bytes() != (before / f).read_bytes() for f in files[0])
+    assert all((trees[0] / f).read_bytes() == (trees[1] / f).read_bytes() for f in files[0])
+
+
+@linux_only
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is absent")
+def test_corpus_parallel_output_equals_serial(tmp_path: Path) -> None:
+    for kind in ("compose", "k8s"):
+        shutil.copytree(CORPUS / kind, tmp_path / "corpus" / kind)
+    serial = _run("--jobs", "1", "--format", "json", "corpus", cwd=tmp_path)
+    parallel = _run("--jobs", "0", "--format", "json", "corpus", cwd=tmp_path)
+    assert parallel == serial
+    assert json.loads(serial[1])["summary"]["files"] == len(
+        list((tmp_path / "corpus").rglob("*.y*ml"))
+    )
+
+
+def test_jobs_for() -> None:
+    many = [f"f{i}.yaml" for i in range(10 * FILES_PER_JOB)]
+    assert jobs_for(4, many, fix=True) == 1  # fixes are written by one process
+    assert jobs_for(4, [*many, "-"], fix=False) == 1  # standard input is this process's
+    assert jobs_for(1, many, fix=False) == 1
+    if sys.platform.startswith("linux"):
+        assert jobs_for(4, many, fix=False) == 4
+        assert jobs_for(8, ["a", "b", "c"], fix=False) == 3  # at most one per file
+        assert jobs_for(0, many[: FILES_PER_JOB - 1], fix=False) == 1  # too few to share
+        assert 1 <= jobs_for(0, many, fix=False) <= 10
+
+
+@linux_only
+def test_workers_check_in_order_and_send_the_bytes_only_when_asked(tmp_path: Path) -> None:
+    tree = _tree(tmp_path)
+    paths = sorted(str(p) for p in tree.rglob("*") if p.is_file())
+    opts, conf = CheckOptions(), Config()
+    kw = {"fix": False, "diff": False, "unsafe": False}
+    serial = list(check_files(paths, opts, conf, jobs=1, keep_data=False, **kw))
+    lean = list(check_files(paths, opts, conf, jobs=2, keep_data=False, **kw))
+    full = list(check_files(paths, opts, conf, jobs=2, keep_data=True, **kw))
+    assert [c.result for c in lean] == [c.result for c in serial] == [c.result for c in full]
+    assert [c.result.path for c in serial] == paths
+    assert all(c.data is None for c in lean)  # from the workers, without the bytes
+    assert [c.data for c in full] == [c.data for c in serial]
+    assert any(c.data for c in serial)
+    with pytest.raises(ValueError, match="--fix"):
+        next(check_files(paths, opts, conf, jobs=2, keep_data=False, **{**kw, "fix": True}))
+
+
+def _gated(tree: Path, fail: Callable[[], None]) -> tuple[Callable[[str], Checked], list[str]]:
+    """A check of the fixtures that calls ``fail`` in a forked worker and, in this process,
+    first waits until a worker has taken a chunk of the work queue (so one surely does)."""
+    r, w = os.pipe()
+    parent = os.getpid()
+
+    def run(path: str) -> Checked:
+        if os.getpid() != parent:
+            os.write(w, b"x")
+            fail()
+        else:
+            select.select([r], [], [], 60)  # stays readable once a worker has written
+        return check_one(path, CheckOptions(), Config(), fix=False, diff=False, unsafe=False)
+
+    return run, sorted(str(f) for f in tree.rglob("*.yaml"))
+
+
+def _raise() -> None:
+    raise LookupError("no such thing")
+
+
+def _die() -> None:
+    os._exit(3)
+
+
+@linux_only
+def test_a_worker_error_is_raised_here(tmp_path: Path) -> None:
+    tree = _tree(tmp_path)
+    run, paths = _gated(tree, _raise)
+    with pytest.raises(LookupError, match="no such thing") as err:
+        _forked(paths, 2, run)
+    assert any("in a check worker process" in n for n in err.value.__notes__)
+    run, paths = _gated(tree, _die)
+    with pytest.raises(RuntimeError, match=r"ended \(exit status 3\) without its results"):
+        _forked(paths, 2, run)
+    run, paths = _gated(tree, lambda: None)
+    serial = [
+        check_one(p, CheckOptions(), Config(), fix=False, diff=False, unsafe=False) for p in paths
+    ]
+    assert _forked(paths, 3, run) == serial
+
+
+@linux_only
+def test_more_files_than_queue_places_keep_their_order(tmp_path: Path) -> None:
+    # 9,000 paths make more than 1,024 chunks of 8: the chunks grow to fit the work queue
+    paths = [str(tmp_path / f"missing-{i}.yaml") for i in range(9000)]
+    kw = {"fix": False, "diff": False, "unsafe": False, "keep_data": False}
+    got = list(check_files(paths, CheckOptions(), Config(), jobs=3, **kw))
+    assert [c.result.path for c in got] == paths
+    assert all("cannot read" in c.result.diagnostics[0].message for c in got)
