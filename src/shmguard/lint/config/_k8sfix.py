@@ -87,12 +87,15 @@ def _shared_ranges(root: yaml.Node, limit: int = 200_000) -> list[tuple[int, int
     return [(int(n.start_mark.index), int(n.end_mark.index)) for n in shared.values()]
 
 
-def _placeable(pod: PodSpec, *nodes: YNode | None) -> bool:
-    """True when every node lies inside its object and in no anchored text used twice."""
+def placeable(pod: PodSpec, *nodes: YNode | None) -> bool:
+    """True when every node lies inside its object and in no anchored text used twice in the
+    object's document (a List's items can alias each other's anchors: an edit there would
+    change another object too)."""
     obj = pod.obj.node.node
     lo, hi = obj.start_mark.index, obj.end_mark.index
     # a node can occur twice in the graph only through an alias, so only with an anchor
-    shared = _shared_ranges(obj) if "&" in pod.obj.node.src.text else []
+    root = pod.obj.doc_root if pod.obj.doc_root is not None else obj
+    shared = _shared_ranges(root) if "&" in pod.obj.node.src.text else []
     for node in nodes:
         if node is None:
             continue
@@ -125,7 +128,7 @@ def shm_mount_edits(unit: Unit, container: Container, size: int) -> tuple[Edit, 
     if pod is None:
         return None
     volumes_node, mounts_node = pod.node.get("volumes"), container.node.get("volumeMounts")
-    if not _placeable(pod, pod.node, container.node, volumes_node, mounts_node):
+    if not placeable(pod, pod.node, container.node, volumes_node, mounts_node):
         return None
     if any(n.startswith("trainjob") for n in pod.notes):
         return None
@@ -171,7 +174,7 @@ def shm_mount_edits(unit: Unit, container: Container, size: int) -> tuple[Edit, 
 def add_size_limit(pod: PodSpec, empty_dir: YMap, size: int) -> Edit | None:
     """An edit adding ``sizeLimit: <size>`` to an emptyDir mapping of ``pod`` (last entry), or
     None when its text is shared through an anchor."""
-    if not _placeable(pod, empty_dir):
+    if not placeable(pod, empty_dir):
         return None
     style = Style()
     return add_entry(empty_dir, "sizeLimit", format_k8s_quantity(size), style)

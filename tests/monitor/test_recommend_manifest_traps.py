@@ -1,0 +1,73 @@
+"""``recommend --manifests`` on what real files do (lint_traps.md): anchors shared between the
+items of a List, a file without a final newline, a null ``resources:``, files that cannot be
+written. Each case found by an adversarial pass over the feature; the proposals are values as
+``recommend`` makes them (``Proposal``), the files real bytes."""
+
+from __future__ import annotations
+
+import yaml
+
+from shmguard.lint.proposal import NOT_PLACED, Proposal, apply_proposals
+from shmguard.model.fix import Change, Setting
+
+MiB = 1 << 20
+
+
+def _proposal(name: str, container: str, shm: int, mem: int | None = None) -> Proposal:
+    changes = [Change(Setting.SHM_SIZE, shm, ("kubernetes",))]
+    if mem is not None:
+        changes.append(Change(Setting.MEMORY_LIMIT, mem, ("kubernetes",)))
+    return Proposal("a", "Deployment", name, container, "", tuple(changes), f"a/{name}")
+
+
+#: Two Deployments of one List sharing a pod spec through an anchor and an alias.
+SHARED_POD = """\
+apiVersion: v1
+kind: List
+items:
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata: {name: train, namespace: a}
+  spec:
+    selector: {matchLabels: {app: train}}
+    template:
+      metadata: {labels: {app: train}}
+      spec: &pod
+        containers:
+        - name: trainer
+          image: pytorch/pytorch
+          resources:
+            limits: {memory: 1Gi}
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata: {name: train2, namespace: a}
+  spec:
+    selector: {matchLabels: {app: train}}
+    template:
+      metadata: {labels: {app: train}}
+      spec: *pod
+"""
+
+
+def test_a_pod_spec_anchored_in_one_list_item_and_aliased_in_another_is_left_alone() -> None:
+    # Before: the anchored item was edited (its text is train2's too), each round resized the
+    # shared emptyDir to the other workload's proposal (256Mi <-> 512Mi), a second run changed
+    # the file again, and a proposal for train2 alone raised train's memory limit.
+    both = [
+        _proposal("train", "trainer", 256 * MiB, 2048 * MiB),
+        _proposal("train2", "trainer", 512 * MiB, 3072 * MiB),
+    ]
+    for wanted in (both, both[1:], both[:1]):
+        r = apply_proposals(SHARED_POD.encode(), "list.yaml", wanted)
+        assert r.data == SHARED_POD.encode() and r.applied == ()
+        assert len(r.not_applied) == 2 * len(wanted)
+        assert all(m.endswith(NOT_PLACED) for m in r.not_applied)
+    # the same pod spec written out in each item is edited as usual
+    body = SHARED_POD.split("      spec: &pod\n")[1].split("- apiVersion")[0]
+    flat = SHARED_POD.replace("spec: &pod", "spec:").replace("spec: *pod\n", "spec:\n" + body)
+    r = apply_proposals(flat.encode(), "list.yaml", both)
+    assert r.not_applied == () and len(r.applied) == 4
+    items = yaml.safe_load(r.data)["items"]
+    limits = [i["spec"]["template"]["spec"]["containers"][0]["resources"] for i in items]
+    assert limits == [{"limits": {"memory": "2Gi"}}, {"limits": {"memory": "3Gi"}}]
+    assert apply_proposals(r.data, "list.yaml", both).data == r.data
