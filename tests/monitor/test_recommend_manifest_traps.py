@@ -5,10 +5,16 @@ written. Each case found by an adversarial pass over the feature; the proposals 
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
 import yaml
 
 from shmguard.lint.proposal import NOT_PLACED, Proposal, apply_proposals
 from shmguard.model.fix import Change, Setting
+from shmguard.render.check_text import unified_diff
 
 MiB = 1 << 20
 
@@ -71,3 +77,36 @@ def test_a_pod_spec_anchored_in_one_list_item_and_aliased_in_another_is_left_alo
     limits = [i["spec"]["template"]["spec"]["containers"][0]["resources"] for i in items]
     assert limits == [{"limits": {"memory": "2Gi"}}, {"limits": {"memory": "3Gi"}}]
     assert apply_proposals(r.data, "list.yaml", both).data == r.data
+
+
+NO_FINAL_NEWLINE = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: train, namespace: a}
+spec:
+  selector: {matchLabels: {app: train}}
+  template:
+    metadata: {labels: {app: train}}
+    spec:
+      containers:
+      - name: trainer
+        image: pytorch/pytorch"""
+
+
+def test_the_diff_of_a_file_without_a_final_newline_applies_with_patch(tmp_path: Path) -> None:
+    # Before: the removed last line ran into the next one ("-  image: x+  image: x"): patch
+    # refused the diff.
+    if shutil.which("patch") is None:
+        pytest.skip("no patch(1)")
+    old = NO_FINAL_NEWLINE.encode()
+    r = apply_proposals(old, "x.yaml", [_proposal("train", "trainer", 96 * MiB, 2048 * MiB)])
+    assert len(r.applied) == 2
+    text = unified_diff("x.yaml", old, r.data)
+    assert "\\ No newline at end of file\n" in text
+    (tmp_path / "x.yaml").write_bytes(old)
+    (tmp_path / "d.diff").write_text(text)
+    done = subprocess.run(
+        ["patch", "-p1", "-i", "d.diff"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "x.yaml").read_bytes() == r.data
