@@ -5,13 +5,16 @@ written. Each case found by an adversarial pass over the feature; the proposals 
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
+from shmguard.lint.check import write_atomic
 from shmguard.lint.proposal import NOT_PLACED, Proposal, apply_proposals
 from shmguard.model.fix import Change, Setting
 from shmguard.render.check_text import unified_diff
@@ -110,3 +113,27 @@ def test_the_diff_of_a_file_without_a_final_newline_applies_with_patch(tmp_path:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "x.yaml").read_bytes() == r.data
+
+
+def test_fix_writes_through_a_symlink_and_keeps_the_owner(tmp_path: Path) -> None:
+    # Before: the link was replaced by a regular file holding the edit, and the file it named
+    # (a shared base, say) stayed as it was; the written file became root's.
+    base = tmp_path / "base"
+    base.mkdir()
+    real = base / "train.yaml"
+    real.write_text(NO_FINAL_NEWLINE + "\n")
+    real.chmod(0o640)
+    if os.geteuid() == 0:
+        os.chown(real, 65534, 65534)
+    link = tmp_path / "train.yaml"
+    link.symlink_to("base/train.yaml")
+    r = apply_proposals(link.read_bytes(), str(link), [_proposal("train", "trainer", 96 * MiB)])
+    assert r.applied
+    write_atomic(str(link), r.data)
+    assert link.is_symlink() and os.readlink(link) == "base/train.yaml"
+    assert real.read_bytes() == r.data
+    st = real.stat()
+    assert stat.S_IMODE(st.st_mode) == 0o640
+    if os.geteuid() == 0:
+        assert (st.st_uid, st.st_gid) == (65534, 65534)
+    assert sorted(p.name for p in base.iterdir()) == ["train.yaml"]  # no temporary left
