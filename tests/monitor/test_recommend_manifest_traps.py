@@ -5,6 +5,7 @@ written. Each case found by an adversarial pass over the feature; the proposals 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -137,3 +138,43 @@ def test_fix_writes_through_a_symlink_and_keeps_the_owner(tmp_path: Path) -> Non
     if os.geteuid() == 0:
         assert (st.st_uid, st.st_gid) == (65534, 65534)
     assert sorted(p.name for p in base.iterdir()) == ["train.yaml"]  # no temporary left
+
+
+def _deployment_json(container: dict[str, object], **pod: object) -> dict[str, object]:
+    spec = {"containers": [{"name": "trainer", "image": "pytorch/pytorch", **container}], **pod}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "train", "namespace": "a"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "t"}},
+            "template": {"metadata": {"labels": {"app": "t"}}, "spec": spec},
+        },
+    }
+
+
+def test_a_json_manifest_stays_json() -> None:
+    # Before: keys and strings were added unquoted ({name: dshm, ...}), and a limit written as a
+    # JSON number became `"memory": 3Gi`: kubectl reads a file starting with "{" as JSON and
+    # refused it.
+    kv = pytest.importorskip("kubernetes_validate")
+    shm = {"name": "shm", "mountPath": "/dev/shm"}
+    cases = [
+        _deployment_json({"resources": {"limits": {"memory": 1073741824}}}),
+        _deployment_json({}),
+        _deployment_json(
+            {"volumeMounts": [shm]}, volumes=[{"name": "shm", "emptyDir": {"medium": "Memory"}}]
+        ),
+    ]
+    p = _proposal("train", "trainer", 256 * MiB, 3072 * MiB)
+    for obj in cases:
+        for text in (json.dumps(obj, indent=2) + "\n", json.dumps(obj)):
+            r = apply_proposals(text.encode(), "train.json", [p])
+            assert len(r.applied) == 2 and r.not_applied == () and r.left == ()
+            new = json.loads(r.data)
+            kv.validate(new, "1.30", strict=True)
+            c = new["spec"]["template"]["spec"]["containers"][0]
+            assert c["resources"]["limits"]["memory"] == "3Gi"
+            (vol,) = new["spec"]["template"]["spec"]["volumes"]
+            assert vol["emptyDir"] == {"medium": "Memory", "sizeLimit": "256Mi"}
+            assert apply_proposals(r.data, "train.json", [p]).data == r.data

@@ -27,6 +27,7 @@ say (``check`` reports it: SHM001, SHM006).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -41,7 +42,7 @@ from shmguard.lint.config._base import (
     replace_scalar,
 )
 from shmguard.lint.config._k8sfix import add_size_limit, placeable, shm_mount_edits
-from shmguard.lint.config._yamledit import Style, Value, add_entry
+from shmguard.lint.config._yamledit import Style, Value, add_entry, json_text
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.lint.sources.diagnostics import SourceDiagnostic
 from shmguard.lint.sources.k8s import PodSpec
@@ -173,9 +174,12 @@ def _shm(unit: Unit, c: Container, size: int, who: str) -> Iterator[Violation]:
 
 def _replace(pod: PodSpec, node: YScalar, new: str) -> Edit | None:
     """``replace_scalar``, or None for a placeholder or text used elsewhere too (an anchor
-    another object or place aliases: the edit would change that one as well)."""
+    another object or place aliases: the edit would change that one as well). A number in a
+    JSON file (``"memory": 1073741824``) becomes a JSON string (``"3Gi"``)."""
     if node.placeholder or not placeable(pod, node):
         return None
+    if node.style == "plain" and not new.isdigit() and json_text(node.src):
+        new = json.dumps(new)
     return replace_scalar(node, new)
 
 

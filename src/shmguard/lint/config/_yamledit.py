@@ -16,6 +16,7 @@ tabs in the indentation.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -46,13 +47,23 @@ class Style:
     item: int = 2
 
 
-def flow(v: Value) -> str:
-    """``v`` in flow style: ``{name: dshm, emptyDir: {medium: Memory}}``."""
+def flow(v: Value, as_json: bool = False) -> str:
+    """``v`` in flow style: ``{name: dshm, emptyDir: {medium: Memory}}``; with ``as_json``,
+    keys and strings double-quoted (``{"name": "dshm"}``: JSON, and YAML too)."""
     if isinstance(v, str):
-        return v
+        return json.dumps(v) if as_json else v
     if isinstance(v, list):
-        return "[" + ", ".join(flow(x) for x in v) + "]"
-    return "{" + ", ".join(f"{k}: {flow(x)}" for k, x in v.items()) + "}"
+        return "[" + ", ".join(flow(x, as_json) for x in v) + "]"
+    key = json.dumps if as_json else str
+    return "{" + ", ".join(f"{key(k)}: {flow(x, as_json)}" for k, x in v.items()) + "}"
+
+
+def json_text(src: SourceText) -> bool:
+    """Whether kubectl reads ``src`` as JSON: its first character after white space is ``{``
+    (``hasJSONPrefix`` in k8s.io/apimachinery/pkg/util/yaml, which YAMLOrJSONDecoder asks), so
+    text added to it must be JSON. A byte order mark is skipped too: JSON text is YAML as
+    well, so quoting where it was not needed costs nothing."""
+    return src.data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{")
 
 
 def entry_lines(key: str, v: Value, style: Style) -> list[str]:
@@ -145,7 +156,9 @@ def add_entry(m: YMap, key: str, v: Value, style: Style) -> Edit | None:
         return None
     node = m.node
     if getattr(node, "flow_style", False):
-        return _flow_insert(m.src, m, f"{key}: {flow(v)}")
+        as_json = json_text(m.src)
+        name = json.dumps(key) if as_json else key
+        return _flow_insert(m.src, m, f"{name}: {flow(v, as_json)}")
     if not node.value:
         return None
     end = content_end(node)
@@ -162,7 +175,7 @@ def add_item(s: YSeq, item: Value, style: Style) -> Edit | None:
         return None
     node = s.node
     if getattr(node, "flow_style", False):
-        return _flow_insert(s.src, s, flow(item))
+        return _flow_insert(s.src, s, flow(item, json_text(s.src)))
     if not node.value or s.src.data[s.start : s.start + 1] != b"-":
         return None
     end = content_end(node)
