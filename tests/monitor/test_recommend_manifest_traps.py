@@ -178,3 +178,54 @@ def test_a_json_manifest_stays_json() -> None:
             (vol,) = new["spec"]["template"]["spec"]["volumes"]
             assert vol["emptyDir"] == {"medium": "Memory", "sizeLimit": "256Mi"}
             assert apply_proposals(r.data, "train.json", [p]).data == r.data
+
+
+#: What ``helm template`` renders from empty values (``resources: {{ toYaml .Values.x }}``
+#: with x unset, a ``volumes:`` whose range made nothing).
+HELM_NULLS = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: train
+  namespace: a
+spec:
+  selector:
+    matchLabels: {app: train}
+  template:
+    metadata:
+      labels: {app: train}
+    spec:
+      containers:
+        - name: trainer
+          image: pytorch/pytorch
+          RESOURCES
+          volumeMounts:
+      volumes:   # from .Values.volumes
+"""
+
+
+def test_keys_helm_left_null_are_filled() -> None:
+    # Before: `resources:`, `volumeMounts:` and `volumes:` with no value (or ~, null) were not
+    # applied, "the text there cannot be edited exactly: an anchor, an alias, a template
+    # placeholder or a block scalar", which none of them is.
+    kv = pytest.importorskip("kubernetes_validate")
+    p = _proposal("train", "trainer", 96 * MiB, 2048 * MiB)
+    for resources in ("resources:", "resources: ~  # none", "resources:\n            limits:"):
+        text = HELM_NULLS.replace("RESOURCES", resources)
+        for data in (text, text.replace("\n", "\r\n")):
+            r = apply_proposals(data.encode(), "helm.yaml", [p])
+            assert len(r.applied) == 2 and r.not_applied == () and r.left == ()
+            (obj,) = yaml.safe_load_all(r.data)
+            kv.validate(obj, "1.30", strict=True)
+            spec = obj["spec"]["template"]["spec"]
+            assert spec["volumes"] == [
+                {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "96Mi"}}
+            ]
+            (c,) = spec["containers"]
+            assert c["volumeMounts"] == [{"name": "dshm", "mountPath": "/dev/shm"}]
+            assert c["resources"] == {"limits": {"memory": "2Gi"}}
+            assert b"volumes: [{name: dshm, emptyDir: {medium: Memory, sizeLimit: 96Mi}}]   #" in (
+                r.data
+            )
+            assert r.data.count(b"\r\n") == (r.data.count(b"\n") if "\r" in data else 0)
+            assert apply_proposals(r.data, "helm.yaml", [p]).data == r.data

@@ -42,7 +42,7 @@ from shmguard.lint.config._base import (
     replace_scalar,
 )
 from shmguard.lint.config._k8sfix import add_size_limit, placeable, shm_mount_edits
-from shmguard.lint.config._yamledit import Style, Value, add_entry, json_text
+from shmguard.lint.config._yamledit import Style, Value, add_entry, fill_null, json_text
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.lint.sources.diagnostics import SourceDiagnostic
 from shmguard.lint.sources.k8s import PodSpec
@@ -217,17 +217,20 @@ def set_memory_limit(pod: PodSpec, c: Container, limit: int, who: str) -> Violat
 
 def _add_limit(pod: PodSpec, c: Container, quantity: str) -> Edit | None:
     """Add ``memory: quantity`` under the container's ``resources.limits`` (each missing key
-    made), in block or flow style as the mapping it goes into is written."""
+    made, a null one filled: Helm renders an empty value as ``resources:``), in block or flow
+    style as the mapping it goes into is written."""
     path: tuple[str, ...] = ("resources", "limits", "memory")
     parent: YMap = c.node
     for i, key in enumerate(path):
         child = parent.get(key)
-        if child is None:
+        if child is None or isinstance(child, YScalar):
             if not placeable(pod, parent):
                 return None
             value: Value = quantity
             for k in reversed(path[i + 1 :]):
                 value = {k: value}
+            if child is not None:
+                return fill_null(parent, key, value)
             return add_entry(parent, key, value, Style())
         if not isinstance(child, YMap):
             return None

@@ -25,7 +25,14 @@ from __future__ import annotations
 import yaml
 
 from shmguard.lint.config._base import Unit, is_dev_shm
-from shmguard.lint.config._yamledit import Style, Value, add_entry, add_item, seq_style
+from shmguard.lint.config._yamledit import (
+    Style,
+    Value,
+    add_entry,
+    add_item,
+    fill_null,
+    seq_style,
+)
 from shmguard.lint.sources.k8s import PodSpec
 from shmguard.lint.sources.k8s_model import Container, Volume, text
 from shmguard.lint.sources.yamlnode import YMap, YNode, YSeq
@@ -122,7 +129,8 @@ def volume_value(name: str, size: int) -> dict[str, Value]:
 
 def shm_mount_edits(unit: Unit, container: Container, size: int) -> tuple[Edit, ...] | None:
     """The edits that give ``container`` a memory-backed /dev/shm of ``size`` bytes, or None
-    when they cannot be placed exactly (anchors, aliases, a null ``volumes:``, a TrainJob whose
+    when they cannot be placed exactly (anchors, aliases, a ``volumes:`` that is neither a list
+    nor a null, a TrainJob whose
     pod spec lives in its runtime)."""
     pod = unit.pod
     if pod is None:
@@ -145,8 +153,8 @@ def shm_mount_edits(unit: Unit, container: Container, size: int) -> tuple[Edit, 
             edit = add_entry(pod.node, "volumes", [vol], style)
         elif isinstance(volumes, YSeq):
             edit = add_item(volumes, vol, style)
-        else:
-            edit = None
+        else:  # `volumes:` with no value (Helm's rendering of an empty list): filled in
+            edit = fill_null(pod.node, "volumes", [vol])
         if edit is None:
             return None
         edits.append(edit)
@@ -158,7 +166,7 @@ def shm_mount_edits(unit: Unit, container: Container, size: int) -> tuple[Edit, 
         mount_style = seq_style(container.node.key_node("volumeMounts"), mounts, style)
         edit = add_item(mounts, mount, mount_style)
     else:
-        edit = None
+        edit = fill_null(container.node, "volumeMounts", [mount])
     if edit is None:
         return None
     if edits and edits[0].start == edit.start:

@@ -24,7 +24,7 @@ import yaml
 
 from shmguard.lint.config._base import line_ending
 from shmguard.lint.sources.text import SourceText
-from shmguard.lint.sources.yamlnode import YMap, YNode, YSeq
+from shmguard.lint.sources.yamlnode import YMap, YNode, YScalar, YSeq
 from shmguard.model.finding import Edit
 
 #: A value to write: a plain scalar's text, a sequence, or a mapping (insertion order kept).
@@ -167,6 +167,33 @@ def add_entry(m: YMap, key: str, v: Value, style: Style) -> Edit | None:
     indent = int(node.value[0][0].start_mark.column)
     at, before = _after_line(m.src, end)
     return Edit(at, at, before + _lines(m.src, entry_lines(key, v, style), indent))
+
+
+#: How a null is written in plain YAML: nothing, ``~`` or ``null`` in any case (YAML 1.1).
+_NULLS = ("", "~", "null", "Null", "NULL")
+
+
+def fill_null(m: YMap, key: str, v: Value) -> Edit | None:
+    """An edit giving ``key``, written in ``m`` with no value or a null (``volumes:``,
+    ``resources: ~``: what Helm renders from an empty value), the value ``v`` in flow style
+    (``volumes: [{name: dshm, ...}]``), or None: ``key`` absent or not a null, or ``m``'s text
+    shared through an anchor. A comment after the key stays after the value."""
+    pair = m.entries.get(key)
+    if m.shared or pair is None:
+        return None
+    key_view, value = pair
+    if not isinstance(value, YScalar) or value.shared or value.style != "plain":
+        return None
+    if value.tag != "tag:yaml.org,2002:null" or value.raw.strip() not in _NULLS:
+        return None
+    text = flow(v, json_text(m.src))
+    if value.raw.strip():
+        return Edit(value.start, value.end, text)
+    # an empty null: PyYAML marks it where the next token starts; write right after the colon
+    colon = m.src.data.find(b":", key_view.end)
+    if colon < 0 or m.src.data[key_view.end : colon].strip():
+        return None
+    return Edit(colon + 1, colon + 1, " " + text)
 
 
 def add_item(s: YSeq, item: Value, style: Style) -> Edit | None:
