@@ -13,6 +13,7 @@ import functools
 from collections.abc import Callable
 
 from shmguard.measure.outcome import is_shm_failure, shm_failures
+from shmguard.measure.owners import namespace_pids, torch_creator
 from shmguard.measure.sampler import ShmSampler
 from shmguard.triage.model import Signature
 from shmguard.triage.scanner import make_finder
@@ -62,9 +63,10 @@ class HangDetector:
     failed allocation: in the
     output (what :func:`shm_failures` keeps of the catalogue's results: ``No space left on
     device``, ``unable to allocate shared memory(shm)``, a feeder-thread failure, a SIGBUS) or
-    a new zero-block ``torch_*`` file. Without that evidence, a job that merely holds most of
-    its /dev/shm and idles (a ``fallocate`` then a sleep, a slow step) is not a hang: calling
-    it one made probe report sizes above the real minimum. No progress means: used bytes
+    a new zero-block ``torch_*`` file whose creator (the pid in its name) is still in the
+    sampler's process tree (when it has one). Without that evidence, a job that merely holds
+    most of its /dev/shm and idles (a ``fallocate`` then a sleep, a slow step) is not a hang:
+    calling it one made probe report sizes above the real minimum. No progress means: used bytes
     unchanged, no output, and the tree's CPU time grew by less than 5% of one core over the
     window.
 
@@ -174,12 +176,18 @@ class HangDetector:
 
     def _count_failed_blocks(self) -> None:
         # Names already there at the first check (the baseline) are old leftovers and do not
-        # count.
+        # count; nor does the failed allocation of a process that has exited since: the job
+        # got past it (a loader that fell back to num_workers=0 after its workers' batches
+        # did not fit, then waited quietly at a barrier, was stopped as a stall), while the
+        # worker of a hung loader lives on, waiting for work.
         self._listed = self.clock()
         old = self.blocks_before or frozenset()
-        new = [size for name, size in failed_torch_sizes(self.sampler.path) if name not in old]
+        new = [(n, size) for n, size in failed_torch_sizes(self.sampler.path) if n not in old]
+        if new and self.sampler.pids is not None:
+            live = namespace_pids(self.sampler.pids())
+            new = [(n, size) for n, size in new if torch_creator(n) in live]
         self.failed_blocks = len(new)
-        self.failed_request = max(new, default=0)
+        self.failed_request = max((size for _, size in new), default=0)
 
     def __call__(self) -> str | None:
         now = self.clock()
