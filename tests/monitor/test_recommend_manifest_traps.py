@@ -18,6 +18,7 @@ import yaml
 from shmguard.lint.check import write_atomic
 from shmguard.lint.proposal import NOT_PLACED, Proposal, apply_proposals
 from shmguard.model.fix import Change, Setting
+from shmguard.monitor.manifests import manifest_files
 from shmguard.render.check_text import unified_diff
 
 MiB = 1 << 20
@@ -229,3 +230,16 @@ def test_keys_helm_left_null_are_filled() -> None:
             )
             assert r.data.count(b"\r\n") == (r.data.count(b"\n") if "\r" in data else 0)
             assert apply_proposals(r.data, "helm.yaml", [p]).data == r.data
+
+
+def test_a_file_named_twice_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Before: `--manifests k8s --manifests k8s/train.yaml` reported each change twice, and
+    # --diff printed two diffs of the file (patch applies the first, then fails on the second).
+    k8s = tmp_path / "k8s"
+    (k8s / "base").mkdir(parents=True)
+    (k8s / "train.yaml").write_text(NO_FINAL_NEWLINE)
+    (k8s / "web.yaml").write_text("kind: Service\n")
+    (k8s / "base" / "train.yaml").symlink_to("../train.yaml")
+    monkeypatch.chdir(tmp_path)
+    files = manifest_files(["k8s", "k8s/train.yaml", "./k8s/web.yaml", "k8s/base"])
+    assert files == ["k8s/train.yaml", "k8s/web.yaml"]

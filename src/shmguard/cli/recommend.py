@@ -219,15 +219,14 @@ def _manifests(report: RightsizeReport, paths: list[str], mode: str, conf: Confi
     check finds left after it follows the configuration ``conf`` (select, ignore, policy)."""
     from shmguard.lint.check import CheckOptions, write_atomic
     from shmguard.lint.proposal import apply_proposals
-    from shmguard.lint.sources.discover import discover
-    from shmguard.monitor.manifests import proposals
+    from shmguard.monitor.manifests import manifest_files, proposals
     from shmguard.render.check_text import diagnostic_line, unified_diff
     from shmguard.render.manifests_text import manifest_lines, manifests_data
 
     wanted, skipped = proposals(report.workloads)
     check_options = CheckOptions(policy=conf.policy)
     results, diffs, errors = [], {}, 0
-    for path in discover(paths):
+    for path in manifest_files(paths):
         try:
             data = Path(path).read_bytes()
         except OSError as err:
