@@ -243,3 +243,46 @@ def test_a_file_named_twice_is_read_once(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.chdir(tmp_path)
     files = manifest_files(["k8s", "k8s/train.yaml", "./k8s/web.yaml", "k8s/base"])
     assert files == ["k8s/train.yaml", "k8s/web.yaml"]
+
+
+#: A serving container as vLLM and SGLang examples write it: its script last, a block scalar.
+SCRIPT_LAST = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: train, namespace: a}
+spec:
+  selector: {matchLabels: {app: train}}
+  template:
+    metadata: {labels: {app: train}}
+    spec:
+      containers:
+        - name: trainer  # the job
+          image: pytorch/pytorch
+          command:
+            - bash
+            - -c
+            - |
+              python train.py
+
+"""
+
+
+def test_a_container_ending_in_a_script_takes_its_entries_after_its_name() -> None:
+    # Before: "not applied: ... a block scalar" for both the mount and the memory limit (7 of
+    # the 284 corpus files that hold a workload): the script's end cannot be placed exactly.
+    kv = pytest.importorskip("kubernetes_validate")
+    p = _proposal("train", "trainer", 96 * MiB, 2048 * MiB)
+    r = apply_proposals(SCRIPT_LAST.encode(), "x.yaml", [p])
+    assert len(r.applied) == 2 and r.not_applied == () and r.left == ()
+    (obj,) = yaml.safe_load_all(r.data)
+    kv.validate(obj, "1.30", strict=True)
+    # the pod's volumes go before its containers, the container's keys after its name
+    text = r.data.decode()
+    assert "    spec:\n      volumes:\n        - name: dshm\n" in text
+    assert "        - name: trainer  # the job\n          resources:\n" in text
+    assert text.endswith(SCRIPT_LAST.split("          image: ")[1])  # the rest as it was
+    (c,) = obj["spec"]["template"]["spec"]["containers"]
+    assert c["command"][2] == "python train.py\n"  # the script as it was
+    assert c["volumeMounts"] == [{"name": "dshm", "mountPath": "/dev/shm"}]
+    assert c["resources"] == {"limits": {"memory": "2Gi"}}
+    assert apply_proposals(r.data, "x.yaml", [p]).data == r.data

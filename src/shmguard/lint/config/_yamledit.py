@@ -9,9 +9,10 @@ file stays.
 
 Where the text cannot be placed exactly, the helpers return None and the caller offers no
 applied fix: a collection reached through an alias or a merge key (an edit would change every
-user of the anchor), a collection whose last entry is an alias or a block scalar (``|``/``>``,
-whose end PyYAML reports after its trailing lines), an anchor or tag before a block sequence,
-tabs in the indentation.
+user of the anchor), a sequence whose last entry is an alias or a block scalar (``|``/``>``,
+whose end PyYAML reports after its trailing lines; a mapping ending so takes the new entry
+after its first one, or before it), an anchor or tag before a block sequence, tabs in the
+indentation.
 """
 
 from __future__ import annotations
@@ -151,7 +152,9 @@ def _flow_insert(src: SourceText, node: YNode, text: str) -> Edit | None:
 
 
 def add_entry(m: YMap, key: str, v: Value, style: Style) -> Edit | None:
-    """An edit adding ``key: v`` as the last entry of mapping ``m`` (block or flow)."""
+    """An edit adding ``key: v`` as the last entry of mapping ``m`` (block or flow); in a
+    block mapping whose end cannot be known, after its first entry (see
+    :func:`_first_entry_end`) or else before it, when its key starts its line."""
     if m.shared:
         return None
     node = m.node
@@ -161,12 +164,38 @@ def add_entry(m: YMap, key: str, v: Value, style: Style) -> Edit | None:
         return _flow_insert(m.src, m, f"{name}: {flow(v, as_json)}")
     if not node.value:
         return None
+    indent = int(node.value[0][0].start_mark.column)
+    lines = entry_lines(key, v, style)
     end = content_end(node)
+    if end is None and isinstance(node, yaml.MappingNode):
+        end = _first_entry_end(node)
+        if end is None:  # before the first key, when that starts its line
+            at = m.src.byte_offset(node.value[0][0].start_mark.index)
+            line_start = m.src.data.rfind(b"\n", 0, at) + 1
+            if m.src.data[line_start:at].strip(b" "):
+                return None
+            return Edit(line_start, line_start, _lines(m.src, lines, indent))
     if end is None:
         return None
-    indent = int(node.value[0][0].start_mark.column)
     at, before = _after_line(m.src, end)
-    return Edit(at, at, before + _lines(m.src, entry_lines(key, v, style), indent))
+    return Edit(at, at, before + _lines(m.src, lines, indent))
+
+
+def _first_entry_end(node: yaml.MappingNode) -> int | None:
+    """Where a block mapping whose end cannot be known (a block scalar last: a container's
+    ``command: |`` script) can take a new entry: the end of its first entry when that is a
+    one-line scalar, a later key starting the next line (``- name: app`` then ``image:``)."""
+    (key, value), *rest = node.value
+    if not rest or not isinstance(value, yaml.ScalarNode) or value.style in ("|", ">"):
+        return None
+    if not (_inside(node, key) and _inside(node, value)):
+        return None  # a merge key or an alias: its text is elsewhere
+    if value.start_mark.line != key.start_mark.line or value.end_mark.line != key.start_mark.line:
+        return None
+    nxt = rest[0][0]
+    if nxt.start_mark.line <= key.start_mark.line or nxt.start_mark.column != key.start_mark.column:
+        return None
+    return int(value.end_mark.index)
 
 
 #: How a null is written in plain YAML: nothing, ``~`` or ``null`` in any case (YAML 1.1).
