@@ -246,25 +246,9 @@ def test_a_file_named_twice_is_read_once(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 #: A serving container as vLLM and SGLang examples write it: its script last, a block scalar.
-SCRIPT_LAST = """\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: train, namespace: a}
-spec:
-  selector: {matchLabels: {app: train}}
-  template:
-    metadata: {labels: {app: train}}
-    spec:
-      containers:
-        - name: trainer  # the job
-          image: pytorch/pytorch
-          command:
-            - bash
-            - -c
-            - |
-              python train.py
-
-"""
+SCRIPT_LAST = NO_FINAL_NEWLINE.replace("- name: trainer", "- name: trainer  # the job") + (
+    "\n        command:\n        - bash\n        - -c\n        - |\n          python train.py\n\n"
+)
 
 
 def test_a_container_ending_in_a_script_takes_its_entries_after_its_name() -> None:
@@ -278,9 +262,9 @@ def test_a_container_ending_in_a_script_takes_its_entries_after_its_name() -> No
     kv.validate(obj, "1.30", strict=True)
     # the pod's volumes go before its containers, the container's keys after its name
     text = r.data.decode()
-    assert "    spec:\n      volumes:\n        - name: dshm\n" in text
-    assert "        - name: trainer  # the job\n          resources:\n" in text
-    assert text.endswith(SCRIPT_LAST.split("          image: ")[1])  # the rest as it was
+    assert "    spec:\n      volumes:\n      - name: dshm\n" in text
+    assert "      - name: trainer  # the job\n        resources:\n" in text
+    assert text.endswith(SCRIPT_LAST.split("        image: ")[1])  # the rest as it was
     (c,) = obj["spec"]["template"]["spec"]["containers"]
     assert c["command"][2] == "python train.py\n"  # the script as it was
     assert c["volumeMounts"] == [{"name": "dshm", "mountPath": "/dev/shm"}]
