@@ -10,6 +10,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -270,3 +271,54 @@ def test_a_container_ending_in_a_script_takes_its_entries_after_its_name() -> No
     assert c["volumeMounts"] == [{"name": "dshm", "mountPath": "/dev/shm"}]
     assert c["resources"] == {"limits": {"memory": "2Gi"}}
     assert apply_proposals(r.data, "x.yaml", [p]).data == r.data
+
+
+#: recommend's --manifests step (the CLI's own) on the recorded rows, run in a private mount
+#: namespace where the manifests' directory is a read-only bind mount.
+_READ_ONLY_RUN = """\
+import sys
+sys.path.insert(0, {monitor!r})
+from rightsize_rows import recorded_report
+from shmguard.cli.recommend import _manifests
+from shmguard.config import Config
+MiB = 1 << 20
+edited = _manifests(recorded_report(train={{"peak": 60 * MiB, "size": 256 * MiB}}), [{path!r}],
+    "fix", Config())
+sys.stdout.write(edited.text)
+sys.exit(edited.errors)
+"""
+
+
+def test_a_manifest_that_cannot_be_written_says_what_was_not_changed(
+    root_only: None, tmp_path: Path
+) -> None:
+    # Before: the file was left out of the report, so the workload it holds was listed as
+    # "no manifest for ml/Deployment/train trainer: no Deployment 'train' ... in --manifests".
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare(1)")
+    k8s = tmp_path / "k8s"
+    k8s.mkdir()
+    text = NO_FINAL_NEWLINE.replace("namespace: a", "namespace: ml") + "\n"
+    (k8s / "train.yaml").write_text(text)
+    code = _READ_ONLY_RUN.format(monitor=str(Path(__file__).parent), path=str(k8s / "train.yaml"))
+    script = f'mount --bind "{k8s}" "{k8s}" && mount -o remount,bind,ro "{k8s}" && exec "$@"'
+    r = subprocess.run(
+        ["unshare", "-m", "sh", "-c", script, "sh", sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 1, r.stderr  # one file not written
+    assert r.stderr.endswith(f"--manifests {k8s}/train.yaml: cannot write: Read-only file system\n")
+    lines = r.stdout.splitlines()
+    ours = [x for x in lines if "ml/Deployment/train" in x]
+    assert ours == [
+        f"not changed {k8s}/train.yaml: ml/Deployment/train container 'trainer': {change} "
+        "(not applied: cannot write the file: Read-only file system)"
+        for change in (
+            "no /dev/shm -> a memory-backed emptyDir of 80Mi at /dev/shm",
+            "memory limit none -> 1280Mi",
+        )
+    ]
+    assert (k8s / "train.yaml").read_text() == text
+    assert sorted(p.name for p in k8s.iterdir()) == ["train.yaml"]
