@@ -21,6 +21,7 @@ from shmguard.lint.proposal import NOT_PLACED, Proposal, apply_proposals
 from shmguard.model.fix import Change, Setting
 from shmguard.monitor.manifests import manifest_files
 from shmguard.render.check_text import unified_diff
+from shmguard.render.manifests_text import manifest_lines
 
 MiB = 1 << 20
 
@@ -322,3 +323,22 @@ def test_a_manifest_that_cannot_be_written_says_what_was_not_changed(
     ]
     assert (k8s / "train.yaml").read_text() == text
     assert sorted(p.name for p in k8s.iterdir()) == ["train.yaml"]
+
+
+def test_a_node_mode_row_for_a_volume_this_file_has_on_disk_says_so() -> None:
+    # Before: nothing was set and the report said "FILE: already as proposed for ..."; the
+    # volume was named twice in the messages of node-mode rows ("train (cache) (cache)").
+    text = HELM_NULLS.replace("RESOURCES", "").replace(
+        "      volumes:   # from .Values.volumes\n",
+        "      volumes:\n      - name: cache\n        emptyDir: {}\n",
+    )
+    size = (Change(Setting.SHM_SIZE, 256 * MiB, ("kubernetes",)),)
+    p = Proposal("a", "Deployment", "train", "", "cache", size, "a/Deployment/train (cache)")
+    r = apply_proposals(text.encode(), "x.yaml", [p])
+    assert r.data == text.encode() and r.matched == (p,) and r.applied == ()
+    assert r.not_applied == (
+        "a/Deployment/train (cache): volume 'cache' is not a memory-backed emptyDir in "
+        "this file: give it medium: Memory and a sizeLimit of 256Mi by hand",
+    )
+    lines = manifest_lines([r], [p], {}, "show")
+    assert not any("already as proposed" in line for line in lines)

@@ -269,8 +269,25 @@ def _differences(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
         who = p.label or f"{p.kind}/{p.name}"
         if not p.container:
             vol = next((v for v in pod.volumes if v.name == p.volume), None)
-            if size is not None and vol is not None and text(vol.medium) == "Memory":
-                yield from _size_violations(pod, vol, size, f"{who} ({p.volume})", False)
+            if size is None or vol is None:
+                continue
+            # recommend's labels name the volume already: "ml/Deployment/train (dshm)"
+            who = who if p.label else f"{who} ({p.volume})"
+            if vol.empty_dir is not None and text(vol.medium) == "Memory":
+                yield from _size_violations(pod, vol, size, who, False)
+                continue
+            # the exporter saw a memory-backed volume of that name; this file's is not one
+            quantity = format_k8s_quantity(size)
+            yield Violation(
+                f"{who}: volume {p.volume!r} is not a memory-backed emptyDir in "
+                f"this file: give it medium: Memory and a sizeLimit of {quantity} by hand",
+                vol.node.location(),
+                _fix(
+                    f"Make volume {p.volume!r} a {quantity} memory-backed emptyDir",
+                    (Change(Setting.SHM_SIZE, size, ("kubernetes",)),),
+                    None,
+                ),
+            )
             continue
         c = by_name.get(p.container)
         if c is None:
