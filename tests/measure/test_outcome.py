@@ -328,6 +328,14 @@ def test_a_failed_allocation_counts_while_the_process_that_made_it_runs(tmp_path
     os.truncate(tmp_path / f"torch_{me}_2_0", 24 * MiB)
     clock[0] += 1.0
     assert det.full() and (det.failed_blocks, det.failed_request) == (1, 24 * MiB)
+    # The creator exits while /dev/shm stays near full at the peak: the evidence goes within a
+    # second (the full state was kept without a new listing, and a job that got past the
+    # failure was stopped once it waited quietly).
+    box.peak = 16 * MiB
+    box.pids = lambda: []
+    assert det.full()  # listed under a second ago
+    clock[0] += 1.0
+    assert not det.full() and det.failed_blocks == 0
 
 
 @pytest.mark.timeout(60)

@@ -160,13 +160,17 @@ class HangDetector:
     def full(self) -> bool:
         """Whether /dev/shm counts as full (see the class docstring)."""
         obs = self.observe()
-        if obs.full:
-            return True
         # Near full, every check lists /dev/shm; otherwise once a second, since a failed
-        # request larger than the free space makes it near full at any use.
-        if obs.near_full or self.clock() - self._listed >= _LIST_EVERY:
+        # request larger than the free space makes it near full at any use. Full, it is listed
+        # again once a second too: a failed allocation whose process has exited since is no
+        # evidence any more (the peak keeps /dev/shm near full, so without a new listing a job
+        # that got past the failure was stopped once it waited quietly).
+        stale = self.clock() - self._listed >= _LIST_EVERY
+        if stale or (obs.near_full and not obs.full):
             self._count_failed_blocks()
             obs = self.observe()
+        if obs.full:
+            return True
         if not obs.near_full:
             return False
         if self._pending and not self.alloc_failed:
