@@ -336,6 +336,17 @@ def test_a_failed_allocation_counts_while_the_process_that_made_it_runs(tmp_path
     assert det.full()  # listed under a second ago
     clock[0] += 1.0
     assert not det.full() and det.failed_blocks == 0
+    # ... and a failure the job printed is no evidence either once every process that made a
+    # failed allocation has exited (the job logged it and got past it)
+    det.saw_output(
+        "stderr",
+        b"RuntimeError: unable to allocate shared memory(shm) for file </torch_4194305_1_0>: "
+        b"No space left on device (28)\n",
+    )
+    assert det.alloc_failed and det.failures_past and not det.full()
+    box.pids = lambda: [me]
+    clock[0] += 1.0
+    assert det.full() and not det.failures_past
 
 
 @pytest.mark.timeout(60)

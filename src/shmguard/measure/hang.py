@@ -64,9 +64,11 @@ class HangDetector:
     output (what :func:`shm_failures` keeps of the catalogue's results: ``No space left on
     device``, ``unable to allocate shared memory(shm)``, a feeder-thread failure, a SIGBUS) or
     a new zero-block ``torch_*`` file whose creator (the pid in its name) is still in the
-    sampler's process tree (when it has one). Without that evidence, a job that merely holds
-    most of its /dev/shm and idles (a ``fallocate`` then a sleep, a slow step) is not a hang:
-    calling it one made probe report sizes above the real minimum. No progress means: used bytes
+    sampler's process tree (when it has one; when such files exist and all their creators
+    have exited, a failure in the output does not count either: the job got past it).
+    Without that evidence, a job that merely holds most of its /dev/shm and idles (a
+    ``fallocate`` then a sleep, a slow step) is not a hang: calling it one made probe report
+    sizes above the real minimum. No progress means: used bytes
     unchanged, no output, and the tree's CPU time grew by less than 5% of one core over the
     window.
 
@@ -100,6 +102,9 @@ class HangDetector:
         self.failed_blocks = 0
         #: bytes the largest of those new failed allocations asked for.
         self.failed_request = 0
+        #: True when failed allocations left files and every process that made them has
+        #: exited: the job got past them, so a failure in the output is no evidence either.
+        self.failures_past = False
         self._listed = float("-inf")
 
     def saw_output(self, _stream: str = "", chunk: bytes = b"") -> None:
@@ -137,7 +142,7 @@ class HangDetector:
             total=s.total,
             peak=s.peak,
             margin=self.margin(),
-            alloc_failed=self.alloc_failed,
+            alloc_failed=self.alloc_failed and not self.failures_past,
             failed_blocks=self.failed_blocks,
             quiet=quiet,
         )
@@ -187,9 +192,14 @@ class HangDetector:
         self._listed = self.clock()
         old = self.blocks_before or frozenset()
         new = [(n, size) for n, size in failed_torch_sizes(self.sampler.path) if n not in old]
+        self.failures_past = False
         if new and self.sampler.pids is not None:
             live = namespace_pids(self.sampler.pids())
-            new = [(n, size) for n, size in new if torch_creator(n) in live]
+            new_live = [(n, size) for n, size in new if torch_creator(n) in live]
+            # a loader that logged its failure and fell back was stopped as a stall: its
+            # output showed the failure and the peak kept /dev/shm near full
+            self.failures_past = not new_live
+            new = new_live
         self.failed_blocks = len(new)
         self.failed_request = max((size for _, size in new), default=0)
 
