@@ -237,9 +237,11 @@ def test_measure_names_the_cause_explain_names(name: str, text: str, shm_full: b
 class _Sampler(SimpleNamespace):
     """What HangDetector reads of a ShmSampler: total, used and peak bytes, and the largest
     ``torch_*`` block the owner scans saw (``largest``, default none) and the directory it
-    lists for failed allocations (``path``, default one that does not exist)."""
+    lists for failed allocations (``path``, default one that does not exist); ``pids``, the
+    process tree (default None: not known, so every new failed allocation counts)."""
 
     path = "/nonexistent/shm"
+    pids = None
 
     def torch_seen(self) -> tuple[frozenset[str], int]:
         return frozenset(), getattr(self, "largest", 0)
@@ -304,6 +306,47 @@ def test_a_request_larger_than_the_free_space_is_full(tmp_path: Path) -> None:
     clock[0] += 1.0
     assert det.full()
     assert (det.failed_blocks, det.failed_request, det.margin()) == (1, 24 * MiB, 24 * MiB)
+
+
+def test_a_failed_allocation_counts_while_the_process_that_made_it_runs(tmp_path: Path) -> None:
+    # A job that got past a failed allocation (its loader's workers shut down, the data loaded
+    # again with num_workers=0) keeps the zero-block file; with the tree known, only a live
+    # creator's failure is evidence (tests/measure/test_run_watch_recovered.py runs it).
+    me = os.getpid()
+    box = _Sampler(total=16 * MiB, used=80 * 1024, peak=80 * 1024, path=str(tmp_path))
+    box.pids = lambda: [me]
+    clock = [100.0]
+    det = HangDetector(box, after=3.0, clock=lambda: clock[0])  # type: ignore[arg-type]
+    assert det() is None  # the baseline: nothing there
+    # 4194305: above the kernel's largest pid_max (2^22, proc(5)), no process has it
+    for name in ("torch_4194305_1_0", "torch_x"):
+        (tmp_path / name).write_bytes(b"")
+        os.truncate(tmp_path / name, 24 * MiB)
+    clock[0] += 1.0
+    assert not det.full() and (det.failed_blocks, det.failed_request) == (0, 0)
+    (tmp_path / f"torch_{me}_2_0").write_bytes(b"")
+    os.truncate(tmp_path / f"torch_{me}_2_0", 24 * MiB)
+    clock[0] += 1.0
+    assert det.full() and (det.failed_blocks, det.failed_request) == (1, 24 * MiB)
+    # The creator exits while /dev/shm stays near full at the peak: the evidence goes within a
+    # second (the full state was kept without a new listing, and a job that got past the
+    # failure was stopped once it waited quietly).
+    box.peak = 16 * MiB
+    box.pids = lambda: []
+    assert det.full()  # listed under a second ago
+    clock[0] += 1.0
+    assert not det.full() and det.failed_blocks == 0
+    # ... and a failure the job printed is no evidence either once every process that made a
+    # failed allocation has exited (the job logged it and got past it)
+    det.saw_output(
+        "stderr",
+        b"RuntimeError: unable to allocate shared memory(shm) for file </torch_4194305_1_0>: "
+        b"No space left on device (28)\n",
+    )
+    assert det.alloc_failed and det.failures_past and not det.full()
+    box.pids = lambda: [me]
+    clock[0] += 1.0
+    assert det.full() and not det.failures_past
 
 
 @pytest.mark.timeout(60)

@@ -217,17 +217,18 @@ class _Edited:
 def _manifests(report: RightsizeReport, paths: list[str], mode: str, conf: Config) -> _Edited:
     """Apply the report's proposals to the manifests of ``paths`` (written with --fix); what
     check finds left after it follows the configuration ``conf`` (select, ignore, policy)."""
+    from dataclasses import replace
+
     from shmguard.lint.check import CheckOptions, write_atomic
     from shmguard.lint.proposal import apply_proposals
-    from shmguard.lint.sources.discover import discover
-    from shmguard.monitor.manifests import proposals
+    from shmguard.monitor.manifests import manifest_files, proposals
     from shmguard.render.check_text import diagnostic_line, unified_diff
     from shmguard.render.manifests_text import manifest_lines, manifests_data
 
     wanted, skipped = proposals(report.workloads)
     check_options = CheckOptions(policy=conf.policy)
     results, diffs, errors = [], {}, 0
-    for path in discover(paths):
+    for path in manifest_files(paths):
         try:
             data = Path(path).read_bytes()
         except OSError as err:
@@ -248,9 +249,12 @@ def _manifests(report: RightsizeReport, paths: list[str], mode: str, conf: Confi
             try:
                 write_atomic(path, r.data)
             except OSError as err:
-                error_line(f"--manifests {path}: cannot write: {err.strerror or err}")
+                why = err.strerror or str(err)
+                error_line(f"--manifests {path}: cannot write: {why}")
                 errors += 1
-                continue
+                # its changes are said as not made (the file does hold the workloads)
+                made = tuple(f"{m} (not applied: cannot write the file: {why})" for m in r.applied)
+                r = replace(r, data=data, applied=(), not_applied=made + r.not_applied)
         results.append(r)
     lines = manifest_lines(results, wanted, skipped, mode)
     text = "".join(diffs.values()) + "".join(line + "\n" for line in lines)

@@ -16,6 +16,7 @@ original bytes, loads the result again and repeats until nothing changes (at mos
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -239,20 +240,26 @@ def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
 
 def write_atomic(path: str, data: bytes) -> None:
     """Replace ``path`` with ``data``: a temporary file in the same directory, the original's
-    permission bits, then ``os.replace`` (atomic on POSIX and Windows).
+    permission bits (and owner, when allowed), then ``os.replace`` (atomic on POSIX and
+    Windows). A symbolic link is followed: the file it names is replaced and the link kept
+    (replacing the link itself left the linked file, a kustomize base say, unchanged).
 
     Raises:
         OSError: the directory is not writable, or the replace failed (the original stays).
     """
-    target = Path(path)
-    mode = target.stat().st_mode & 0o7777
+    target = Path(os.path.realpath(path))
+    st = target.stat()
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
+        if hasattr(os, "chown") and (st.st_uid, st.st_gid) != (os.getuid(), os.getgid()):
+            # not root: the file becomes the writer's, as any editor's save makes it
+            with contextlib.suppress(PermissionError):
+                os.chown(tmp, st.st_uid, st.st_gid)
+        os.chmod(tmp, st.st_mode & 0o7777)  # after chown, which clears set-id bits
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

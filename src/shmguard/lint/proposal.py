@@ -27,6 +27,7 @@ say (``check`` reports it: SHM001, SHM006).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -40,8 +41,8 @@ from shmguard.lint.config._base import (
     quantity_bytes,
     replace_scalar,
 )
-from shmguard.lint.config._k8sfix import add_size_limit, shm_mount_edits
-from shmguard.lint.config._yamledit import Style, Value, add_entry
+from shmguard.lint.config._k8sfix import add_size_limit, placeable, shm_mount_edits
+from shmguard.lint.config._yamledit import Style, Value, add_entry, fill_null, json_text
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.lint.sources.diagnostics import SourceDiagnostic
 from shmguard.lint.sources.k8s import PodSpec
@@ -116,7 +117,7 @@ def _size_violations(
     title = f"{who}: /dev/shm sizeLimit of volume {v.name!r}"
     if isinstance(node, YScalar):
         if quantity_bytes(node) != size:
-            edit = replace_scalar(node, quantity) if not node.placeholder else None
+            edit = _replace(pod, node, quantity)
             yield Violation(
                 f"{title} {node.value} -> {quantity}",
                 node.location(),
@@ -135,7 +136,7 @@ def _size_violations(
         )
     ann = pod.annotations.get(ANNOTATIONS["shm-size"])
     if annotate and isinstance(ann, YScalar) and quantity_bytes(ann) != size:
-        edit = replace_scalar(ann, quantity)
+        edit = _replace(pod, ann, quantity)
         yield Violation(
             f"{who}: annotation {ANNOTATIONS['shm-size']} {ann.value} -> {quantity}",
             ann.location(),
@@ -171,9 +172,20 @@ def _shm(unit: Unit, c: Container, size: int, who: str) -> Iterator[Violation]:
     yield from _size_violations(pod, vol, size, who, annotate=True)
 
 
-def set_memory_limit(c: Container, limit: int, who: str) -> Violation | None:
-    """The finding that sets container ``c``'s ``resources.limits.memory`` to ``limit``
-    bytes, or None when it needs no change.
+def _replace(pod: PodSpec, node: YScalar, new: str) -> Edit | None:
+    """``replace_scalar``, or None for a placeholder or text used elsewhere too (an anchor
+    another object or place aliases: the edit would change that one as well). A number in a
+    JSON file (``"memory": 1073741824``) becomes a JSON string (``"3Gi"``)."""
+    if node.placeholder or not placeable(pod, node):
+        return None
+    if node.style == "plain" and not new.isdigit() and json_text(node.src):
+        new = json.dumps(new)
+    return replace_scalar(node, new)
+
+
+def set_memory_limit(pod: PodSpec, c: Container, limit: int, who: str) -> Violation | None:
+    """The finding that sets container ``c`` (of ``pod``)'s ``resources.limits.memory`` to
+    ``limit`` bytes, or None when it needs no change.
 
     A limit at or above ``limit`` is kept (recommend never cuts a memory limit: the exporter
     does not see the job's non-shm use), and so is a container whose ``requests.memory`` is
@@ -197,23 +209,28 @@ def set_memory_limit(c: Container, limit: int, who: str) -> Violation | None:
         return Violation(message, c.node.location(), _fix(title, change, None))
     edit: Edit | None = None
     if isinstance(node, YScalar):
-        edit = None if node.placeholder else replace_scalar(node, quantity)
+        edit = _replace(pod, node, quantity)
     elif node is None:
-        edit = _add_limit(c, quantity)
+        edit = _add_limit(pod, c, quantity)
     return Violation(message, c.node.location(), edit_fix(title, "", change, edit))
 
 
-def _add_limit(c: Container, quantity: str) -> Edit | None:
+def _add_limit(pod: PodSpec, c: Container, quantity: str) -> Edit | None:
     """Add ``memory: quantity`` under the container's ``resources.limits`` (each missing key
-    made), in block or flow style as the mapping it goes into is written."""
+    made, a null one filled: Helm renders an empty value as ``resources:``), in block or flow
+    style as the mapping it goes into is written."""
     path: tuple[str, ...] = ("resources", "limits", "memory")
     parent: YMap = c.node
     for i, key in enumerate(path):
         child = parent.get(key)
-        if child is None:
+        if child is None or isinstance(child, YScalar):
+            if not placeable(pod, parent):
+                return None
             value: Value = quantity
             for k in reversed(path[i + 1 :]):
                 value = {k: value}
+            if child is not None:
+                return fill_null(parent, key, value)
             return add_entry(parent, key, value, Style())
         if not isinstance(child, YMap):
             return None
@@ -252,8 +269,25 @@ def _differences(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
         who = p.label or f"{p.kind}/{p.name}"
         if not p.container:
             vol = next((v for v in pod.volumes if v.name == p.volume), None)
-            if size is not None and vol is not None and text(vol.medium) == "Memory":
-                yield from _size_violations(pod, vol, size, f"{who} ({p.volume})", False)
+            if size is None or vol is None:
+                continue
+            # recommend's labels name the volume already: "ml/Deployment/train (dshm)"
+            who = who if p.label else f"{who} ({p.volume})"
+            if vol.empty_dir is not None and text(vol.medium) == "Memory":
+                yield from _size_violations(pod, vol, size, who, False)
+                continue
+            # the exporter saw a memory-backed volume of that name; this file's is not one
+            quantity = format_k8s_quantity(size)
+            yield Violation(
+                f"{who}: volume {p.volume!r} is not a memory-backed emptyDir in "
+                f"this file: give it medium: Memory and a sizeLimit of {quantity} by hand",
+                vol.node.location(),
+                _fix(
+                    f"Make volume {p.volume!r} a {quantity} memory-backed emptyDir",
+                    (Change(Setting.SHM_SIZE, size, ("kubernetes",)),),
+                    None,
+                ),
+            )
             continue
         c = by_name.get(p.container)
         if c is None:
@@ -263,7 +297,7 @@ def _differences(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
             yield from _shm(unit, c, size, who)
         limit = p.value(Setting.MEMORY_LIMIT)
         if limit is not None:
-            v = set_memory_limit(c, limit, who)
+            v = set_memory_limit(pod, c, limit, who)
             if v is not None:
                 yield v
 

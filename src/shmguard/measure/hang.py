@@ -13,6 +13,7 @@ import functools
 from collections.abc import Callable
 
 from shmguard.measure.outcome import is_shm_failure, shm_failures
+from shmguard.measure.owners import namespace_pids, torch_creator
 from shmguard.measure.sampler import ShmSampler
 from shmguard.triage.model import Signature
 from shmguard.triage.scanner import make_finder
@@ -62,9 +63,12 @@ class HangDetector:
     failed allocation: in the
     output (what :func:`shm_failures` keeps of the catalogue's results: ``No space left on
     device``, ``unable to allocate shared memory(shm)``, a feeder-thread failure, a SIGBUS) or
-    a new zero-block ``torch_*`` file. Without that evidence, a job that merely holds most of
-    its /dev/shm and idles (a ``fallocate`` then a sleep, a slow step) is not a hang: calling
-    it one made probe report sizes above the real minimum. No progress means: used bytes
+    a new zero-block ``torch_*`` file whose creator (the pid in its name) is still in the
+    sampler's process tree (when it has one; when such files exist and all their creators
+    have exited, a failure in the output does not count either: the job got past it).
+    Without that evidence, a job that merely holds most of its /dev/shm and idles (a
+    ``fallocate`` then a sleep, a slow step) is not a hang: calling it one made probe report
+    sizes above the real minimum. No progress means: used bytes
     unchanged, no output, and the tree's CPU time grew by less than 5% of one core over the
     window.
 
@@ -98,6 +102,9 @@ class HangDetector:
         self.failed_blocks = 0
         #: bytes the largest of those new failed allocations asked for.
         self.failed_request = 0
+        #: True when failed allocations left files and every process that made them has
+        #: exited: the job got past them, so a failure in the output is no evidence either.
+        self.failures_past = False
         self._listed = float("-inf")
 
     def saw_output(self, _stream: str = "", chunk: bytes = b"") -> None:
@@ -135,7 +142,7 @@ class HangDetector:
             total=s.total,
             peak=s.peak,
             margin=self.margin(),
-            alloc_failed=self.alloc_failed,
+            alloc_failed=self.alloc_failed and not self.failures_past,
             failed_blocks=self.failed_blocks,
             quiet=quiet,
         )
@@ -158,13 +165,17 @@ class HangDetector:
     def full(self) -> bool:
         """Whether /dev/shm counts as full (see the class docstring)."""
         obs = self.observe()
-        if obs.full:
-            return True
         # Near full, every check lists /dev/shm; otherwise once a second, since a failed
-        # request larger than the free space makes it near full at any use.
-        if obs.near_full or self.clock() - self._listed >= _LIST_EVERY:
+        # request larger than the free space makes it near full at any use. Full, it is listed
+        # again once a second too: a failed allocation whose process has exited since is no
+        # evidence any more (the peak keeps /dev/shm near full, so without a new listing a job
+        # that got past the failure was stopped once it waited quietly).
+        stale = self.clock() - self._listed >= _LIST_EVERY
+        if stale or (obs.near_full and not obs.full):
             self._count_failed_blocks()
             obs = self.observe()
+        if obs.full:
+            return True
         if not obs.near_full:
             return False
         if self._pending and not self.alloc_failed:
@@ -174,12 +185,23 @@ class HangDetector:
 
     def _count_failed_blocks(self) -> None:
         # Names already there at the first check (the baseline) are old leftovers and do not
-        # count.
+        # count; nor does the failed allocation of a process that has exited since: the job
+        # got past it (a loader that fell back to num_workers=0 after its workers' batches
+        # did not fit, then waited quietly at a barrier, was stopped as a stall), while the
+        # worker of a hung loader lives on, waiting for work.
         self._listed = self.clock()
         old = self.blocks_before or frozenset()
-        new = [size for name, size in failed_torch_sizes(self.sampler.path) if name not in old]
+        new = [(n, size) for n, size in failed_torch_sizes(self.sampler.path) if n not in old]
+        self.failures_past = False
+        if new and self.sampler.pids is not None:
+            live = namespace_pids(self.sampler.pids())
+            new_live = [(n, size) for n, size in new if torch_creator(n) in live]
+            # a loader that logged its failure and fell back was stopped as a stall: its
+            # output showed the failure and the peak kept /dev/shm near full
+            self.failures_past = not new_live
+            new = new_live
         self.failed_blocks = len(new)
-        self.failed_request = max(new, default=0)
+        self.failed_request = max((size for _, size in new), default=0)
 
     def __call__(self) -> str | None:
         now = self.clock()

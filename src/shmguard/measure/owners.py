@@ -40,6 +40,18 @@ def _proc_facts(pid: int) -> tuple[str, int, bytes] | None:
     return ns, ppid, cmdline
 
 
+def namespace_pids(pids: list[int]) -> set[str]:
+    """The pids, as their own PID namespace numbers them (what a ``torch_<pid>_...`` name
+    carries), of those of ``pids`` that are still running."""
+    return {f[0] for pid in pids if (f := _proc_facts(pid)) is not None}
+
+
+def torch_creator(name: str) -> str | None:
+    """The creator's pid in a ``torch_<pid>_<random>_<counter>`` name, or None."""
+    m = _TORCH_NAME.search("/" + name.rsplit("/", 1)[-1])
+    return m.group(1) if m is not None else None
+
+
 def _worker_siblings(pids: list[int], creators: set[str]) -> set[str]:
     """Namespace pids of the processes beside each ``torch_*`` creator: children of the same
     parent with the same command line. DataLoader workers are forks of the main process, so a

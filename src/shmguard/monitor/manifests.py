@@ -4,11 +4,26 @@ through ``check --fix``'s machinery, :func:`shmguard.lint.proposal.apply_proposa
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 
 from shmguard.lint.proposal import Proposal
 from shmguard.model.fix import Change, Setting
 from shmguard.monitor.rightsize import WorkloadRecommendation
+
+
+def manifest_files(paths: list[str]) -> list[str]:
+    """The files ``--manifests`` reads for ``paths`` (walked as ``check`` walks them), each
+    once: ``k8s`` and ``k8s/train.yaml``, ``./x.yaml`` and ``x.yaml``, a symbolic link and the
+    file it names are one file (by its real path), under the first spelling met. Twice, its
+    changes were reported twice and ``--diff`` printed two diffs of it, which ``patch``
+    cannot apply both."""
+    from shmguard.lint.sources.discover import discover
+
+    seen: dict[str, str] = {}
+    for path in discover(paths):
+        seen.setdefault(os.path.realpath(path), path)
+    return list(seen.values())
 
 
 def workload_name(w: WorkloadRecommendation) -> str:

@@ -7,6 +7,7 @@ editors and CI jump to it), then ``  fix (safe|unsafe|display-only): title``.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
 
 from shmguard.lint.sources.diagnostics import SourceDiagnostic
@@ -40,10 +41,21 @@ def diagnostic_line(d: SourceDiagnostic) -> str:
 
 
 def unified_diff(path: str, old: bytes, new: bytes) -> str:
-    """A unified diff of ``old`` -> ``new`` with ``a/`` and ``b/`` names, line endings kept."""
-    a = old.decode("utf-8", "replace").splitlines(keepends=True)
-    b = new.decode("utf-8", "replace").splitlines(keepends=True)
-    return "".join(difflib.unified_diff(a, b, f"a/{path}", f"b/{path}"))
+    """A unified diff of ``old`` -> ``new`` with ``a/`` and ``b/`` names, line endings kept; a
+    last line without one is followed by GNU diff's ``\\ No newline at end of file`` line (so
+    ``patch`` and ``git apply`` take the diff, and the next line does not run into it)."""
+    # lines end at "\n", as GNU diff's and patch's do (str.splitlines also splits at a lone
+    # "\r", "\x85" or U+2028, which patch would not find)
+    a = _LINE.findall(old.decode("utf-8", "replace"))
+    b = _LINE.findall(new.decode("utf-8", "replace"))
+    lines = difflib.unified_diff(a, b, f"a/{path}", f"b/{path}")
+    return "".join(x if x.endswith("\n") else f"{x}\n{NO_NEWLINE}\n" for x in lines)
+
+
+#: A line and its "\n" (the last may have none).
+_LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
+#: What GNU diff writes after a last line that has no line ending.
+NO_NEWLINE = "\\ No newline at end of file"
 
 
 def summary_line(

@@ -25,7 +25,14 @@ from __future__ import annotations
 import yaml
 
 from shmguard.lint.config._base import Unit, is_dev_shm
-from shmguard.lint.config._yamledit import Style, Value, add_entry, add_item, seq_style
+from shmguard.lint.config._yamledit import (
+    Style,
+    Value,
+    add_entry,
+    add_item,
+    fill_null,
+    seq_style,
+)
 from shmguard.lint.sources.k8s import PodSpec
 from shmguard.lint.sources.k8s_model import Container, Volume, text
 from shmguard.lint.sources.yamlnode import YMap, YNode, YSeq
@@ -87,12 +94,15 @@ def _shared_ranges(root: yaml.Node, limit: int = 200_000) -> list[tuple[int, int
     return [(int(n.start_mark.index), int(n.end_mark.index)) for n in shared.values()]
 
 
-def _placeable(pod: PodSpec, *nodes: YNode | None) -> bool:
-    """True when every node lies inside its object and in no anchored text used twice."""
+def placeable(pod: PodSpec, *nodes: YNode | None) -> bool:
+    """True when every node lies inside its object and in no anchored text used twice in the
+    object's document (a List's items can alias each other's anchors: an edit there would
+    change another object too)."""
     obj = pod.obj.node.node
     lo, hi = obj.start_mark.index, obj.end_mark.index
     # a node can occur twice in the graph only through an alias, so only with an anchor
-    shared = _shared_ranges(obj) if "&" in pod.obj.node.src.text else []
+    root = pod.obj.doc_root if pod.obj.doc_root is not None else obj
+    shared = _shared_ranges(root) if "&" in pod.obj.node.src.text else []
     for node in nodes:
         if node is None:
             continue
@@ -119,13 +129,14 @@ def volume_value(name: str, size: int) -> dict[str, Value]:
 
 def shm_mount_edits(unit: Unit, container: Container, size: int) -> tuple[Edit, ...] | None:
     """The edits that give ``container`` a memory-backed /dev/shm of ``size`` bytes, or None
-    when they cannot be placed exactly (anchors, aliases, a null ``volumes:``, a TrainJob whose
+    when they cannot be placed exactly (anchors, aliases, a ``volumes:`` that is neither a list
+    nor a null, a TrainJob whose
     pod spec lives in its runtime)."""
     pod = unit.pod
     if pod is None:
         return None
     volumes_node, mounts_node = pod.node.get("volumes"), container.node.get("volumeMounts")
-    if not _placeable(pod, pod.node, container.node, volumes_node, mounts_node):
+    if not placeable(pod, pod.node, container.node, volumes_node, mounts_node):
         return None
     if any(n.startswith("trainjob") for n in pod.notes):
         return None
@@ -142,8 +153,8 @@ def shm_mount_edits(unit: Unit, container: Container, size: int) -> tuple[Edit, 
             edit = add_entry(pod.node, "volumes", [vol], style)
         elif isinstance(volumes, YSeq):
             edit = add_item(volumes, vol, style)
-        else:
-            edit = None
+        else:  # `volumes:` with no value (Helm's rendering of an empty list): filled in
+            edit = fill_null(pod.node, "volumes", [vol])
         if edit is None:
             return None
         edits.append(edit)
@@ -155,7 +166,7 @@ def shm_mount_edits(unit: Unit, container: Container, size: int) -> tuple[Edit, 
         mount_style = seq_style(container.node.key_node("volumeMounts"), mounts, style)
         edit = add_item(mounts, mount, mount_style)
     else:
-        edit = None
+        edit = fill_null(container.node, "volumeMounts", [mount])
     if edit is None:
         return None
     if edits and edits[0].start == edit.start:
@@ -171,7 +182,7 @@ def shm_mount_edits(unit: Unit, container: Container, size: int) -> tuple[Edit, 
 def add_size_limit(pod: PodSpec, empty_dir: YMap, size: int) -> Edit | None:
     """An edit adding ``sizeLimit: <size>`` to an emptyDir mapping of ``pod`` (last entry), or
     None when its text is shared through an anchor."""
-    if not _placeable(pod, empty_dir):
+    if not placeable(pod, empty_dir):
         return None
     style = Style()
     return add_entry(empty_dir, "sizeLimit", format_k8s_quantity(size), style)

@@ -9,13 +9,15 @@ file stays.
 
 Where the text cannot be placed exactly, the helpers return None and the caller offers no
 applied fix: a collection reached through an alias or a merge key (an edit would change every
-user of the anchor), a collection whose last entry is an alias or a block scalar (``|``/``>``,
-whose end PyYAML reports after its trailing lines), an anchor or tag before a block sequence,
-tabs in the indentation.
+user of the anchor), a sequence whose last entry is an alias or a block scalar (``|``/``>``,
+whose end PyYAML reports after its trailing lines; a mapping ending so takes the new entry
+after its first one, or before it), an anchor or tag before a block sequence, tabs in the
+indentation.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -23,7 +25,7 @@ import yaml
 
 from shmguard.lint.config._base import line_ending
 from shmguard.lint.sources.text import SourceText
-from shmguard.lint.sources.yamlnode import YMap, YNode, YSeq
+from shmguard.lint.sources.yamlnode import YMap, YNode, YScalar, YSeq
 from shmguard.model.finding import Edit
 
 #: A value to write: a plain scalar's text, a sequence, or a mapping (insertion order kept).
@@ -46,13 +48,23 @@ class Style:
     item: int = 2
 
 
-def flow(v: Value) -> str:
-    """``v`` in flow style: ``{name: dshm, emptyDir: {medium: Memory}}``."""
+def flow(v: Value, as_json: bool = False) -> str:
+    """``v`` in flow style: ``{name: dshm, emptyDir: {medium: Memory}}``; with ``as_json``,
+    keys and strings double-quoted (``{"name": "dshm"}``: JSON, and YAML too)."""
     if isinstance(v, str):
-        return v
+        return json.dumps(v) if as_json else v
     if isinstance(v, list):
-        return "[" + ", ".join(flow(x) for x in v) + "]"
-    return "{" + ", ".join(f"{k}: {flow(x)}" for k, x in v.items()) + "}"
+        return "[" + ", ".join(flow(x, as_json) for x in v) + "]"
+    key = json.dumps if as_json else str
+    return "{" + ", ".join(f"{key(k)}: {flow(x, as_json)}" for k, x in v.items()) + "}"
+
+
+def json_text(src: SourceText) -> bool:
+    """Whether kubectl reads ``src`` as JSON: its first character after white space is ``{``
+    (``hasJSONPrefix`` in k8s.io/apimachinery/pkg/util/yaml, which YAMLOrJSONDecoder asks), so
+    text added to it must be JSON. A byte order mark is skipped too: JSON text is YAML as
+    well, so quoting where it was not needed costs nothing."""
+    return src.data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{")
 
 
 def entry_lines(key: str, v: Value, style: Style) -> list[str]:
@@ -140,20 +152,77 @@ def _flow_insert(src: SourceText, node: YNode, text: str) -> Edit | None:
 
 
 def add_entry(m: YMap, key: str, v: Value, style: Style) -> Edit | None:
-    """An edit adding ``key: v`` as the last entry of mapping ``m`` (block or flow)."""
+    """An edit adding ``key: v`` as the last entry of mapping ``m`` (block or flow); in a
+    block mapping whose end cannot be known, after its first entry (see
+    :func:`_first_entry_end`) or else before it, when its key starts its line."""
     if m.shared:
         return None
     node = m.node
     if getattr(node, "flow_style", False):
-        return _flow_insert(m.src, m, f"{key}: {flow(v)}")
+        as_json = json_text(m.src)
+        name = json.dumps(key) if as_json else key
+        return _flow_insert(m.src, m, f"{name}: {flow(v, as_json)}")
     if not node.value:
         return None
+    indent = int(node.value[0][0].start_mark.column)
+    lines = entry_lines(key, v, style)
     end = content_end(node)
+    if end is None and isinstance(node, yaml.MappingNode):
+        end = _first_entry_end(node)
+        if end is None:  # before the first key, when that starts its line
+            at = m.src.byte_offset(node.value[0][0].start_mark.index)
+            line_start = m.src.data.rfind(b"\n", 0, at) + 1
+            if m.src.data[line_start:at].strip(b" "):
+                return None
+            return Edit(line_start, line_start, _lines(m.src, lines, indent))
     if end is None:
         return None
-    indent = int(node.value[0][0].start_mark.column)
     at, before = _after_line(m.src, end)
-    return Edit(at, at, before + _lines(m.src, entry_lines(key, v, style), indent))
+    return Edit(at, at, before + _lines(m.src, lines, indent))
+
+
+def _first_entry_end(node: yaml.MappingNode) -> int | None:
+    """Where a block mapping whose end cannot be known (a block scalar last: a container's
+    ``command: |`` script) can take a new entry: the end of its first entry when that is a
+    one-line scalar, a later key starting the next line (``- name: app`` then ``image:``)."""
+    (key, value), *rest = node.value
+    if not rest or not isinstance(value, yaml.ScalarNode) or value.style in ("|", ">"):
+        return None
+    if not (_inside(node, key) and _inside(node, value)):
+        return None  # a merge key or an alias: its text is elsewhere
+    if value.start_mark.line != key.start_mark.line or value.end_mark.line != key.start_mark.line:
+        return None
+    nxt = rest[0][0]
+    if nxt.start_mark.line <= key.start_mark.line or nxt.start_mark.column != key.start_mark.column:
+        return None
+    return int(value.end_mark.index)
+
+
+#: How a null is written in plain YAML: nothing, ``~`` or ``null`` in any case (YAML 1.1).
+_NULLS = ("", "~", "null", "Null", "NULL")
+
+
+def fill_null(m: YMap, key: str, v: Value) -> Edit | None:
+    """An edit giving ``key``, written in ``m`` with no value or a null (``volumes:``,
+    ``resources: ~``: what Helm renders from an empty value), the value ``v`` in flow style
+    (``volumes: [{name: dshm, ...}]``), or None: ``key`` absent or not a null, or ``m``'s text
+    shared through an anchor. A comment after the key stays after the value."""
+    pair = m.entries.get(key)
+    if m.shared or pair is None:
+        return None
+    key_view, value = pair
+    if not isinstance(value, YScalar) or value.shared or value.style != "plain":
+        return None
+    if value.tag != "tag:yaml.org,2002:null" or value.raw.strip() not in _NULLS:
+        return None
+    text = flow(v, json_text(m.src))
+    if value.raw.strip():
+        return Edit(value.start, value.end, text)
+    # an empty null: PyYAML marks it where the next token starts; write right after the colon
+    colon = m.src.data.find(b":", key_view.end)
+    if colon < 0 or m.src.data[key_view.end : colon].strip():
+        return None
+    return Edit(colon + 1, colon + 1, " " + text)
 
 
 def add_item(s: YSeq, item: Value, style: Style) -> Edit | None:
@@ -162,7 +231,7 @@ def add_item(s: YSeq, item: Value, style: Style) -> Edit | None:
         return None
     node = s.node
     if getattr(node, "flow_style", False):
-        return _flow_insert(s.src, s, flow(item))
+        return _flow_insert(s.src, s, flow(item, json_text(s.src)))
     if not node.value or s.src.data[s.start : s.start + 1] != b"-":
         return None
     end = content_end(node)

@@ -51,6 +51,9 @@ class K8sObject:
         doc: 0-based document index in the file; node: the object's mapping.
         api_version, kind, name, namespace: from the object (name/namespace None when absent).
         annotations, labels: ``metadata.annotations`` / ``metadata.labels`` key -> value node.
+        doc_root: the composed root node of the object's document: the items of a List can
+            alias each other's anchors, so whether an object's text is used elsewhere is known
+            only there (None: the object's own node).
     """
 
     doc: int
@@ -61,6 +64,7 @@ class K8sObject:
     namespace: str | None
     annotations: dict[str, YNode]
     labels: dict[str, YNode]
+    doc_root: yaml.Node | None = None
 
     @property
     def group(self) -> str:
@@ -143,13 +147,14 @@ def _controller(obj: K8sObject) -> tuple[str | None, str | None, str | None] | N
     return None
 
 
-def _objects(doc: int, node: YMap) -> Iterator[K8sObject]:
+def _objects(doc: int, node: YMap, root: yaml.Node | None = None) -> Iterator[K8sObject]:
     kind, api = text(node.get("kind")), text(node.get("apiVersion"))
     if kind is None or api is None:
         return
+    root = node.node if root is None else root
     if kind.endswith("List") and isinstance(node.get("items"), YSeq):
         for item in seq_maps(node.get("items")):
-            yield from _objects(doc, item)
+            yield from _objects(doc, item, root)
         return
     md = node.get("metadata")
     yield K8sObject(
@@ -161,6 +166,7 @@ def _objects(doc: int, node: YMap) -> Iterator[K8sObject]:
         text(dig(md, "namespace")),
         _meta(md, "annotations"),
         _meta(md, "labels"),
+        root,
     )
 
 
@@ -191,7 +197,7 @@ def pod_specs(obj: K8sObject) -> Iterator[PodSpec]:
     if key in EMBEDDED_OBJECTS:
         inner = dig(root, *EMBEDDED_OBJECTS[key].split("."))
         if isinstance(inner, YMap):
-            for sub in _objects(obj.doc, inner):
+            for sub in _objects(obj.doc, inner, obj.doc_root):
                 yield from pod_specs(sub)
         return
     if obj.group.startswith("argoproj.io") and obj.kind in _ARGO_KINDS:
