@@ -187,9 +187,10 @@ def _output(
             raise typer.Exit(2)
         return
     from shmguard.cli._common import console
+    from shmguard.render.parts import print_whole
 
     out = console()
-    out.print(rightsize_table(report, options.percentile))
+    print_whole(out, rightsize_table(report, options.percentile))
     for line in basis_lines(report):
         out.print(line)
     if patches is not None:
