@@ -25,6 +25,7 @@ from shmguard.monitor.rightsize import (
 from shmguard.monitor.workloads import Owners, workload_from_name
 from shmguard.render.json import envelope
 from shmguard.render.rightsize_text import rightsize_data, workload_name, workload_patches
+from shmguard.units import format_iec
 
 MiB = 1 << 20
 
@@ -171,6 +172,17 @@ def test_sizes_follow_from_the_peak_through_the_policy() -> None:
     )
     assert train.recommendation.memory_limit.value == memory_limit_for(
         64 * MiB, policy, current_limit=512 * MiB, current_shm=64 * MiB
+    )
+    # a /dev/shm that is not a clean size (a host's, half of RAM: 23.54 GiB) is kept to the
+    # byte: it was proposed as 24 GiB, a change, beside "the current ~23.54 GiB is kept"
+    host = 25_276_116_992
+    odd = WorkloadHistory(**{**got["ml/Deployment/train"].__dict__, "size": host})
+    kept = size_history(odd, OPTIONS)
+    assert kept.recommendation.shm_size == host and kept.shm_change == 0
+    assert kept.recommendation.shm_basis.endswith(f"the current {format_iec(host)} is kept "
+        "(a tmpfs holds only the pages written: a smaller one frees no memory)")  # fmt: skip
+    assert kept.recommendation.memory_limit.value == memory_limit_for(
+        host, policy, current_limit=512 * MiB, current_shm=host
     )
     # 120 MiB written into a 128 MiB /dev/shm under a 1 GiB limit: both grow
     resnet = size_history(got["ml/Deployment/resnet"], OPTIONS)

@@ -85,6 +85,7 @@ def recommend(
     floor_basis: str = "",
     current_limit: int | None = None,
     current_shm: int = 0,
+    keep_current: bool = False,
 ) -> Recommendation:
     """Build a :class:`Recommendation`.
 
@@ -102,6 +103,10 @@ def recommend(
         current_limit: the memory limit in force, used when ``cgroup_peak`` is None: the
             limit is then raised by what the new /dev/shm needs, never cut.
         current_shm: bytes of the /dev/shm beside ``current_limit`` now.
+        keep_current: propose ``current_shm`` itself, to the byte, instead of the size the
+            need gives (the caller decided the current one is enough; rounding it up to a
+            clean size would propose a change while saying it keeps the size). The basis is
+            still the need's: the caller says why it keeps the current one.
 
     Raises:
         ValueError: for a negative or non-finite headroom.
@@ -118,7 +123,7 @@ def recommend(
             )
         return no_recommendation(basis, policy=policy)
     sized = shm_size_for(need, policy, floor=floor, floor_basis=floor_basis, what=need_basis)
-    shm = sized.bytes
+    shm = current_shm if keep_current and current_shm > 0 else sized.bytes
     memory: Fact[int]
     if cgroup_peak is None and current_limit is not None:
         memory, basis = _from_current_limit(shm, current_limit, current_shm, policy)

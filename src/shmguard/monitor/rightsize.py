@@ -299,7 +299,7 @@ def size_history(h: WorkloadHistory, options: RightsizeOptions) -> WorkloadRecom
     fill the memory limit).
     """
 
-    def sized(floor: int | None, floor_basis: str) -> Recommendation:
+    def sized(floor: int | None, floor_basis: str, keep: bool = False) -> Recommendation:
         return recommend(
             h.peak,
             f"peak over {options.window_text}",
@@ -308,6 +308,7 @@ def size_history(h: WorkloadHistory, options: RightsizeOptions) -> WorkloadRecom
             floor_basis=floor_basis,
             current_limit=h.memory_limit,
             current_shm=h.size or 0,
+            keep_current=keep,
         )
 
     if h.peak > 0:
@@ -316,8 +317,10 @@ def size_history(h: WorkloadHistory, options: RightsizeOptions) -> WorkloadRecom
         if h.size and shm is not None and shm < h.size and shm <= DOCKER_DEFAULT_SHM:
             # the configured need, if any, fits in the current size too: the peak's own
             # sentence says why the current one is enough
+            # kept to the byte: a host's or an unsized emptyDir's /dev/shm (half of the node's
+            # memory) is rarely a clean size, and rounding it up would be a change
             fits = sized(None, "").shm_basis
-            rec = sized(h.size, "the current /dev/shm")
+            rec = sized(None, "", keep=True)
             rec = replace(
                 rec, shm_basis=f"{fits}; the current {format_iec(h.size)} is kept ({KEEP_REASON})"
             )
