@@ -16,8 +16,8 @@ from shmguard.torch.tuning import (
     pick,
     read_budget,
 )
-from shmguard.torch.tuning.model import config
-from shmguard.torch.tuning.search import sweep_points
+from shmguard.torch.tuning.model import TrialConfig, config
+from shmguard.torch.tuning.search import Search, sweep_points
 from shmguard.torch.tuning.trial import predicted_peak, ruled_out
 from shmguard.units import GiB, MiB
 
@@ -55,6 +55,27 @@ def test_sweep_points_are_geometric_up_to_the_cap() -> None:
     assert sweep_points(2) == [1, 2]
     assert sweep_points(6) == [1, 2, 4, 6]
     assert sweep_points(8) == [1, 2, 4, 8]
+
+
+def test_a_num_workers_0_that_wins_its_single_trial_still_gets_the_workers_refined() -> None:
+    # A new user's seed run: nw=0 857 samples/s once (234 when re-measured), nw=1 688, nw=2
+    # 698; prefetch_factor and persistent_workers were then never tried at 2 workers.
+    rates = {0: 857.0, 1: 688.0, 2: 698.0}
+
+    def run(cfg: TrialConfig) -> Trial:
+        rate = rates[cfg.num_workers] * (1.05 if cfg.persistent_workers else 1.0)
+        return Trial(cfg, "ok", samples_per_s=rate, data_wait=0.5, epochs=2, batch_pages=16)
+
+    search = Search(run, Budget(shm=GiB, memory=None, cpus=2.0), cpu_workers=2)
+    search.execute()
+    tried = {t.config for t in search.trials}
+    assert search.best() is not None and search.best().config == config(0)  # type: ignore[union-attr]
+    best_workers = search.best_workers()
+    assert best_workers is not None and best_workers.config.num_workers == 2
+    pw = best_workers.config.persistent_workers
+    assert {config(2, 1, pw), config(2, 4, pw)} <= tried  # prefetch_factor at 2 workers
+    assert any(c.num_workers == 2 and c.persistent_workers for c in tried)
+    assert not any("persistent_workers not tried" in n for n in search.notes)
 
 
 def test_a_config_whose_model_peak_exceeds_the_budget_is_ruled_out() -> None:

@@ -89,8 +89,8 @@ def read_budget(
             if total:
                 size = f" ({format_iec(total)}" + (f" of {format_iec(ram)} RAM)" if ram else ")")
             raise BudgetError(
-                f"/dev/shm here is {what}{size}: a host's tmpfs (half of RAM or "
-                "more), not a container's, so it says nothing of production; give --budget-shm "
+                f"/dev/shm here is {what}{size}: a host's tmpfs (about half of RAM "
+                "or more), not a container's, so it says nothing of production; give --budget-shm "
                 "SIZE (the production container's /dev/shm, e.g. 1g)"
             )
         if not total:
