@@ -209,3 +209,19 @@ def test_docs_list_exactly_the_options_of_tune() -> None:
     documented |= set(re.findall(r"^\| `-\w`, `(--[^` ]+)`", table, re.M))
     documented |= {"-q"} if "`-q`, `--quiet`" in table else set()
     assert documented == options
+
+
+def test_a_skipped_confirmation_round_is_said() -> None:
+    # num_workers=0 far ahead (a new user's loader: 37,892 samples/s without workers): no
+    # other configuration within the finalists' margin, so no round runs, and a note says so.
+    from shmguard.torch.tuning.api import _confirm
+
+    def run(cfg: TrialConfig) -> Trial:
+        rate = 37_892.0 if cfg.num_workers == 0 else 9_000.0
+        return Trial(cfg, "ok", samples_per_s=rate, data_wait=0.5, epochs=1, batch_pages=4)
+
+    search = Search(run, Budget(shm=GiB, memory=None, cpus=2.0), cpu_workers=2)
+    search.execute()
+    assert _confirm(search, None, 3, None, len(search.trials)) is False  # type: ignore[arg-type]
+    assert any(n.startswith("no confirmation round: no other configuration came within 50%")
+               for n in search.notes)  # fmt: skip

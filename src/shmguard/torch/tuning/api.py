@@ -22,7 +22,7 @@ from shmguard.estimate.policy import Policy, memory_limit_for, shm_size_for
 from shmguard.measure.cgroups import available_cpus
 from shmguard.model.fix import shm_changes
 from shmguard.torch.tuning.budget import read_budget
-from shmguard.torch.tuning.confirm import ROUNDS, confirmed, finalists, verdict
+from shmguard.torch.tuning.confirm import FINALIST_MARGIN, ROUNDS, confirmed, finalists, verdict
 from shmguard.torch.tuning.model import Budget, Settings, Trial, TrialConfig, TuneResult
 from shmguard.torch.tuning.search import TOLERANCE, Search, Stop, pick
 from shmguard.torch.tuning.trial import (
@@ -181,6 +181,12 @@ def _confirm(
     re-measured trials in its list; True when Ctrl-C stopped it."""
     final = finalists(search.trials)
     if not final:
+        ran = sum(1 for t in search.trials if t.ok)
+        if ran > 1:  # with one configuration that ran there is nothing to compare anyway
+            search.notes.append(
+                f"no confirmation round: no other configuration came within "
+                f"{FINALIST_MARGIN:.0%} of the fastest, so the pick is from single trials"
+            )
         return False
     configs = [t.config for t in final]
     if progress is not None:
