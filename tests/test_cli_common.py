@@ -58,3 +58,27 @@ def test_version() -> None:
         check=True,
     ).stdout
     assert out == f"shmguard {__version__}\n"
+
+
+@pytest.mark.parametrize("args", [["rules"], ["doctor", "--json"], ["--version"]])
+def test_unwritable_stdout_is_one_line_and_exit_2(args: list[str]) -> None:
+    # a full disk (/dev/full: ENOSPC) and a closed descriptor (>&-): one line, no traceback
+    cmd = [sys.executable, "-m", "shmguard", *args]
+    with open("/dev/full", "w") as full:
+        r = subprocess.run(cmd, stdout=full, stderr=subprocess.PIPE, check=False)
+    assert (r.returncode, r.stderr) == (
+        2,
+        b"shmguard: error: cannot write standard output: No space left on device\n",
+    )
+    if args != ["--version"]:  # Click's echo writes nothing to a closed stdout
+        closed = ["sh", "-c", 'exec "$@" >&-', "sh", *cmd]
+        r = subprocess.run(closed, stderr=subprocess.PIPE, check=False)
+        assert (r.returncode, r.stderr) == (
+            2,
+            b"shmguard: error: cannot write standard output: it is closed\n",
+        )
+        # a closed pipe (| head) stays Click's: exit 1 without a word
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert p.stdout is not None and p.stderr is not None
+        p.stdout.close()
+        assert (p.stderr.read(), p.wait()) == (b"", 1)
