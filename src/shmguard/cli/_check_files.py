@@ -145,7 +145,8 @@ def check_files(
     :func:`jobs_for`; 1: this one alone). ``fix`` needs ``jobs`` 1. With ``jobs`` above 1,
     ``data`` is None unless ``keep_data`` (it is most of what the workers send). An exception
     raised in a worker is raised here (with the worker's traceback as a note), as it would be
-    serially.
+    serially. When no more processes can be forked (the descriptor or process limits:
+    ``ulimit -n``, ``ulimit -u``), the ones forked so far check the files.
 
     With ``jobs`` n above 1, n - 1 workers are forked and this process is the n-th: each takes
     chunks of up to :data:`CHUNK` paths from one work queue (a pipe holding the chunks'
@@ -197,8 +198,16 @@ def _forked(paths: list[str], n: int, run: Callable[[str], Checked]) -> list[Che
         try:
             parent = os.getpid()
             for _ in range(1, n):
-                r, w = os.pipe()
-                pid = os.fork()
+                try:
+                    r, w = os.pipe()
+                except OSError:  # out of descriptors (EMFILE): the processes so far do it
+                    break
+                try:
+                    pid = os.fork()
+                except OSError:  # out of processes or memory (EAGAIN, ENOMEM): the same
+                    os.close(r)
+                    os.close(w)
+                    break
                 if pid == 0:
                     os.close(r)
                     _die_with(parent)

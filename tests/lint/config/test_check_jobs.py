@@ -252,3 +252,29 @@ def test_workers_end_when_this_process_is_killed(tmp_path: Path) -> None:
         for name in os.listdir(tmp_path):
             if _running(int(name)):
                 os.kill(int(name), signal.SIGKILL)
+
+
+@linux_only
+def test_more_jobs_than_descriptors_allow_still_check_every_file(tmp_path: Path) -> None:
+    # -j 400 under `ulimit -n 64`: the pipes of the first ~60 workers use up the descriptors;
+    # those check the files, with the serial output and no traceback
+    import resource
+
+    tree = _tree(tmp_path / "t")
+    paths = [str(p) for p in sorted(tree.rglob("*")) if p.is_file()]
+    paths = (paths * (400 // len(paths) + 1))[:400]
+
+    def run(jobs: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [sys.executable, "-m", "shmguard", "check", "-j", jobs, *paths],
+            cwd=tmp_path,
+            capture_output=True,
+            timeout=300,
+            check=False,
+            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64)),
+        )
+
+    many, one = run("400"), run("1")
+    assert b"Traceback" not in many.stderr
+    assert (many.returncode, many.stdout, many.stderr) == (one.returncode, one.stdout, one.stderr)
+    assert b"in 400 files" in one.stdout
