@@ -5,6 +5,7 @@ on real PyTorch in real sandboxes."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 from collections.abc import Iterator
 from dataclasses import replace
@@ -100,6 +101,10 @@ def test_a_module_that_starts_threads_or_a_small_memory_budget_is_not_forked(
     server, why = start("tune_threaded:loader", trial_env(PLAN), None, 60)
     assert server is None
     assert why == "tune_threaded:loader's module started 1 thread(s) at import"
+    # native threads too: the OpenMP pool a parallel operation at import starts
+    server, why = start("tune_openmp:loader", trial_env(PLAN), None, 60)
+    assert server is None
+    assert re.fullmatch(r"tune_openmp:loader's module started [1-9]\d* thread\(s\) at import", why)
     server, why = start(SMALL, trial_env(PLAN), 16 * MiB, 60)
     assert server is None
     assert why == "the memory budget is not above what torch and the loader's module take"
