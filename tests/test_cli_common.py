@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import typer
@@ -82,3 +83,14 @@ def test_unwritable_stdout_is_one_line_and_exit_2(args: list[str]) -> None:
         assert p.stdout is not None and p.stderr is not None
         p.stdout.close()
         assert (p.stderr.read(), p.wait()) == (b"", 1)
+
+
+def test_unwritable_stderr_leaves_the_output_and_exit_status(tmp_path: Path) -> None:
+    # 2>/dev/full: the error lines are lost, the output and the exit status are not
+    cmd = [sys.executable, "-m", "shmguard", "check", str(tmp_path / "missing.yaml")]
+    quiet = subprocess.run(cmd, capture_output=True, check=False)
+    with open("/dev/full", "w") as full:
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=full, check=False)
+    assert quiet.returncode == r.returncode == 2
+    assert b"cannot read" in quiet.stderr
+    assert r.stdout == quiet.stdout and b"in 1 file" in r.stdout
