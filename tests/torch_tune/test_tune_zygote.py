@@ -127,6 +127,24 @@ def test_tune_says_when_its_trials_were_not_forked(root_only: None) -> None:
     assert all(t.ok for t in result.trials if t.status != "ruled-out")
 
 
+@pytest.mark.timeout(120)
+def test_trials_forked_from_a_module_that_ignores_sigchld_end(root_only: None) -> None:
+    # SIGCHLD ignored at import: the server's waitpid failed and every trial hung
+    result = tune(
+        "tune_sigchld:loader",
+        budget_shm=8 * MiB,
+        budget_memory=GiB,
+        cpus=1,
+        steps=4,
+        warmup=1,
+        confirm_rounds=0,
+        trial_timeout=30,
+    )
+    assert result.recommended is not None and not result.interrupted
+    assert not any("fresh Python" in n for n in result.notes)
+    assert all(t.ok for t in result.trials if t.status != "ruled-out")
+
+
 @pytest.mark.timeout(60)
 def test_a_module_that_does_not_import_is_a_one_line_error(root_only: None) -> None:
     with pytest.raises(TuneInputError) as err:

@@ -194,6 +194,11 @@ def main(argv: list[str]) -> None:
         importlib.import_module(argv[1].partition(":")[0])
     except BaseException as err:  # each trial imports it again and reports it
         error = f"{type(err).__name__}: {err}".splitlines()[0]
+    # What the import may have changed that serving needs: SIGCHLD ignored would have the
+    # kernel reap the helpers, so that waitpid fails (ECHILD) and no trial ever ends; Ctrl-C
+    # is the trial's and shmguard's (see the module docstring).
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.stdout.flush()  # nothing buffered here may reach a trial's output
     sys.stderr.flush()
     _send(
