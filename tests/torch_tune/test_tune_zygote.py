@@ -110,39 +110,25 @@ def test_a_module_that_starts_threads_or_a_small_memory_budget_is_not_forked(
     assert why == "the memory budget is not above what torch and the loader's module take"
 
 
+def _tune_all_ok(loader: str) -> list[str]:
+    """tune ``loader`` on a small budget; every trial that ran was ok; its notes."""
+    result = tune(loader, budget_shm=8 * MiB, budget_memory=GiB, cpus=1, steps=4, warmup=1,
+                  confirm_rounds=0, trial_timeout=30)  # fmt: skip
+    assert result.recommended is not None and not result.interrupted
+    assert all(t.ok for t in result.trials if t.status != "ruled-out")
+    return result.notes
+
+
 @pytest.mark.timeout(120)
 def test_tune_says_when_its_trials_were_not_forked(root_only: None) -> None:
-    result = tune(
-        "tune_threaded:loader",
-        budget_shm=8 * MiB,
-        budget_memory=GiB,
-        cpus=1,
-        steps=4,
-        warmup=1,
-        confirm_rounds=0,
-    )
-    assert result.recommended is not None and not result.interrupted
     assert "each trial started a fresh Python: tune_threaded:loader's module started 1 " \
-        "thread(s) at import" in result.notes  # fmt: skip
-    assert all(t.ok for t in result.trials if t.status != "ruled-out")
+        "thread(s) at import" in _tune_all_ok("tune_threaded:loader")  # fmt: skip
 
 
 @pytest.mark.timeout(120)
 def test_trials_forked_from_a_module_that_ignores_sigchld_end(root_only: None) -> None:
     # SIGCHLD ignored at import: the server's waitpid failed and every trial hung
-    result = tune(
-        "tune_sigchld:loader",
-        budget_shm=8 * MiB,
-        budget_memory=GiB,
-        cpus=1,
-        steps=4,
-        warmup=1,
-        confirm_rounds=0,
-        trial_timeout=30,
-    )
-    assert result.recommended is not None and not result.interrupted
-    assert not any("fresh Python" in n for n in result.notes)
-    assert all(t.ok for t in result.trials if t.status != "ruled-out")
+    assert not any("fresh Python" in n for n in _tune_all_ok("tune_sigchld:loader"))
 
 
 @pytest.mark.timeout(60)
