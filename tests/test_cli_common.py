@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import typer
@@ -58,3 +59,38 @@ def test_version() -> None:
         check=True,
     ).stdout
     assert out == f"shmguard {__version__}\n"
+
+
+@pytest.mark.parametrize("args", [["rules"], ["doctor", "--json"], ["--version"]])
+def test_unwritable_stdout_is_one_line_and_exit_2(args: list[str]) -> None:
+    # a full disk (/dev/full: ENOSPC) and a closed descriptor (>&-): one line, no traceback
+    cmd = [sys.executable, "-m", "shmguard", *args]
+    with open("/dev/full", "w") as full:
+        r = subprocess.run(cmd, stdout=full, stderr=subprocess.PIPE, check=False)
+    assert (r.returncode, r.stderr) == (
+        2,
+        b"shmguard: error: cannot write standard output: No space left on device\n",
+    )
+    if args != ["--version"]:  # Click's echo writes nothing to a closed stdout
+        closed = ["sh", "-c", 'exec "$@" >&-', "sh", *cmd]
+        r = subprocess.run(closed, stderr=subprocess.PIPE, check=False)
+        assert (r.returncode, r.stderr) == (
+            2,
+            b"shmguard: error: cannot write standard output: it is closed\n",
+        )
+        # a closed pipe (| head) stays Click's: exit 1 without a word
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert p.stdout is not None and p.stderr is not None
+        p.stdout.close()
+        assert (p.stderr.read(), p.wait()) == (b"", 1)
+
+
+def test_unwritable_stderr_leaves_the_output_and_exit_status(tmp_path: Path) -> None:
+    # 2>/dev/full: the error lines are lost, the output and the exit status are not
+    cmd = [sys.executable, "-m", "shmguard", "check", str(tmp_path / "missing.yaml")]
+    quiet = subprocess.run(cmd, capture_output=True, check=False)
+    with open("/dev/full", "w") as full:
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=full, check=False)
+    assert quiet.returncode == r.returncode == 2
+    assert b"cannot read" in quiet.stderr
+    assert r.stdout == quiet.stdout and b"in 1 file" in r.stdout

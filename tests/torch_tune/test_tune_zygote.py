@@ -5,6 +5,7 @@ on real PyTorch in real sandboxes."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 from collections.abc import Iterator
 from dataclasses import replace
@@ -100,26 +101,34 @@ def test_a_module_that_starts_threads_or_a_small_memory_budget_is_not_forked(
     server, why = start("tune_threaded:loader", trial_env(PLAN), None, 60)
     assert server is None
     assert why == "tune_threaded:loader's module started 1 thread(s) at import"
+    # native threads too: the OpenMP pool a parallel operation at import starts
+    server, why = start("tune_openmp:loader", trial_env(PLAN), None, 60)
+    assert server is None
+    assert re.fullmatch(r"tune_openmp:loader's module started [1-9]\d* thread\(s\) at import", why)
     server, why = start(SMALL, trial_env(PLAN), 16 * MiB, 60)
     assert server is None
     assert why == "the memory budget is not above what torch and the loader's module take"
 
 
+def _tune_all_ok(loader: str) -> list[str]:
+    """tune ``loader`` on a small budget; every trial that ran was ok; its notes."""
+    result = tune(loader, budget_shm=8 * MiB, budget_memory=GiB, cpus=1, steps=4, warmup=1,
+                  confirm_rounds=0, trial_timeout=30)  # fmt: skip
+    assert result.recommended is not None and not result.interrupted
+    assert all(t.ok for t in result.trials if t.status != "ruled-out")
+    return result.notes
+
+
 @pytest.mark.timeout(120)
 def test_tune_says_when_its_trials_were_not_forked(root_only: None) -> None:
-    result = tune(
-        "tune_threaded:loader",
-        budget_shm=8 * MiB,
-        budget_memory=GiB,
-        cpus=1,
-        steps=4,
-        warmup=1,
-        confirm_rounds=0,
-    )
-    assert result.recommended is not None and not result.interrupted
     assert "each trial started a fresh Python: tune_threaded:loader's module started 1 " \
-        "thread(s) at import" in result.notes  # fmt: skip
-    assert all(t.ok for t in result.trials if t.status != "ruled-out")
+        "thread(s) at import" in _tune_all_ok("tune_threaded:loader")  # fmt: skip
+
+
+@pytest.mark.timeout(120)
+def test_trials_forked_from_a_module_that_ignores_sigchld_end(root_only: None) -> None:
+    # SIGCHLD ignored at import: the server's waitpid failed and every trial hung
+    assert not any("fresh Python" in n for n in _tune_all_ok("tune_sigchld:loader"))
 
 
 @pytest.mark.timeout(60)

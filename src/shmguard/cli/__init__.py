@@ -8,6 +8,7 @@ Command modules import heavy libraries (Rich, torch, matplotlib) inside the comm
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 try:  # Ctrl-C while the commands load: one line and exit 130, as once they run
     import typer
@@ -36,12 +37,67 @@ __all__ = ["app", "main"]
 
 def main() -> None:
     """Console-script entry point (``shmguard``)."""
+    if sys.stdout is not None:
+        sys.stdout = _Stdout(sys.stdout)
     try:
         one = _only(sys.argv[1]) if len(sys.argv) > 1 else None
         (one or app)()
     except KeyboardInterrupt:  # while Typer builds the commands (it handles it once they run)
         sys.stderr.write("shmguard: interrupted while starting\n")
         raise SystemExit(130) from None
+    except (OSError, AttributeError) as err:
+        why = _unwritable_stdout(err)
+        if why is None:
+            raise
+        import os
+
+        from shmguard.cli._common import EXIT_USAGE, error_line
+
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (nothing left to flush at exit)
+        error_line(f"cannot write standard output: {why}")
+        raise SystemExit(EXIT_USAGE) from None
+
+
+class _Stdout:
+    """``sys.stdout`` as the commands write it: the same stream, whose write and flush errors
+    are marked as standard output's (see :func:`_unwritable_stdout`)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        """The stream's write; an OSError is marked as standard output's."""
+        try:
+            return int(self._stream.write(text))
+        except OSError as err:
+            err.shmguard_stdout = True  # type: ignore[attr-defined]
+            raise
+
+    def flush(self) -> None:
+        """The stream's flush; an OSError is marked as standard output's."""
+        try:
+            self._stream.flush()
+        except OSError as err:
+            err.shmguard_stdout = True  # type: ignore[attr-defined]
+            raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _unwritable_stdout(err: BaseException) -> str | None:
+    """Why standard output could not be written, when that is what ``err`` (raised by a
+    command) comes from, else None: it was closed when shmguard started (``>&-``: Python's
+    ``sys.stdout`` is None, so writing raises AttributeError), or writing it failed
+    (``>/dev/full``: ENOSPC; EIO). A closed pipe (EPIPE) is Click's: exit 1 without a word,
+    as ``| head`` expects."""
+    import errno
+
+    if sys.stdout is None:
+        return "it is closed" if isinstance(err, AttributeError) else None
+    if not isinstance(err, OSError) or not getattr(err, "shmguard_stdout", False):
+        return None
+    return None if err.errno == errno.EPIPE else err.strerror or str(err)
 
 
 def _only(name: str) -> typer.Typer | None:

@@ -145,7 +145,8 @@ def check_files(
     :func:`jobs_for`; 1: this one alone). ``fix`` needs ``jobs`` 1. With ``jobs`` above 1,
     ``data`` is None unless ``keep_data`` (it is most of what the workers send). An exception
     raised in a worker is raised here (with the worker's traceback as a note), as it would be
-    serially.
+    serially. When no more processes can be forked (the descriptor or process limits:
+    ``ulimit -n``, ``ulimit -u``), the ones forked so far check the files.
 
     With ``jobs`` n above 1, n - 1 workers are forked and this process is the n-th: each takes
     chunks of up to :data:`CHUNK` paths from one work queue (a pipe holding the chunks'
@@ -195,11 +196,21 @@ def _forked(paths: list[str], n: int, run: Callable[[str], Checked]) -> list[Che
         # otherwise touch, and so copy, every page of them (the gc.freeze documentation)
         gc.freeze()
         try:
+            parent = os.getpid()
             for _ in range(1, n):
-                r, w = os.pipe()
-                pid = os.fork()
+                try:
+                    r, w = os.pipe()
+                except OSError:  # out of descriptors (EMFILE): the processes so far do it
+                    break
+                try:
+                    pid = os.fork()
+                except OSError:  # out of processes or memory (EAGAIN, ENOMEM): the same
+                    os.close(r)
+                    os.close(w)
+                    break
                 if pid == 0:
                     os.close(r)
+                    _die_with(parent)
                     _worker(w, lambda: _take(queue_r, paths, size, run))
                 os.close(w)
                 kids.append((pid, r))
@@ -247,6 +258,19 @@ def _take(
         (i,) = _START.unpack(start)
         done.append((i, [run(p) for p in paths[i : i + size]]))
     return done
+
+
+def _die_with(parent: int) -> None:
+    """In a forked worker: be killed (SIGKILL) when this process's parent ``parent`` ends, so
+    that a ``shmguard check`` killed by SIGTERM or SIGKILL leaves no worker checking the rest
+    of the queue on its own (prctl(2) ``PR_SET_PDEATHSIG``); end now if it has already ended."""
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1  # linux/prctl.h
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent ended before the signal was armed
+        os._exit(1)
 
 
 def _worker(w: int, work: Callable[[], object]) -> NoReturn:

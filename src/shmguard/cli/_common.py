@@ -22,11 +22,20 @@ EXIT_USAGE = 2
 def error_line(message: str) -> None:
     """Print ``shmguard: error: <message>`` on stderr (one line) and go on: for an error that
     does not stop the command (one unreadable file of several with ``explain --per-file``).
-    Nothing is printed when stderr is closed (``2>&-``: Python's ``sys.stderr`` is None)."""
+    Nothing is printed when stderr is closed (``2>&-``: Python's ``sys.stderr`` is None) or
+    cannot be written (``2>/dev/full``): the command goes on to its output and exit status."""
+    info_line(f"error: {message}")
+
+
+def info_line(message: str) -> None:
+    """Print ``shmguard: <message>`` on stderr (one line), as :func:`error_line` does."""
     if sys.stderr is None:
         return
-    sys.stderr.write(f"shmguard: error: {message}\n")
-    sys.stderr.flush()
+    try:
+        sys.stderr.write(f"shmguard: {message}\n")
+        sys.stderr.flush()
+    except OSError:  # ENOSPC, EIO: nowhere to say it
+        pass
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:

@@ -15,7 +15,7 @@ import typer
 
 from shmguard.cli._app import PlainUsage, app
 from shmguard.cli._check_files import check_files, jobs_for
-from shmguard.cli._common import error_line, fail, size_option
+from shmguard.cli._common import error_line, fail, info_line, size_option
 from shmguard.cli._config import ConfigOption, settings
 from shmguard.model import FailOn
 
@@ -373,7 +373,7 @@ def _target(configured: str, given: str | None) -> Any:
 
 
 def _info(line: str) -> None:
-    sys.stderr.write(f"shmguard: {line}\n")
+    info_line(line)
 
 
 _LEVELS = ("error", "warning", "info")

@@ -205,3 +205,76 @@ def test_more_files_than_queue_places_keep_their_order(tmp_path: Path) -> None:
     got = list(check_files(paths, CheckOptions(), Config(), jobs=3, **kw))
     assert [c.result.path for c in got] == paths
     assert all("cannot read" in c.result.diagnostics[0].message for c in got)
+
+
+_STUCK_WORKERS = """
+import os, sys, time
+from shmguard.cli._check_files import _forked
+
+def run(path):
+    open(os.path.join(sys.argv[1], str(os.getpid())), "w").close()
+    time.sleep(60)
+
+_forked([f"f{i}.yaml" for i in range(64)], 2, run)
+"""
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@linux_only
+def test_workers_end_when_this_process_is_killed(tmp_path: Path) -> None:
+    # kill -TERM or -KILL of `shmguard check -j N` (this process alone, not its group): its
+    # workers must not go on checking the rest of the queue as orphans
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-c", _STUCK_WORKERS, str(tmp_path)])
+    try:
+        deadline = time.monotonic() + 60
+        while len(os.listdir(tmp_path)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (worker,) = {int(n) for n in os.listdir(tmp_path)} - {proc.pid}
+        assert _running(worker)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while _running(worker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _running(worker)
+    finally:
+        proc.kill()
+        for name in os.listdir(tmp_path):
+            if _running(int(name)):
+                os.kill(int(name), signal.SIGKILL)
+
+
+@linux_only
+def test_more_jobs_than_descriptors_allow_still_check_every_file(tmp_path: Path) -> None:
+    # -j 400 under `ulimit -n 64`: the pipes of the first ~60 workers use up the descriptors;
+    # those check the files, with the serial output and no traceback
+    import resource
+
+    tree = _tree(tmp_path / "t")
+    paths = [str(p) for p in sorted(tree.rglob("*")) if p.is_file()]
+    paths = (paths * (400 // len(paths) + 1))[:400]
+
+    def run(jobs: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [sys.executable, "-m", "shmguard", "check", "-j", jobs, *paths],
+            cwd=tmp_path,
+            capture_output=True,
+            timeout=300,
+            check=False,
+            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64)),
+        )
+
+    many, one = run("400"), run("1")
+    assert b"Traceback" not in many.stderr
+    assert (many.returncode, many.stdout, many.stderr) == (one.returncode, one.stdout, one.stderr)
+    assert b"in 400 files" in one.stdout

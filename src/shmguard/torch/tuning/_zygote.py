@@ -14,7 +14,8 @@ namespace down; this process only forks and waits.
 Protocol on the ``SOCK_SEQPACKET`` socket ``CTRL_FD`` (one JSON object a message):
 
 * once the imports are done: ``{"ready": true, "threads": N, "shm": [...], "anon": BYTES,
-  "imported": bool, "error": "..."}``: the Python threads running (``threading``), what of
+  "imported": bool, "error": "..."}``: the threads running (``threading``'s, or 1 + those
+  the loader's module started, native ones included: ``/proc/self/task``), what of
   /dev/shm it maps or holds open, its anonymous resident memory (``RssAnon``, proc(5)), whether
   the loader's module imported (when not, each trial imports it again and reports the error);
 * then per trial, from the parent: ``{"spec": HELPER_SPEC, "env": {...}}`` with the descriptors
@@ -135,6 +136,14 @@ def _shm_held() -> list[str]:
     return sorted(held)
 
 
+def _tasks() -> int:
+    """The threads of this process, native ones included (``/proc/self/task``, proc(5))."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 1
+
+
 def _anon() -> int:
     """Anonymous resident bytes of this process (``RssAnon``, proc(5)), 0 when unknown."""
     try:
@@ -180,16 +189,25 @@ def main(argv: list[str]) -> None:
     from shmguard.torch.tuning import _child  # noqa: F401
 
     error = ""
+    tasks = _tasks()
     try:
         importlib.import_module(argv[1].partition(":")[0])
     except BaseException as err:  # each trial imports it again and reports it
         error = f"{type(err).__name__}: {err}".splitlines()[0]
+    # What the import may have changed that serving needs: SIGCHLD ignored would have the
+    # kernel reap the helpers, so that waitpid fails (ECHILD) and no trial ever ends; Ctrl-C
+    # is the trial's and shmguard's (see the module docstring).
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.stdout.flush()  # nothing buffered here may reach a trial's output
     sys.stderr.flush()
     _send(
         sock,
         ready=True,
-        threads=threading.active_count(),
+        # Python's threads, or the native ones the import started (an OpenMP pool that a
+        # parallel torch operation at import starts: a trial forked after it hangs at its
+        # first parallel operation, as GNU libgomp's threads are not forked with it)
+        threads=1 + max(threading.active_count() - 1, _tasks() - tasks),
         shm=_shm_held(),
         anon=_anon(),
         imported=not error,
