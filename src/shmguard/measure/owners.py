@@ -52,13 +52,22 @@ def torch_creator(name: str) -> str | None:
     return m.group(1) if m is not None else None
 
 
-def _worker_siblings(pids: list[int], creators: set[str]) -> set[str]:
+def _worker_siblings(
+    pids: list[int],
+    creators: set[str],
+    earlier: dict[int, tuple[str, int, bytes]] | None = None,
+) -> set[str]:
     """Namespace pids of the processes beside each ``torch_*`` creator: children of the same
     parent with the same command line. DataLoader workers are forks of the main process, so a
     worker whose blocks were all consumed between two scans is still counted (a run's owner
     scans saw 3 of a loader's 4 workers without this); a helper the main process spawned with
-    another command line (multiprocessing's resource tracker) is not."""
-    facts = {pid: f for pid in pids if (f := _proc_facts(pid)) is not None}
+    another command line (multiprocessing's resource tracker) is not. ``earlier``: the
+    processes as the previous scan and this one's start saw them (``pid -> (ns pid, ppid,
+    cmdline)``), so a worker the main process stopped during this scan (a loader that fails
+    within a scan interval of its first batch shuts its workers down at once) still counts:
+    without them, a run --watch counted 3 of the seed loader's 4 workers, once in a CI run."""
+    facts = {**(earlier or {})}
+    facts.update((pid, f) for pid in pids if (f := _proc_facts(pid)) is not None)
     out: set[str] = set()
     for ns, ppid, cmd in facts.values():
         if ns in creators:
@@ -92,6 +101,8 @@ class OwnerTracker:
         self._cpu_last: dict[int, float] = {}
         self._torch_largest = 0
         self._torch_creators: set[str] = set()
+        #: the tree's processes at the previous scan's start (see :func:`_worker_siblings`).
+        self._facts: dict[int, tuple[str, int, bytes]] = {}
 
     def torch_seen(self) -> tuple[frozenset[str], int]:
         """``(creators, largest)``: the pids (as in the names) of the processes that created
@@ -106,6 +117,8 @@ class OwnerTracker:
         by_kind: Mapping[str, int] = {}
         held = 0
         if self.scan is not None and pids:
+            facts = {pid: f for pid in pids if (f := _proc_facts(pid)) is not None}
+            earlier, self._facts = {**self._facts, **facts}, facts
             result = self.scan(pids=pids)
             by_kind, held = dict(result.by_kind), result.total_bytes
             files = [f for holding in result.processes for f in holding.files]
@@ -116,7 +129,7 @@ class OwnerTracker:
                     self._torch_creators.add(m.group(1))
                     self._torch_largest = max(self._torch_largest, f.bytes)
             if len(self._torch_creators) > known:
-                self._torch_creators |= _worker_siblings(pids, self._torch_creators)
+                self._torch_creators |= _worker_siblings(pids, self._torch_creators, earlier)
             for line in result.errors[:3]:
                 if "no such process" not in line:
                     self.errors.setdefault(line, None)
