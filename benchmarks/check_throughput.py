@@ -59,7 +59,7 @@ import yaml
 
 from shmguard.cli._check_files import jobs_for, usable_cpus
 from shmguard.lint.check import check_loaded
-from shmguard.lint.sources.load import load_bytes
+from shmguard.sources.load import load_bytes
 
 CORPUS = Path(__file__).resolve().parents[1] / ".." / "shared" / "corpus"
 CHECKOV = "/tmp/checkov-venv/bin/checkov"

@@ -1,7 +1,7 @@
 """Throughput of the sources layer over ../shared/corpus against a bare PyYAML C parse.
 
 Prints files/s and MB/s for (1) ``yaml.compose_all(CSafeLoader)`` over every YAML file of
-corpus/compose and corpus/k8s and (2) the same files through ``shmguard.lint.sources.load``
+corpus/compose and corpus/k8s and (2) the same files through ``shmguard.sources.load``
 (decode, guards, node views, Compose services / Kubernetes pod specs with their containers
 and volumes), then the ratio (issue 8's target for ``check``: at least 60 % of the bare parse).
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from shmguard.lint.sources.load import load_bytes
+from shmguard.sources.load import load_bytes
 
 CORPUS = Path(__file__).resolve().parents[1] / ".." / "shared" / "corpus"
 

@@ -32,6 +32,19 @@ def _modules(package: str) -> list[Path]:
         ("model", ("shmguard.render", "shmguard.cli")),
         ("estimate", ("shmguard.render", "shmguard.cli", "shmguard.inspect", "shmguard.lint")),
         ("config", ("shmguard.render", "shmguard.cli", "shmguard.inspect")),
+        # reading what users write: no rule, host, measurement or renderer
+        (
+            "sources",
+            (
+                "shmguard.render",
+                "shmguard.cli",
+                "shmguard.inspect",
+                "shmguard.measure",
+                "shmguard.lint",
+                "shmguard.fleet",
+                "shmguard.triage",
+            ),
+        ),
         # rules take fact values from model/, never the host
         ("lint", ("shmguard.render", "shmguard.cli", "shmguard.inspect", "shmguard.measure")),
         ("inspect", ("shmguard.render", "shmguard.cli", "shmguard.measure", "shmguard.lint")),

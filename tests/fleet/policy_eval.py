@@ -15,7 +15,7 @@ import yaml
 
 from shmguard.fleet.policy import CEL_VARIABLES, RULES, rego
 from shmguard.lint.check import check_loaded
-from shmguard.lint.sources.load import load_bytes
+from shmguard.sources.load import load_bytes
 from shmguard.units import parse_k8s_quantity
 
 CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "k8s"

@@ -28,7 +28,7 @@ from shmguard.fleet.patch import pointer
 from shmguard.fleet.sizing import loader_request
 from shmguard.lint.check import CheckOptions
 from shmguard.lint.config._base import fix_size
-from shmguard.lint.sources.workload import Workload
+from shmguard.sources.workload import Workload
 from shmguard.units import GiB, MiB
 
 DEFAULT = fix_size(CheckOptions(), Workload("ml"), None)

@@ -20,8 +20,8 @@ from shmguard.cli import app
 from shmguard.fleet import cluster as cluster_mod
 from shmguard.fleet.cluster import KINDS
 from shmguard.lint.check import check_loaded
-from shmguard.lint.sources.k8s_model import GPU_RESOURCES
-from shmguard.lint.sources.load import load_bytes
+from shmguard.sources.k8s_model import GPU_RESOURCES
+from shmguard.sources.load import load_bytes
 
 pytest.importorskip("kubernetes")
 

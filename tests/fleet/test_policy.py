@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from shmguard.cli import app
 from shmguard.estimate.policy import DEFAULT_SHM_SIZE, Policy
 from shmguard.fleet.policy import Engine, Mode, gatekeeper, generate, kyverno, rego, vap
-from shmguard.lint.sources.workload import COMMAND_PATTERN, IMAGE_PATTERN
+from shmguard.sources.workload import COMMAND_PATTERN, IMAGE_PATTERN
 from shmguard.units import GiB, format_k8s_quantity, parse_k8s_quantity
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -83,7 +83,7 @@ def test_every_corpus_pod_template(
                 kv.validate(out, K8S, strict=True)
         again, _ = ask(conn, out)
         assert again == [], (where, again)
-    # 908 pod templates (tests/lint/sources/test_sources_corpus.py); 130 get a /dev/shm: the
+    # 908 pod templates (tests/sources/test_sources_corpus.py); 130 get a /dev/shm: the
     # containers check's SHM001 flags, plus the Ray containers check leaves to the KubeRay
     # operator (whose pods reach the webhook with the operator's volume already mounted) and
     # MPIJob launchers (docs/webhook.md); 113 of them validated as written, and still do

@@ -18,7 +18,7 @@ import yaml
 
 from shmguard.fleet import names
 from shmguard.fleet.pods import as_map
-from shmguard.lint.sources.k8s_model import GPU_RESOURCES
+from shmguard.sources.k8s_model import GPU_RESOURCES
 
 BASE = Path(__file__).resolve().parents[2] / "deploy" / "webhook"
 NS = "shmguard-system"

@@ -23,9 +23,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from shmguard.lint.sources.discover import discover
-from shmguard.lint.sources.k8s_model import text
-from shmguard.lint.sources.load import load_path
+from shmguard.sources.discover import discover
+from shmguard.sources.k8s_model import text
+from shmguard.sources.load import load_path
 
 #: ../shared/corpus, next to the repository (absent on some machines: callers skip).
 CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus"

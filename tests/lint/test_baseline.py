@@ -14,7 +14,7 @@ from shmguard.lint.baseline import (
     parse_baseline,
 )
 from shmguard.lint.check import FileResult, check_loaded
-from shmguard.lint.sources.load import load_bytes
+from shmguard.sources.load import load_bytes
 
 COMPOSE = """\
 services:

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 from shmguard.cli import app
 from shmguard.config import Config, ConfigError, load_config
 from shmguard.lint.check import check_loaded
-from shmguard.lint.sources.load import load_bytes
 from shmguard.model import Severity
+from shmguard.sources.load import load_bytes
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 SCHEMA = json.loads((resources.files("shmguard") / "schemas" / "check.schema.json").read_text())

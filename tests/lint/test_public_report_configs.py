@@ -15,7 +15,7 @@ import pytest
 
 from shmguard.config import load_config
 from shmguard.lint.check import check_loaded
-from shmguard.lint.sources.load import load_bytes
+from shmguard.sources.load import load_bytes
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 FILES = [*sorted((FIXTURES / "corpus").glob("reports_*.jsonl")),

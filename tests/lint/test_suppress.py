@@ -4,8 +4,8 @@ and label: which findings they remove, and that ``--fix`` leaves suppressed find
 from __future__ import annotations
 
 from shmguard.lint.check import check_loaded, fix_file
-from shmguard.lint.sources.load import load_bytes
 from shmguard.lint.suppress import ALL, scan
+from shmguard.sources.load import load_bytes
 
 
 def codes(text: str, name: str = "compose.yaml") -> list[tuple[str, int | None]]:

@@ -18,11 +18,11 @@ from rightsize_rows import recorded_report
 
 from shmguard.lint.check import check_loaded
 from shmguard.lint.proposal import Proposal, apply_proposals
-from shmguard.lint.sources.load import load_bytes
 from shmguard.model.fix import Change, Setting
 from shmguard.monitor.manifests import proposals, workload_name
 from shmguard.render.manifests_text import manifest_lines, manifests_data
 from shmguard.render.rightsize_text import workload_patches
+from shmguard.sources.load import load_bytes
 from shmguard.units import format_k8s_quantity
 
 MiB = 1 << 20
@@ -360,7 +360,7 @@ def test_every_corpus_workload_takes_a_proposal(tmp_path: Path) -> None:
     built-in workload of every corpus manifest, applied to a copy: the edit holds (a second run
     changes nothing, the YAML parses), what is not applied says why, and check finds no size
     problem (SHM001, SHM009, SHM010) left in a fully edited object."""
-    from shmguard.lint.sources.discover import discover
+    from shmguard.sources.discover import discover
 
     files = changed = 0
     shown: list[str] = []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from shmguard.lint.sources.diagnostics import DiagnosticKind, SourceDiagnostic
 from shmguard.model.finding import Applicability, Edit, Finding, Fix, Location, Severity
 from shmguard.render.github import (
     annotation,
@@ -10,6 +9,7 @@ from shmguard.render.github import (
     escape_data,
     escape_property,
 )
+from shmguard.sources.diagnostics import DiagnosticKind, SourceDiagnostic
 
 
 def test_escaping_matches_the_toolkit() -> None:

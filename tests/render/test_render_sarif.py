@@ -10,10 +10,10 @@ import jsonschema
 
 from shmguard.lint.check import FileResult, check_loaded
 from shmguard.lint.config import RULES
-from shmguard.lint.sources.diagnostics import DiagnosticKind, SourceDiagnostic
-from shmguard.lint.sources.load import load_bytes, load_path
 from shmguard.model.finding import Finding, Location, Severity, apply_edits
 from shmguard.render.sarif import SARIF_SCHEMA, sarif_log
+from shmguard.sources.diagnostics import DiagnosticKind, SourceDiagnostic
+from shmguard.sources.load import load_bytes, load_path
 
 TESTS = Path(__file__).resolve().parents[1]
 FIXTURES = TESTS / "lint" / "config" / "fixtures"

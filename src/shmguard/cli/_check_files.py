@@ -88,8 +88,8 @@ def check_one(
     path: str, options: CheckOptions, conf: Config, *, fix: bool, diff: bool, unsafe: bool
 ) -> Checked:
     """Check ``path`` (and with ``fix`` write its fixes; with ``diff`` compute them), the
-    cyclic garbage collector paused until its graph is freed (lint/sources/gcpause.py)."""
-    from shmguard.lint.sources import gcpause
+    cyclic garbage collector paused until its graph is freed (sources/gcpause.py)."""
+    from shmguard.sources import gcpause
 
     gcpause.pause()
     try:
@@ -102,8 +102,8 @@ def _check_one(
     path: str, options: CheckOptions, conf: Config, *, fix: bool, diff: bool, unsafe: bool
 ) -> Checked:
     from shmguard.lint.check import check_loaded, fix_file, write_atomic
-    from shmguard.lint.sources.load import load_bytes, load_path
     from shmguard.render.check_text import unified_diff
+    from shmguard.sources.load import load_bytes, load_path
 
     lf = load_path(path)
     data = lf.src.data if lf.src is not None else None

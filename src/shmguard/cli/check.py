@@ -192,7 +192,6 @@ def check(
     from shmguard.lint.check import CheckOptions
     from shmguard.lint.config import RULES
     from shmguard.lint.engine import unknown_codes
-    from shmguard.lint.sources.discover import discover
     from shmguard.model import exit_status
     from shmguard.render.check_text import (
         diagnostic_line,
@@ -200,6 +199,7 @@ def check(
         fixed_line,
         summary_line,
     )
+    from shmguard.sources.discover import discover
 
     size = size_option(shm_size, "--shm-size")
     conf = settings(config)

@@ -43,7 +43,7 @@ TIMEOUT = (5, 30)
 _SA_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 #: (group, version, plural, kind, namespaced). Versions are the served ones of each
-#: project's current CRD (the sources in :mod:`shmguard.lint.sources.k8s_kinds`).
+#: project's current CRD (the sources in :mod:`shmguard.sources.k8s_kinds`).
 KINDS: tuple[tuple[str, str, str, str, bool], ...] = (
     ("", "v1", "pods", "Pod", True),
     ("", "v1", "podtemplates", "PodTemplate", True),

@@ -2,7 +2,7 @@
 rules, and mark the pods the shmguard webhook sizes as covered.
 
 Each live object is written as one YAML document and loaded by the same Kubernetes source
-(:func:`shmguard.lint.sources.load.load_bytes`) and rule engine
+(:func:`shmguard.sources.load.load_bytes`) and rule engine
 (:func:`shmguard.lint.check.check_loaded`) as a manifest file, so the findings are the ones
 ``check`` gives for the same object in a file. Objects from the API have no file positions:
 a finding's location is ``cluster://<context>/<namespace>/<Kind>/<name>`` (``_`` for a
@@ -26,11 +26,11 @@ from shmguard.config import Config
 from shmguard.fleet import names
 from shmguard.fleet.coverage import WebhookView, view_from_objects
 from shmguard.lint.check import CheckOptions, FileResult, check_loaded
-from shmguard.lint.sources.k8s import PodSpec
-from shmguard.lint.sources.k8s_model import dig, text
-from shmguard.lint.sources.load import LoadedFile, load_bytes
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Finding, Location
+from shmguard.sources.k8s import PodSpec
+from shmguard.sources.k8s_model import dig, text
+from shmguard.sources.load import LoadedFile, load_bytes
 
 #: The words of SHM001's Kubernetes finding for a container with nothing at /dev/shm (its
 #: disk-backed emptyDir variant says otherwise and is not covered).

@@ -13,7 +13,7 @@ A pod is *covered* when
 * the pod annotation :data:`~shmguard.fleet.names.POD_INJECT_ANNOTATION` is not ``"false"``,
   and is ``"true"``, or the namespace carries :data:`~shmguard.fleet.names.NAMESPACE_LABEL` =
   ``enabled`` and a container requests an accelerator
-  (:data:`~shmguard.lint.sources.k8s_model.GPU_RESOURCES` in its limits or requests).
+  (:data:`~shmguard.sources.k8s_model.GPU_RESOURCES` in its limits or requests).
 
 The configuration's ``matchConditions`` (CEL) are not evaluated: the opt-in rules above are
 the ones the shipped configuration encodes (deploy/webhook/mutatingwebhookconfiguration.yaml:

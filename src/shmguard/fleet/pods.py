@@ -1,10 +1,10 @@
 """A Pod as the API server sends it (a JSON object): its containers, their workload class, and
 the sizing inputs the webhook reads from its annotations.
 
-The workload class is ``check``'s own: :func:`~shmguard.lint.sources.workload.classify` over
-the same facts :func:`~shmguard.lint.sources.detect.pod_container_workload` reads from a
+The workload class is ``check``'s own: :func:`~shmguard.sources.workload.classify` over
+the same facts :func:`~shmguard.sources.detect.pod_container_workload` reads from a
 manifest (image, command and args, environment variable names, an accelerator request among
-:data:`~shmguard.lint.sources.k8s_model.GPU_RESOURCES`, the pod's ``shmguard.io/`` labels and
+:data:`~shmguard.sources.k8s_model.GPU_RESOURCES`, the pod's ``shmguard.io/`` labels and
 annotations), and a container needs /dev/shm when SHM001 would flag it
 (:func:`~shmguard.lint.config.shm001_ml_without_shm.strong`: evidence beyond a GPU request).
 Field names follow ``k8s.io/api/core/v1`` (``Pod``, ``Container``, ``VolumeMount``,
@@ -20,8 +20,8 @@ from typing import Any
 from shmguard.config import ANNOTATIONS
 from shmguard.lint.config._base import is_dev_shm
 from shmguard.lint.config.shm001_ml_without_shm import strong
-from shmguard.lint.sources.k8s_model import GPU_RESOURCES
-from shmguard.lint.sources.workload import Workload, classify
+from shmguard.sources.k8s_model import GPU_RESOURCES
+from shmguard.sources.workload import Workload, classify
 from shmguard.units import SizeError, k8s_quantity_bytes
 
 #: The annotation and label names :func:`classify` reads.

@@ -128,7 +128,7 @@ def _kyverno_match() -> dict[str, Any]:
 
 
 def _kyverno_mutate(size: str) -> dict[str, Any]:
-    from shmguard.lint.sources.workload import COMMAND_PATTERN, ENV_PREFIXES, IMAGE_PATTERN
+    from shmguard.sources.workload import COMMAND_PATTERN, ENV_PREFIXES, IMAGE_PATTERN
 
     cmd = "join(' ', [element.command || `[]`, element.args || `[]`][])"
     stated = "{{ request.object.metadata.annotations.\"shmguard.io/workload\" || '' }}"

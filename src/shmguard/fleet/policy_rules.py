@@ -4,7 +4,7 @@ Each :class:`PodRule` is one of ``check``'s rules (its code and name come from
 :data:`shmguard.lint.config.RULES`) restated over a Pod object as a policy engine sees it at
 admission: CEL for the ValidatingAdmissionPolicy and Kyverno (``object`` is the Pod), Rego for
 Gatekeeper (``input.review.object``). Workload detection uses the linter's own patterns
-(:data:`~shmguard.lint.sources.workload.IMAGE_PATTERN`, ``COMMAND_PATTERN``,
+(:data:`~shmguard.sources.workload.IMAGE_PATTERN`, ``COMMAND_PATTERN``,
 ``ENV_PREFIXES``) and the ``shmguard.io/workload`` annotation; a GPU request alone is not a
 PyTorch workload here either (SHM001's ``strong``).
 
@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shmguard.estimate.policy import DEFAULT_SHM_SIZE
-from shmguard.lint.sources.workload import COMMAND_PATTERN, ENV_PREFIXES, IMAGE_PATTERN
+from shmguard.sources.workload import COMMAND_PATTERN, ENV_PREFIXES, IMAGE_PATTERN
 from shmguard.units import format_k8s_quantity
 
 SHM_PATHS = ("/dev/shm", "/dev/shm/")

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from shmguard.estimate.plan import PlanRequest, make_plan
 from shmguard.estimate.policy import Policy, memory_limit_for
 from shmguard.lint.config._base import CheckOptions, fix_size
-from shmguard.lint.sources.workload import Workload, parse_loader
+from shmguard.sources.workload import Workload, parse_loader
 from shmguard.units import SizeError, format_iec, k8s_quantity_bytes
 
 _INTS = ("num_workers", "prefetch_factor", "batch_size", "local_ranks", "loaders")

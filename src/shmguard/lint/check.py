@@ -1,6 +1,6 @@
 """`check`: SHM rules over config sources, and ``--fix``. The library part; the CLI renders.
 
-A loaded file (:func:`shmguard.lint.sources.load.load_path`) is cut into units
+A loaded file (:func:`shmguard.sources.load.load_path`) is cut into units
 (:func:`units`: each Compose service, Kubernetes pod spec and run line, with its workload
 class); the rules of :data:`shmguard.lint.config.RULES` run over each through the one rule
 engine, whose severity follows the unit's class (``container`` or ``ml``). A finding met twice
@@ -27,17 +27,17 @@ from shmguard.config import Config
 from shmguard.lint import suppress
 from shmguard.lint.config._base import CheckOptions, Unit
 from shmguard.lint.engine import Rule, run_rules
-from shmguard.lint.sources import gcpause
-from shmguard.lint.sources.detect import (
+from shmguard.model.finding import Applicability, Edit, Finding, apply_edits
+from shmguard.sources import gcpause
+from shmguard.sources.detect import (
     ecs_workload,
     pod_container_workload,
     run_workload,
     service_workload,
 )
-from shmguard.lint.sources.diagnostics import SourceDiagnostic
-from shmguard.lint.sources.load import LoadedFile, load_bytes
-from shmguard.lint.sources.workload import Workload
-from shmguard.model.finding import Applicability, Edit, Finding, apply_edits
+from shmguard.sources.diagnostics import SourceDiagnostic
+from shmguard.sources.load import LoadedFile, load_bytes
+from shmguard.sources.workload import Workload
 
 __all__ = [
     "MAX_ROUNDS",
@@ -135,7 +135,7 @@ def check_loaded(
 ) -> FileResult:
     """Run the SHM rules (default: all, then the configuration's user-defined checks) over
     every unit of ``lf`` (the cyclic garbage collector paused meanwhile, as
-    :func:`~shmguard.lint.sources.load.load_bytes` does)."""
+    :func:`~shmguard.sources.load.load_bytes` does)."""
     gcpause.pause()
     try:
         return _check(lf, options, config, rules)

@@ -34,9 +34,9 @@ from shmguard.lint.config._base import (
 )
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.lint.shm_state import shm_state
-from shmguard.lint.sources.k8s_model import Container, scalars, text
-from shmguard.lint.sources.yamlnode import YMap, YScalar
 from shmguard.model.finding import Location, Severity
+from shmguard.sources.k8s_model import Container, scalars, text
+from shmguard.sources.yamlnode import YMap, YScalar
 from shmguard.units import (
     SizeError,
     format_docker_size,

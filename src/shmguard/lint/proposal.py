@@ -44,13 +44,13 @@ from shmguard.lint.config._base import (
 from shmguard.lint.config._k8sfix import add_size_limit, placeable, shm_mount_edits
 from shmguard.lint.config._yamledit import Style, Value, add_entry, fill_null, json_text
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
-from shmguard.lint.sources.diagnostics import SourceDiagnostic
-from shmguard.lint.sources.k8s import PodSpec
-from shmguard.lint.sources.k8s_model import Container, Volume, text
-from shmguard.lint.sources.yamlnode import YMap, YScalar
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Edit, Fix
 from shmguard.model.fix import Change, Setting
+from shmguard.sources.diagnostics import SourceDiagnostic
+from shmguard.sources.k8s import PodSpec
+from shmguard.sources.k8s_model import Container, Volume, text
+from shmguard.sources.yamlnode import YMap, YScalar
 from shmguard.units import format_iec, format_k8s_quantity
 
 CODE = "REC001"
@@ -365,7 +365,7 @@ def apply_proposals(
     from dataclasses import replace
 
     from shmguard.lint.check import check_loaded, units
-    from shmguard.lint.sources.load import load_bytes
+    from shmguard.sources.load import load_bytes
 
     base = options or CheckOptions()
     opts = replace(base, proposals=tuple(proposals))

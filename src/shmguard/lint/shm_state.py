@@ -19,9 +19,9 @@ from shmguard.lint.config._base import (
     run_mount_target,
     run_shm_mounts,
 )
-from shmguard.lint.sources.k8s_model import Container, text
-from shmguard.lint.sources.yamlnode import YNode, YScalar
 from shmguard.model.finding import Location
+from shmguard.sources.k8s_model import Container, text
+from shmguard.sources.yamlnode import YNode, YScalar
 from shmguard.units import (
     DOCKER_DEFAULT_SHM,
     PODMAN_DEFAULT_SHM,

@@ -16,7 +16,7 @@ The object-level form is the ``shmguard.io/ignore`` annotation (config.py
 :data:`~shmguard.config.ANNOTATIONS`): on a Kubernetes workload or its pod template
 (``metadata.annotations``), as a Compose service label, or a run line's
 ``--label shmguard.io/ignore=...``: comma-separated codes or prefixes not reported for that
-object (read by :func:`~shmguard.lint.sources.workload.classify` into ``Workload.ignore``).
+object (read by :func:`~shmguard.sources.workload.classify` into ``Workload.ignore``).
 """
 
 from __future__ import annotations

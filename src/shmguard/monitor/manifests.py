@@ -18,7 +18,7 @@ def manifest_files(paths: list[str]) -> list[str]:
     file it names are one file (by its real path), under the first spelling met. Twice, its
     changes were reported twice and ``--diff`` printed two diffs of it, which ``patch``
     cannot apply both."""
-    from shmguard.lint.sources.discover import discover
+    from shmguard.sources.discover import discover
 
     seen: dict[str, str] = {}
     for path in discover(paths):

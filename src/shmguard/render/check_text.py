@@ -10,9 +10,9 @@ import difflib
 import re
 from collections.abc import Iterable
 
-from shmguard.lint.sources.diagnostics import SourceDiagnostic
 from shmguard.model.finding import Finding
 from shmguard.render.words import plural, severity_counts
+from shmguard.sources.diagnostics import SourceDiagnostic
 
 
 def _where(file: str, line: int | None, col: int | None) -> str:

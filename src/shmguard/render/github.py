@@ -23,8 +23,8 @@ https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-comm
 
 from __future__ import annotations
 
-from shmguard.lint.sources.diagnostics import SourceDiagnostic
 from shmguard.model.finding import Finding, Location, Severity
+from shmguard.sources.diagnostics import SourceDiagnostic
 
 __all__ = ["annotation", "diagnostic_annotation", "escape_data", "escape_property"]
 

@@ -43,8 +43,8 @@ from shmguard.lint.baseline import fingerprint
 from shmguard.lint.check import FileResult
 from shmguard.lint.docs import render_rules_markdown
 from shmguard.lint.engine import Rule
-from shmguard.lint.sources.diagnostics import SourceDiagnostic
 from shmguard.model.finding import Applicability, Finding, Location, Severity
+from shmguard.sources.diagnostics import SourceDiagnostic
 
 __all__ = ["SARIF_SCHEMA", "sarif_log"]
 

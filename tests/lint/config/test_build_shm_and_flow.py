@@ -4,9 +4,9 @@ in flow style get SHM001's / SHM019's insertion applied."""
 from __future__ import annotations
 
 from shmguard.lint.check import check_loaded, fix_file
-from shmguard.lint.sources.load import load_bytes
 from shmguard.model.finding import Applicability
 from shmguard.model.fix import Setting
+from shmguard.sources.load import load_bytes
 
 
 def findings(src: bytes) -> list[tuple[str, str, str, tuple[str, ...]]]:

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from shmguard.lint.check import check_loaded
-from shmguard.lint.sources.discover import discover
-from shmguard.lint.sources.load import load_bytes, load_path
+from shmguard.sources.discover import discover
+from shmguard.sources.load import load_bytes, load_path
 
 CORPUS = Path(__file__).resolve().parents[3] / ".." / "shared" / "corpus"
 pytestmark = pytest.mark.skipif(

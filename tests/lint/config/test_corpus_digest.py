@@ -22,9 +22,9 @@ import pytest
 
 from shmguard.lint.check import check_loaded
 from shmguard.lint.config import RULES
-from shmguard.lint.sources.discover import discover
-from shmguard.lint.sources.load import load_bytes
 from shmguard.model.finding import Edit, Finding, apply_edits
+from shmguard.sources.discover import discover
+from shmguard.sources.load import load_bytes
 
 CORPUS = Path(__file__).resolve().parents[3] / ".." / "shared" / "corpus"
 pytestmark = pytest.mark.skipif(

@@ -19,8 +19,8 @@ import yaml
 from shmguard.estimate.policy import Policy
 from shmguard.lint.check import CheckOptions, check_loaded, fix_file
 from shmguard.lint.config._base import fix_size
-from shmguard.lint.sources.load import load_bytes
-from shmguard.lint.sources.workload import Workload
+from shmguard.sources.load import load_bytes
+from shmguard.sources.workload import Workload
 from shmguard.units import GiB, format_k8s_quantity, k8s_quantity_bytes
 
 kv = pytest.importorskip("kubernetes_validate")

@@ -12,8 +12,8 @@ import pytest
 
 from shmguard.lint.check import _TARGET_KINDS, _rules_for, check_loaded, units
 from shmguard.lint.config import RULES, CheckOptions
-from shmguard.lint.sources.discover import discover
-from shmguard.lint.sources.load import LoadedFile, load_bytes
+from shmguard.sources.discover import discover
+from shmguard.sources.load import LoadedFile, load_bytes
 
 HERE = Path(__file__).parent
 CORPUS = HERE.parents[2] / ".." / "shared" / "corpus"

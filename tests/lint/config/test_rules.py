@@ -9,8 +9,8 @@ import pytest
 from shmguard.config import Config
 from shmguard.lint.check import CheckOptions, check_loaded
 from shmguard.lint.config import RULES
-from shmguard.lint.sources.load import load_bytes, load_path
 from shmguard.model import Severity
+from shmguard.sources.load import load_bytes, load_path
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

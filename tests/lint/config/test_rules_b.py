@@ -8,8 +8,8 @@ from pathlib import Path
 from shmguard.lint.check import check_loaded, fix_file
 from shmguard.lint.config import RULES
 from shmguard.lint.engine import Rule
-from shmguard.lint.sources.load import load_bytes, load_path
 from shmguard.model.finding import Finding
+from shmguard.sources.load import load_bytes, load_path
 
 FIXTURES = Path(__file__).parent / "fixtures_rules_b"
 

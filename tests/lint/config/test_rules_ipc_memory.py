@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from shmguard.lint.check import check_loaded
-from shmguard.lint.sources.load import load_bytes
+from shmguard.sources.load import load_bytes
 
 
 def found(src: str, name: str, code: str) -> list[tuple[str, int, int, str | None, str]]:

@@ -12,10 +12,10 @@ from typer.testing import CliRunner
 
 from shmguard.cli import app
 from shmguard.lint.check import CheckOptions, check_loaded, fix_file
-from shmguard.lint.sources.compose_types import applied_size, docker_py_parse_bytes, yaml12
-from shmguard.lint.sources.load import load_bytes
-from shmguard.lint.sources.yamlnode import YScalar
 from shmguard.lint.target import Target, parse_target
+from shmguard.sources.compose_types import applied_size, docker_py_parse_bytes, yaml12
+from shmguard.sources.load import load_bytes
+from shmguard.sources.yamlnode import YScalar
 
 COMPOSE = b"""\
 services:

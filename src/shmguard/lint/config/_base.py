@@ -2,7 +2,7 @@
 
 A rule's subject is one :class:`Unit`: a Compose service, a Kubernetes pod spec or a
 ``docker|podman run`` line, with the file's text (for byte offsets and line/column) and the
-unit's workload class (:mod:`shmguard.lint.sources.detect`). :func:`shmguard.lint.check.units`
+unit's workload class (:mod:`shmguard.sources.detect`). :func:`shmguard.lint.check.units`
 cuts a loaded file into units; :func:`shmguard.lint.engine.run_rules` runs the rules over each
 with its workload class, so severities follow ``[tool.shmguard.severity.ml]`` / ``.container``.
 
@@ -19,17 +19,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from shmguard.estimate.policy import Policy, default_shm_size
-from shmguard.lint.sources.compose import ComposeService
-from shmguard.lint.sources.jsonfiles import DaemonConfig, EcsTaskDefinition
-from shmguard.lint.sources.k8s import PodSpec
-from shmguard.lint.sources.k8s_model import Container, Volume, text
-from shmguard.lint.sources.runline import Flag, RunLine
-from shmguard.lint.sources.text import SourceText
-from shmguard.lint.sources.workload import Workload
-from shmguard.lint.sources.yamlnode import YMap, YNode, YScalar
 from shmguard.lint.target import Target
 from shmguard.model.finding import Applicability, Edit, Fix, Location
 from shmguard.model.fix import Change
+from shmguard.sources.compose import ComposeService
+from shmguard.sources.jsonfiles import DaemonConfig, EcsTaskDefinition
+from shmguard.sources.k8s import PodSpec
+from shmguard.sources.k8s_model import Container, Volume, text
+from shmguard.sources.runline import Flag, RunLine
+from shmguard.sources.text import SourceText
+from shmguard.sources.workload import Workload
+from shmguard.sources.yamlnode import YMap, YNode, YScalar
 from shmguard.units import DOCKER_DEFAULT_SHM, SizeError, parse_docker_size
 
 if TYPE_CHECKING:

@@ -33,10 +33,10 @@ from shmguard.lint.config._yamledit import (
     fill_null,
     seq_style,
 )
-from shmguard.lint.sources.k8s import PodSpec
-from shmguard.lint.sources.k8s_model import Container, Volume, text
-from shmguard.lint.sources.yamlnode import YMap, YNode, YSeq
 from shmguard.model.finding import Edit
+from shmguard.sources.k8s import PodSpec
+from shmguard.sources.k8s_model import Container, Volume, text
+from shmguard.sources.yamlnode import YMap, YNode, YSeq
 from shmguard.units import format_k8s_quantity
 
 #: The volume name the fix uses when it is free.

@@ -24,9 +24,9 @@ from typing import TypeAlias
 import yaml
 
 from shmguard.lint.config._base import line_ending
-from shmguard.lint.sources.text import SourceText
-from shmguard.lint.sources.yamlnode import YMap, YNode, YScalar, YSeq
 from shmguard.model.finding import Edit
+from shmguard.sources.text import SourceText
+from shmguard.sources.yamlnode import YMap, YNode, YScalar, YSeq
 
 #: A value to write: a plain scalar's text, a sequence, or a mapping (insertion order kept).
 Value: TypeAlias = str | list["Value"] | dict[str, "Value"]

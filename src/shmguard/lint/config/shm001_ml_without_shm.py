@@ -36,11 +36,11 @@ from shmguard.lint.config._base import (
 from shmguard.lint.config._k8sfix import shm_mount_edits
 from shmguard.lint.config.shm007_dshm_not_mounted import unmounted_shm_volume
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
-from shmguard.lint.sources.k8s_model import Container, Volume, text
-from shmguard.lint.sources.workload import Workload
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
 from shmguard.model.fix import Change, Setting
+from shmguard.sources.k8s_model import Container, Volume, text
+from shmguard.sources.workload import Workload
 from shmguard.units import format_docker_size, format_iec, format_k8s_quantity
 
 CODE = "SHM001"

@@ -25,10 +25,10 @@ from shmguard.lint.config._base import (
     replace_scalar,
 )
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
-from shmguard.lint.sources.yamlnode import YNode, YScalar, YSeq
 from shmguard.model import Severity
 from shmguard.model.finding import Edit, Fix, Location
 from shmguard.model.fix import Change, Setting
+from shmguard.sources.yamlnode import YNode, YScalar, YSeq
 from shmguard.units import SizeError, format_docker_size, parse_docker_size
 
 CODE = "SHM002"

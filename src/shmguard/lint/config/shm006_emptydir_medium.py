@@ -13,9 +13,9 @@ from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, replace_scalar
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
-from shmguard.lint.sources.yamlnode import YScalar
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
+from shmguard.sources.yamlnode import YScalar
 
 CODE = "SHM006"
 NAME = "emptydir-medium-not-memory"

@@ -26,11 +26,11 @@ from shmguard.lint.config._base import (
 )
 from shmguard.lint.config._k8sfix import reusable_volume, shm_mount_edits
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
-from shmguard.lint.sources.k8s import PodSpec
-from shmguard.lint.sources.k8s_model import Container, Volume, text
-from shmguard.lint.sources.workload import Workload
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
+from shmguard.sources.k8s import PodSpec
+from shmguard.sources.k8s_model import Container, Volume, text
+from shmguard.sources.workload import Workload
 from shmguard.units import DOCKER_DEFAULT_SHM
 
 CODE = "SHM007"

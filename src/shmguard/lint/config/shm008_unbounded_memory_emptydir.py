@@ -22,13 +22,13 @@ from shmguard.lint.config._base import (
 )
 from shmguard.lint.config._k8sfix import add_size_limit
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
-from shmguard.lint.sources.k8s import PodSpec
-from shmguard.lint.sources.k8s_model import text
-from shmguard.lint.sources.workload import Workload
-from shmguard.lint.sources.yamlnode import YMap, YNode
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
 from shmguard.model.fix import Change, Setting
+from shmguard.sources.k8s import PodSpec
+from shmguard.sources.k8s_model import text
+from shmguard.sources.workload import Workload
+from shmguard.sources.yamlnode import YMap, YNode
 from shmguard.units import format_iec, format_k8s_quantity
 
 CODE = "SHM008"

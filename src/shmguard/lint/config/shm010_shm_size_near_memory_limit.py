@@ -28,11 +28,11 @@ from shmguard.lint.config._base import (
     sized_shm_mounts,
 )
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
-from shmguard.lint.sources.k8s_model import text
-from shmguard.lint.sources.yamlnode import YNode, YScalar
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Edit, Fix, Location
 from shmguard.model.fix import Change, Setting
+from shmguard.sources.k8s_model import text
+from shmguard.sources.yamlnode import YNode, YScalar
 from shmguard.units import (
     SizeError,
     format_docker_size,

@@ -17,9 +17,9 @@ from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, flag_loc, ipc_mode
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
-from shmguard.lint.sources.k8s_model import text
 from shmguard.model import Severity
 from shmguard.model.finding import Fix
+from shmguard.sources.k8s_model import text
 
 CODE = "SHM011"
 NAME = "shm-size-ignored-by-ipc"

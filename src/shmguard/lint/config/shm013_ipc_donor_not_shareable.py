@@ -29,14 +29,14 @@ from shmguard.lint.config._base import (
     replace_scalar,
 )
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
-from shmguard.lint.sources.compose import ComposeService
-from shmguard.lint.sources.k8s_model import text
-from shmguard.lint.sources.runline import Flag, RunLine
-from shmguard.lint.sources.text import SourceText
-from shmguard.lint.sources.workload import Workload
-from shmguard.lint.sources.yamlnode import YScalar
 from shmguard.model import Severity
 from shmguard.model.finding import Edit, Fix
+from shmguard.sources.compose import ComposeService
+from shmguard.sources.k8s_model import text
+from shmguard.sources.runline import Flag, RunLine
+from shmguard.sources.text import SourceText
+from shmguard.sources.workload import Workload
+from shmguard.sources.yamlnode import YScalar
 
 CODE = "SHM013"
 NAME = "ipc-donor-not-shareable"
@@ -112,7 +112,7 @@ def _run_lines(src: SourceText) -> tuple[RunLine, ...]:
     cached = _CACHE.get("src")
     if cached is not None and cached[0] is src:
         return cached[1]
-    from shmguard.lint.sources.load import load_bytes
+    from shmguard.sources.load import load_bytes
 
     lines = load_bytes(src.data, src.file).run_lines
     _CACHE["src"] = (src, lines)

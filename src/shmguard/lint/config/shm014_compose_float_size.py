@@ -16,10 +16,10 @@ from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, edit_fix, replace_scalar
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
-from shmguard.lint.sources.compose_types import applied_size, typed
-from shmguard.lint.sources.yamlnode import YScalar
 from shmguard.model import Severity
 from shmguard.model.fix import Change, Setting
+from shmguard.sources.compose_types import applied_size, typed
+from shmguard.sources.yamlnode import YScalar
 
 CODE = "SHM014"
 NAME = "compose-float-size"

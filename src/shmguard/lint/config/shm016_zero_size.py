@@ -14,9 +14,9 @@ from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, flag_loc, is_dev_shm
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
-from shmguard.lint.sources.compose_types import applied_size
-from shmguard.lint.sources.yamlnode import YScalar
 from shmguard.model import Severity
+from shmguard.sources.compose_types import applied_size
+from shmguard.sources.yamlnode import YScalar
 from shmguard.units import SizeError, parse_tmpfs_size
 
 CODE = "SHM016"

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, edit_fix, replace_scalar
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
-from shmguard.lint.sources.compose_types import typed
-from shmguard.lint.sources.yamlnode import YScalar
 from shmguard.model import Severity
+from shmguard.sources.compose_types import typed
+from shmguard.sources.yamlnode import YScalar
 
 CODE = "SHM017"
 NAME = "deploy-memory-integer"

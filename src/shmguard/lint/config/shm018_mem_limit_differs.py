@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
-from shmguard.lint.sources.yamlnode import YScalar
 from shmguard.model import Severity
+from shmguard.sources.yamlnode import YScalar
 from shmguard.units import SizeError, parse_docker_size
 
 CODE = "SHM018"

@@ -18,10 +18,10 @@ from shmguard.lint.config._base import (
     insert_key,
 )
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
-from shmguard.lint.sources.yamlnode import YScalar
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
 from shmguard.model.fix import Change, Setting
+from shmguard.sources.yamlnode import YScalar
 from shmguard.units import SizeError, format_docker_size, format_iec, parse_docker_size
 
 CODE = "SHM019"

@@ -26,12 +26,12 @@ from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, edit_fix, is_dev_shm
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
-from shmguard.lint.sources.compose import ComposeFile, Mount
-from shmguard.lint.sources.k8s_model import dig, text
-from shmguard.lint.sources.yamlnode import YMap, YNode, YScalar
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Edit, Fix
 from shmguard.model.fix import Change, Setting
+from shmguard.sources.compose import ComposeFile, Mount
+from shmguard.sources.k8s_model import dig, text
+from shmguard.sources.yamlnode import YMap, YNode, YScalar
 from shmguard.units import SizeError, parse_docker_size
 
 CODE = "SHM020"

@@ -23,10 +23,10 @@ from shmguard.lint.config._base import (
     replace_scalar,
 )
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
-from shmguard.lint.sources.yamlnode import YScalar
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Edit, Fix
 from shmguard.model.fix import Change, Setting
+from shmguard.sources.yamlnode import YScalar
 from shmguard.units import SizeError, parse_docker_size, parse_tmpfs_size
 
 CODE = "SHM021"

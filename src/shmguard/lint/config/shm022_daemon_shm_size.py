@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, edit_fix, replace_scalar
 from shmguard.lint.config.shm002_kubernetes_suffix import k8s_suffixed
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
-from shmguard.lint.sources.yamlnode import YScalar
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Edit, Fix
+from shmguard.sources.yamlnode import YScalar
 from shmguard.units import MiB, format_docker_size
 
 CODE = "SHM022"

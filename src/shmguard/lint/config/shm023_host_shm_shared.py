@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, flag_loc, is_dev_shm
 from shmguard.lint.config.shm001_ml_without_shm import strong
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
-from shmguard.lint.sources.yamlnode import YScalar
 from shmguard.model import Severity
 from shmguard.model.finding import Fix
+from shmguard.sources.yamlnode import YScalar
 
 CODE = "SHM023"
 NAME = "host-shm-shared"

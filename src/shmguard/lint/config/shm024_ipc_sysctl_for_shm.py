@@ -20,10 +20,10 @@ from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, flag_loc, ipc_mode
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
-from shmguard.lint.sources.k8s_model import text
-from shmguard.lint.sources.yamlnode import YMap, YNode, YScalar, YSeq
 from shmguard.model import Severity
 from shmguard.model.finding import Fix, Location
+from shmguard.sources.k8s_model import text
+from shmguard.sources.yamlnode import YMap, YNode, YScalar, YSeq
 
 CODE = "SHM024"
 NAME = "ipc-sysctl-for-shm"

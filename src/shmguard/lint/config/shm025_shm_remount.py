@@ -13,10 +13,10 @@ from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, span_loc
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
-from shmguard.lint.sources.k8s_model import scalars
-from shmguard.lint.sources.yamlnode import YNode, YScalar
 from shmguard.model import Severity
 from shmguard.model.finding import Fix, Location
+from shmguard.sources.k8s_model import scalars
+from shmguard.sources.yamlnode import YNode, YScalar
 
 CODE = "SHM025"
 NAME = "shm-remount"

@@ -18,11 +18,11 @@ from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, is_dev_shm, quantity_bytes
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
-from shmguard.lint.sources.k8s import PodSpec
-from shmguard.lint.sources.k8s_model import text
-from shmguard.lint.sources.yamlnode import YMap, YNode, YSeq
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
+from shmguard.sources.k8s import PodSpec
+from shmguard.sources.k8s_model import text
+from shmguard.sources.yamlnode import YMap, YNode, YSeq
 
 CODE = "SHM026"
 NAME = "kuberay-shm"

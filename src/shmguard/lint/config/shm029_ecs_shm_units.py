@@ -18,12 +18,12 @@ from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, edit_fix, replace_scalar
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
-from shmguard.lint.sources.jsonfiles import EcsTaskDefinition
-from shmguard.lint.sources.k8s_model import scalars, text
-from shmguard.lint.sources.yamlnode import YNode, YScalar
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Edit, Fix
 from shmguard.model.fix import Change, Setting
+from shmguard.sources.jsonfiles import EcsTaskDefinition
+from shmguard.sources.k8s_model import scalars, text
+from shmguard.sources.yamlnode import YNode, YScalar
 from shmguard.units import MiB, SizeError, parse_docker_size
 
 CODE = "SHM029"

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 
 from shmguard.lint.check import check_loaded, units
-from shmguard.lint.sources import gcpause
-from shmguard.lint.sources.load import load_bytes
+from shmguard.sources import gcpause
+from shmguard.sources.load import load_bytes
 
 COMPOSE = b"""\
 x-common: &common

@@ -13,7 +13,7 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
-from shmguard.lint.sources.diagnostics import DiagnosticKind, SourceDiagnostic
+from shmguard.sources.diagnostics import DiagnosticKind, SourceDiagnostic
 
 #: Largest file read (bytes). The biggest file of ../shared/corpus is a 1.2 MB CRD bundle;
 #: configs past this are generated dumps, and reading them would hold the run up.

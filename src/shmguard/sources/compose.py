@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from shmguard.lint.sources.k8s_model import EnvVar, dig, scalars, seq_maps, text
-from shmguard.lint.sources.yamlload import YamlFile
-from shmguard.lint.sources.yamlnode import YMap, YNode, YScalar, YSeq
+from shmguard.sources.k8s_model import EnvVar, dig, scalars, seq_maps, text
+from shmguard.sources.yamlload import YamlFile
+from shmguard.sources.yamlnode import YMap, YNode, YScalar, YSeq
 
 
 def is_compose(root: YNode | None) -> bool:

@@ -5,9 +5,9 @@ a large object never stops the file loading."""
 from __future__ import annotations
 
 from shmguard.lint.check import check_loaded
-from shmguard.lint.sources.k8s import FALLBACK_NODES
-from shmguard.lint.sources.load import load_bytes
-from shmguard.lint.sources.yamlload import MAX_EXPANDED
+from shmguard.sources.k8s import FALLBACK_NODES
+from shmguard.sources.load import load_bytes
+from shmguard.sources.yamlload import MAX_EXPANDED
 
 HEAD = "apiVersion: example.com/v1\nkind: Trainer\nmetadata: {name: t}\n"
 POD = "{containers: [{name: main, image: pytorch/pytorch:2.3}]}"

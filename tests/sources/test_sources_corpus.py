@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from shmguard.lint.sources.discover import discover
-from shmguard.lint.sources.load import load_path
-from shmguard.lint.sources.text import SourceText
-from shmguard.lint.sources.textsources import shell_run_lines
+from shmguard.sources.discover import discover
+from shmguard.sources.load import load_path
+from shmguard.sources.text import SourceText
+from shmguard.sources.textsources import shell_run_lines
 
-CORPUS = Path(__file__).resolve().parents[3] / ".." / "shared" / "corpus"
+CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus"
 pytestmark = pytest.mark.skipif(
     not CORPUS.is_dir(), reason="../shared/corpus (next to the repository) is absent"
 )

@@ -1,20 +1,20 @@
-"""Workload detection (:mod:`~shmguard.lint.sources.workload`) for each source's containers.
+"""Workload detection (:mod:`~shmguard.sources.workload`) for each source's containers.
 
-Positions are handed over as functions (:data:`~shmguard.lint.sources.workload.Where`): only
+Positions are handed over as functions (:data:`~shmguard.sources.workload.Where`): only
 what becomes evidence gets its location computed.
 """
 
 from __future__ import annotations
 
 from shmguard.config import ANNOTATIONS
-from shmguard.lint.sources.compose import ComposeService
-from shmguard.lint.sources.jsonfiles import EcsContainer
-from shmguard.lint.sources.k8s import PodSpec
-from shmguard.lint.sources.k8s_model import Container, scalars, text
-from shmguard.lint.sources.runline import RunLine
-from shmguard.lint.sources.workload import Where, Workload, classify
-from shmguard.lint.sources.yamlnode import YMap, YNode, YScalar, YSeq
 from shmguard.model.finding import Location
+from shmguard.sources.compose import ComposeService
+from shmguard.sources.jsonfiles import EcsContainer
+from shmguard.sources.k8s import PodSpec
+from shmguard.sources.k8s_model import Container, scalars, text
+from shmguard.sources.runline import RunLine
+from shmguard.sources.workload import Where, Workload, classify
+from shmguard.sources.yamlnode import YMap, YNode, YScalar, YSeq
 
 #: The annotation and label names :func:`classify` reads.
 _READ = frozenset(ANNOTATIONS.values())

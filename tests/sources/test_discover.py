@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from shmguard.lint.sources.discover import discover
-from shmguard.lint.sources.load import load_path
+from shmguard.sources.discover import discover
+from shmguard.sources.load import load_path
 
 
 def _tree(root: Path) -> None:

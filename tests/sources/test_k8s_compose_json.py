@@ -1,7 +1,7 @@
 """Kubernetes pod specs per kind, Compose services, ECS and daemon.json, workload detection.
 
 CRD shapes follow each project's documentation (paths cited in
-src/shmguard/lint/sources/k8s_kinds.py): Kubeflow PyTorchJob/MPIJob (training-operator
+src/shmguard/sources/k8s_kinds.py): Kubeflow PyTorchJob/MPIJob (training-operator
 release-1.9 examples), TrainJob (kubeflow.org/docs/components/trainer), KubeRay RayCluster
 (ray-operator/config/samples), JobSet, LeaderWorkerSet, Volcano Job (volcano.sh docs),
 Argo Workflow (argo-workflows examples), KServe InferenceService (kserve.github.io docs).
@@ -13,9 +13,9 @@ import json
 
 import pytest
 
-from shmguard.lint.sources.detect import pod_container_workload, run_workload, service_workload
-from shmguard.lint.sources.load import load_bytes
-from shmguard.lint.sources.yamlnode import YScalar
+from shmguard.sources.detect import pod_container_workload, run_workload, service_workload
+from shmguard.sources.load import load_bytes
+from shmguard.sources.yamlnode import YScalar
 
 POD = "{containers: [{name: main, image: pytorch/pytorch, volumeMounts: [{name: dshm, mountPath: /dev/shm}], resources: {limits: {memory: 8Gi, nvidia.com/gpu: 1}}}], volumes: [{name: dshm, emptyDir: {medium: Memory, sizeLimit: 2Gi}}]}"  # noqa: E501
 

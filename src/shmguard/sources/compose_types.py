@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from shmguard.lint.sources.yamlnode import YScalar
+from shmguard.sources.yamlnode import YScalar
 from shmguard.units import SizeError, parse_docker_size
 
 #: go-yaml v3 ``yamlStyleFloat``.

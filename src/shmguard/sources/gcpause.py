@@ -2,8 +2,8 @@
 
 Loading a file builds one object graph (PyYAML's nodes and marks, the views over them, the
 sources and units) that stays reachable until the caller drops the result, and the sources
-layer makes no reference cycles (:mod:`~shmguard.lint.sources.yamlnode`,
-:class:`~shmguard.lint.sources.compose.ComposeService`), so reference counting frees all of it
+layer makes no reference cycles (:mod:`~shmguard.sources.yamlnode`,
+:class:`~shmguard.sources.compose.ComposeService`), so reference counting frees all of it
 then. The collections that the allocations trigger meanwhile find nothing to free; each
 scans the young objects, and each full one the whole growing graph again. Measured over
 ../shared/corpus on the development machine: about a quarter of ``check``'s time went to them

@@ -2,7 +2,7 @@
 
 Reads multi-document files, ``kind: List`` (and ``*List``, as ``kubectl get -o yaml`` prints)
 and finds the pod spec(s) of every workload kind listed in
-:mod:`~shmguard.lint.sources.k8s_kinds`, plus three shapes handled in code:
+:mod:`~shmguard.sources.k8s_kinds`, plus three shapes handled in code:
 
 * KServe InferenceService: ``spec.predictor`` (and ``transformer``/``explainer``) *is* an
   inline PodSpec whose main container may be ``model`` or a framework key
@@ -28,16 +28,16 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from shmguard.lint.sources.k8s_kinds import (
+from shmguard.sources.k8s_kinds import (
     CONTAINER_KEYS,
     EMBEDDED_OBJECTS,
     NOT_WORKLOADS,
     POD_SPEC_PATHS,
     is_builtin_group,
 )
-from shmguard.lint.sources.k8s_model import Container, Volume, dig, seq_maps, text
-from shmguard.lint.sources.yamlload import YamlFile
-from shmguard.lint.sources.yamlnode import YMap, YNode, YScalar, YSeq, walk
+from shmguard.sources.k8s_model import Container, Volume, dig, seq_maps, text
+from shmguard.sources.yamlload import YamlFile
+from shmguard.sources.yamlnode import YMap, YNode, YScalar, YSeq, walk
 
 _ARGO_KINDS = ("Workflow", "WorkflowTemplate", "ClusterWorkflowTemplate", "CronWorkflow")
 _KSERVE_COMPONENTS = ("predictor", "transformer", "explainer")

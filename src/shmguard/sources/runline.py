@@ -1,6 +1,6 @@
 """``docker run`` / ``podman run`` command lines: each flag with its value and byte spans.
 
-From the words of a simple command (:mod:`~shmguard.lint.sources.shell`), a run line is
+From the words of a simple command (:mod:`~shmguard.sources.shell`), a run line is
 ``[sudo|env|exec|time ...] (docker|podman|nvidia-docker) [global options] [container] run
 [flags] IMAGE [COMMAND...]``. Flags are read as the Docker CLI (cobra/pflag) reads them:
 ``--flag=value``, ``--flag value``, ``-m2g``, ``-m 2g`` and clusters ``-itd``; every long flag
@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from shmguard.lint.sources.shell import Word
+from shmguard.sources.shell import Word
 
 TOOLS = ("docker", "podman", "nvidia-docker")
 #: Boolean long flags of ``docker run`` and ``podman run``; any other long flag takes a value.

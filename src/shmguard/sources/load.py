@@ -15,21 +15,21 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from shmguard.lint.sources import gcpause
-from shmguard.lint.sources.compose import ComposeFile, compose_files
-from shmguard.lint.sources.diagnostics import DiagnosticKind, SourceDiagnostic
-from shmguard.lint.sources.jsonfiles import DaemonConfig, EcsTaskDefinition, json_sources
-from shmguard.lint.sources.k8s import K8sObject, PodSpec, objects, pod_specs
-from shmguard.lint.sources.runline import RunLine
-from shmguard.lint.sources.text import MAX_BYTES, SourceText
-from shmguard.lint.sources.textsources import (
+from shmguard.sources import gcpause
+from shmguard.sources.compose import ComposeFile, compose_files
+from shmguard.sources.diagnostics import DiagnosticKind, SourceDiagnostic
+from shmguard.sources.jsonfiles import DaemonConfig, EcsTaskDefinition, json_sources
+from shmguard.sources.k8s import K8sObject, PodSpec, objects, pod_specs
+from shmguard.sources.runline import RunLine
+from shmguard.sources.text import MAX_BYTES, SourceText
+from shmguard.sources.textsources import (
     MENTION,
     dockerfile_run_lines,
     markdown_run_lines,
     rst_run_lines,
     shell_run_lines,
 )
-from shmguard.lint.sources.yamlload import YamlFile, load_yaml
+from shmguard.sources.yamlload import YamlFile, load_yaml
 
 _YAML_START = re.compile(r"\A(?:\s*#[^\n]*\n)*\s*(?:---|%YAML|[\w\"'.$/-]+\s*:(?:\s|$)|- )")
 _YAML_NAMES = (".yaml", ".yml", ".json")
@@ -86,7 +86,7 @@ def load_path(path: str) -> LoadedFile:
 
 def load_bytes(data: bytes, path: str) -> LoadedFile:
     """Load ``data`` (the content of ``path``) as whatever source it is (the cyclic garbage
-    collector paused meanwhile: :mod:`~shmguard.lint.sources.gcpause`)."""
+    collector paused meanwhile: :mod:`~shmguard.sources.gcpause`)."""
     gcpause.pause()
     try:
         return _load(data, path)

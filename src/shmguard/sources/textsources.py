@@ -2,7 +2,7 @@
 Markdown and reStructuredText.
 
 * Shell scripts and Makefiles: the whole text is split into commands
-  (:func:`~shmguard.lint.sources.shell.split_commands`); Make's recipe prefixes ``@ - +`` are
+  (:func:`~shmguard.sources.shell.split_commands`); Make's recipe prefixes ``@ - +`` are
   ignored on the tool word.
 * Dockerfiles: only ``RUN`` instructions in shell form (``CMD``/``ENTRYPOINT`` run the image,
   not Docker; a ``docker run`` inside a build is rare but real with a mounted socket).
@@ -21,9 +21,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from shmguard.lint.sources.runline import RunLine, parse_run
-from shmguard.lint.sources.shell import split_commands
-from shmguard.lint.sources.text import SourceText
+from shmguard.sources.runline import RunLine, parse_run
+from shmguard.sources.shell import split_commands
+from shmguard.sources.text import SourceText
 
 #: Cheap pre-filter: a file without this cannot hold a run line.
 MENTION = re.compile(r"(?:docker|podman)(?:\s+(?:-\S+\s+)*container)?\s+(?:\S+\s+)*?run\b")

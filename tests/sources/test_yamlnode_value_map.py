@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from shmguard.lint.sources.yamlload import load_yaml
-from shmguard.lint.sources.yamlnode import YMap, YScalar
+from shmguard.sources.yamlload import load_yaml
+from shmguard.sources.yamlnode import YMap, YScalar
 
 
 def _maps(text: str) -> list[YMap]:

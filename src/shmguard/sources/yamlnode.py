@@ -24,8 +24,8 @@ from typing import Any
 
 import yaml
 
-from shmguard.lint.sources.text import SourceText
 from shmguard.model.finding import Location
+from shmguard.sources.text import SourceText
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -51,7 +51,7 @@ class YNode:
     Attributes:
         node: the wrapped ``yaml.Node``.
         path: the logical YAML path ("" for a document root).
-        src: the file's :class:`~shmguard.lint.sources.text.SourceText`.
+        src: the file's :class:`~shmguard.sources.text.SourceText`.
         shared: True when this node was reached through an alias or a merge key, so its text
             lives in an anchor that other places use too.
     """

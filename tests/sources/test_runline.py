@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from shmguard.lint.sources.load import load_bytes
-from shmguard.lint.sources.runline import RunLine
+from shmguard.sources.load import load_bytes
+from shmguard.sources.runline import RunLine
 
 
 def _lines(data: bytes, name: str) -> tuple[bytes, list[RunLine]]:

@@ -2,7 +2,7 @@
 
 Field names follow ``k8s.io/api/core/v1`` (``PodSpec``, ``Container``, ``Volume``,
 ``EmptyDirVolumeSource``, ``SecurityContext``); see ../shared/research/config_formats.md §4.
-Every value is the YAML view of the field (:mod:`~shmguard.lint.sources.yamlnode`), or None
+Every value is the YAML view of the field (:mod:`~shmguard.sources.yamlnode`), or None
 when absent, so a rule reads both the value and where it is written.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shmguard.lint.sources.yamlnode import YMap, YNode, YScalar, YSeq
+from shmguard.sources.yamlnode import YMap, YNode, YScalar, YSeq
 
 #: Extended resources that request an accelerator (device plugins' resource names).
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi", "intel.com/gpu")

@@ -6,7 +6,7 @@ comment, ``<PLACEHOLDER>`` read as a redirection, kept as text here) and gives n
 offsets after decoding;
 ``shlex.split`` parses 329 of them but gives no positions at all. This splitter follows
 ``shlex`` in POSIX mode for quoting (its words equal ``shlex.split``'s on the corpus lines,
-tests/lint/sources/test_shell.py) and adds what a linter needs: the span of every word in the
+tests/sources/test_shell.py) and adds what a linter needs: the span of every word in the
 file, command boundaries (``;`` ``&`` ``|`` ``&&`` ``||`` newline), comments, backslash-newline
 continuations, redirections skipped, and ``$(...)`` / backtick bodies parsed as commands too.
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import yaml
 
 from shmguard.lint.check import check_loaded
-from shmguard.lint.sources.load import load_bytes
-from shmguard.lint.sources.yamlnode import YScalar
+from shmguard.sources.load import load_bytes
+from shmguard.sources.yamlnode import YScalar
 
 DEPLOY = {
     "apiVersion": "apps/v1",

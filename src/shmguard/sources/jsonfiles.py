@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shmguard.lint.sources.k8s_model import EnvVar, dig, seq_maps, text
-from shmguard.lint.sources.yamlload import YamlFile
-from shmguard.lint.sources.yamlnode import YMap, YNode
+from shmguard.sources.k8s_model import EnvVar, dig, seq_maps, text
+from shmguard.sources.yamlload import YamlFile
+from shmguard.sources.yamlnode import YMap, YNode
 
 #: Keys only a daemon.json has (any one identifies it), from dockerd's documented options.
 DAEMON_KEYS = frozenset(

@@ -6,8 +6,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shmguard.lint.sources.yamlload import load_yaml
-from shmguard.lint.sources.yamlnode import YMap, YScalar, YSeq, walk
+from shmguard.sources.yamlload import load_yaml
+from shmguard.sources.yamlnode import YMap, YScalar, YSeq, walk
 
 
 def _scalars(data: bytes) -> list[YScalar]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from shmguard.lint.sources.diagnostics import DiagnosticKind
-from shmguard.lint.sources.load import load_path
-from shmguard.lint.sources.yamlload import MAX_EXPANDED, load_yaml
+from shmguard.sources.diagnostics import DiagnosticKind
+from shmguard.sources.load import load_path
+from shmguard.sources.yamlload import MAX_EXPANDED, load_yaml
 
 GOOD = b"services:\n  app:\n    image: pytorch/pytorch\n    shm_size: 2g\n"
 
@@ -64,7 +64,7 @@ def test_documents_before_an_error_are_kept() -> None:
 
 
 def test_depth_guard_on_compact_dashes_and_indentation() -> None:
-    from shmguard.lint.sources.yamlload import MAX_DEPTH, _too_deep
+    from shmguard.sources.yamlload import MAX_DEPTH, _too_deep
 
     n = MAX_DEPTH // 2
     assert _too_deep("- " * n + "x\n")

@@ -14,7 +14,7 @@ table (../shared/research/config_formats.md §4.5 has file and line numbers):
   (Cluster)TrainingRuntime holds a JobSet template,
   ``spec.template.spec.replicatedJobs[].template.spec.template.spec``
   (kubeflow.org/docs/components/trainer/operator-guides/job-template). A TrainJob has no pod
-  spec of its own: see :mod:`~shmguard.lint.sources.k8s`.
+  spec of its own: see :mod:`~shmguard.sources.k8s`.
 * KubeRay (``ray-operator/apis/ray/v1``): RayCluster ``spec.headGroupSpec.template.spec`` and
   ``spec.workerGroupSpecs[].template.spec``; RayJob under ``spec.rayClusterSpec`` plus
   ``spec.submitterPodTemplate.spec``; RayService under ``spec.rayClusterConfig``.

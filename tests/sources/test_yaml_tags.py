@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from shmguard.lint.sources import yamlload
+from shmguard.sources import yamlload
 
-CORPUS = Path(__file__).resolve().parents[3] / ".." / "shared" / "corpus"
+CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus"
 
 FORMS = """\
 a: yes

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from shmguard.lint.sources import workload as w
 from shmguard.model.finding import Location
+from shmguard.sources import workload as w
 
-CORPUS = Path(__file__).resolve().parents[3] / ".." / "shared" / "corpus"
+CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus"
 
 IMAGES = [
     "nvcr.io/nvidia/PyTorch:24.01-py3",

@@ -1,11 +1,11 @@
-"""Load a YAML file into :mod:`~shmguard.lint.sources.yamlnode` views, never raising.
+"""Load a YAML file into :mod:`~shmguard.sources.yamlnode` views, never raising.
 
 Parsing uses PyYAML's C composer (``yaml.compose_all`` with ``CSafeLoader``, libyaml) and falls
 back to the pure-Python ``SafeLoader`` when libyaml is missing; tags are resolved as PyYAML does,
 but faster (:class:`_Loader`). Guards, each a per-file
-:class:`~shmguard.lint.sources.diagnostics.SourceDiagnostic`:
+:class:`~shmguard.sources.diagnostics.SourceDiagnostic`:
 
-* size cap, NUL bytes, invalid UTF-8 (:class:`~shmguard.lint.sources.text.SourceText`);
+* size cap, NUL bytes, invalid UTF-8 (:class:`~shmguard.sources.text.SourceText`);
 * nesting deeper than :data:`MAX_DEPTH`: libyaml's composer recurses in C and was measured here
   to crash the interpreter (SIGSEGV) at 30,000 nested ``[`` while 10,000 still loads, so a cheap
   upper bound on the depth is checked *before* composing;
@@ -19,7 +19,7 @@ but faster (:class:`_Loader`). Guards, each a per-file
   ``{{-`` markers): an *info* diagnostic and the file is skipped.
 
 Python's cyclic garbage collector is paused while a file is composed
-(:mod:`~shmguard.lint.sources.gcpause`).
+(:mod:`~shmguard.sources.gcpause`).
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ from typing import Any
 
 import yaml
 
-from shmguard.lint.sources import gcpause
-from shmguard.lint.sources.diagnostics import DiagnosticKind, SourceDiagnostic
-from shmguard.lint.sources.text import SourceText
-from shmguard.lint.sources.yamlnode import YNode, wrap
+from shmguard.sources import gcpause
+from shmguard.sources.diagnostics import DiagnosticKind, SourceDiagnostic
+from shmguard.sources.text import SourceText
+from shmguard.sources.yamlnode import YNode, wrap
 
 try:
     _Base: Any = yaml.CSafeLoader
@@ -61,7 +61,7 @@ class _Loader(_Base):  # type: ignore[misc]
     time, measured here). With no path resolver registered (``SafeLoader`` has none; checked
     below), BaseResolver.resolve (PyYAML 6.0, yaml/resolver.py) returns the default tag of a
     collection and of a quoted scalar, and for a plain scalar a tag that depends on its value
-    alone: those are returned directly, the last memoised. tests/lint/sources checks the tags
+    alone: those are returned directly, the last memoised. tests/sources checks the tags
     against PyYAML's own over a corpus of forms.
     """
 
