@@ -87,6 +87,14 @@ class Workload:
     ignore: tuple[str, ...] = ()
 
 
+def strong(workload: Workload) -> bool:
+    """True when the ML class rests on more than an accelerator request: an image, command,
+    environment variable or annotation. A GPU alone (``nvidia-smi`` in ``nvidia/cuda``, a GPU
+    burn-in, a device plugin check) is no sign of a DataLoader or NCCL: corpus review. SHM001,
+    SHM007 and SHM023 ask it of a container, and the webhook of a pod's containers."""
+    return workload.cls == "ml" and any(e.kind != "gpu" for e in workload.evidence)
+
+
 def parse_loader(value: str) -> dict[str, str]:
     """``num_workers=4,prefetch_factor=2`` -> ``{"num_workers": "4", ...}`` (entries without
     ``=`` are dropped)."""
