@@ -239,9 +239,11 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
 
 DOC = RuleDoc(
     what=f"""\
-A container that runs PyTorch, NCCL or an inference server (detected from its image, command or
-`NCCL_*`/`TORCH_*` environment, or `shmguard.io/workload: ml`; a GPU request alone is not
-enough: `nvidia-smi` in `nvidia/cuda` needs no /dev/shm) with no
+A container that runs PyTorch, NCCL or an inference server (detected by token from its image's
+namespace or repository name, `nvcr.io/nvidia/pytorch` by `pytorch`, never by a part of a word:
+`sharelatex/overleaf` is no `verl`; by a launcher phrase in its command, `torchrun`,
+`accelerate launch`; from its `NCCL_*`/`TORCH_*` environment; or `shmguard.io/workload: ml`;
+a GPU request alone is not enough: `nvidia-smi` in `nvidia/cuda` needs no /dev/shm) with no
 /dev/shm sizing: a Compose service without `shm_size`, a `docker|podman run` line without
 `--shm-size`, a Kubernetes container with no volume mounted at /dev/shm. A container whose only
 /dev/shm is a disk-backed emptyDir (`emptyDir: {{}}` or `medium: ""`) gets an **info** finding
