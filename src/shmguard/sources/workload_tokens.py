@@ -32,7 +32,9 @@ is added by naming it in :data:`CLASSES` (and in :data:`shmguard.config.WORKLOAD
 severities are keyed by class) and adding its entries: nothing else changes. Entries are kept
 to what detection found before tokens (issue 19): each substring the old patterns matched in
 the corpus (../shared/corpus) that is a real name of an ML framework or server is an entry
-here (``torchserve``, ``bionemo``, ``nemotron``, ``djl-inference``, ...).
+here (``torchserve``, ``bionemo``, ``nemotron``, ``djl-inference``, ...). ``nemotron`` is
+NVIDIA's model family, a word of its own: ``acme/nemotron-notes`` is ML by it, as the NIM
+servers named by it are; ``acme/mnemonic-api`` holds no token ``nemo`` at all.
 """
 
 from __future__ import annotations
