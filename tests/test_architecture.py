@@ -74,3 +74,40 @@ def test_test_module_names_are_unique() -> None:
     # name: two test_corpus.py files in different folders fail collection.
     names = [p.name for p in Path(__file__).resolve().parent.rglob("test_*.py")]
     assert sorted(n for n in set(names) if names.count(n) > 1) == []
+
+
+def _rule_modules() -> list[Path]:
+    return sorted((SRC / "lint" / "config").glob("shm[0-9]*.py")) + sorted(
+        (SRC / "lint" / "env").glob("env[0-9]*.py")
+    )
+
+
+def test_no_rule_imports_another_rule() -> None:
+    """A predicate two rules ask lives in one module (lint/config/_predicates.py, the
+    detector's ``strong`` in sources/workload.py), never in one rule imported by the other."""
+    rules = _rule_modules()
+    names = {f"shmguard.lint.{p.parent.name}.{p.stem}" for p in rules}
+    assert len(rules) >= 30  # the globs find the rules
+    for path in rules:
+        tree = ast.parse(path.read_text())
+        bad = sorted(m for m in _imports(path) if m in names)
+        # ``from shmguard.lint.config import shm001_...`` names the module as an alias
+        bad += sorted(
+            f"{node.module}.{a.name}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module
+            for a in node.names
+            if f"{node.module}.{a.name}" in names
+        )
+        # relative imports (``from .shm007_x import y``, ``from . import shm007_x``)
+        bad += sorted(
+            f"{'.' * node.level}{node.module or ''}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+            and node.level
+            and (
+                (node.module or "").startswith(("shm0", "env0"))
+                or any(a.name.startswith(("shm0", "env0")) for a in node.names)
+            )
+        )
+        assert not bad, f"{path.relative_to(SRC)} imports the rule module(s) {bad}"

@@ -1,8 +1,10 @@
 """Evaluate the generated CEL (cel-python) and Rego (regopy) on pods, and ``check`` on the
 same pods: helpers for tests/fleet. The Kubernetes CEL libraries cel-python lacks are given
 here from their documentation: ``join`` (cel-go strings extension: joins a list of strings
-with a separator) and ``quantity``/``compareTo`` (kubernetes.io/docs/reference/using-api/cel,
-"Kubernetes quantity library"), quantities parsed by shmguard.units."""
+with a separator), ``lowerAscii`` (the same extension: ASCII capitals lowered, every other
+character kept) and ``quantity``/``compareTo`` (kubernetes.io/docs/reference/using-api/cel,
+"Kubernetes quantity library"), quantities parsed by shmguard.units. cel-python's
+``matches`` runs RE2 (google-re2), as the API server's cel-go does."""
 
 from __future__ import annotations
 
@@ -84,6 +86,11 @@ def cel_functions() -> dict[str, Any]:
     def join(items: Any, sep: Any = "") -> Any:
         return celtypes.StringType(str(sep).join(str(x) for x in items))
 
+    def lower_ascii(text: Any) -> Any:
+        return celtypes.StringType(
+            "".join(chr(ord(ch) + 32) if "A" <= ch <= "Z" else ch for ch in str(text))
+        )
+
     def quantity(text: Any) -> Any:
         return celtypes.StringType(str(text))
 
@@ -91,7 +98,12 @@ def cel_functions() -> dict[str, Any]:
         x, y = parse_k8s_quantity(str(a)), parse_k8s_quantity(str(b))
         return celtypes.IntType((x > y) - (x < y))
 
-    return {"join": join, "quantity": quantity, "compareTo": compare_to}
+    return {
+        "join": join,
+        "lowerAscii": lower_ascii,
+        "quantity": quantity,
+        "compareTo": compare_to,
+    }
 
 
 class CelPolicy:
@@ -167,10 +179,11 @@ class RegoPolicy:
 
 class KyvernoMutate:
     """The ClusterPolicy's ``add-dshm`` rule run as Kyverno documents its parts: ``{{ }}``
-    JMESPath (python jmespath, with Kyverno's ``regex_match`` added: kyverno.io/docs/writing-
-    policies/jmespath/#regex_match), the condition operators ``Equals``, ``NotEquals``,
-    ``AnyIn`` (wildcards), ``AllNotIn``, ``GreaterThanOrEquals`` on quantity strings
-    (kyverno.io/docs/writing-policies/preconditions/#operators; kyverno
+    JMESPath (python jmespath, with Kyverno's ``regex_match`` and ``to_lower`` added:
+    kyverno.io/docs/writing-policies/jmespath/#regex_match, #to_lower; Go's
+    ``strings.ToLower``, which for ASCII is Python's ``str.lower``), the condition operators
+    ``Equals``, ``NotEquals``, ``AnyIn`` (wildcards), ``AllNotIn``, ``GreaterThanOrEquals`` on
+    quantity strings (kyverno.io/docs/writing-policies/preconditions/#operators; kyverno
     pkg/engine/variables/operator/numeric.go), ``foreach`` over the containers and the
     strategic merge of its patch (lists of containers and volumes merged by ``name``)."""
 
@@ -184,6 +197,10 @@ class KyvernoMutate:
                 import re
 
                 return re.search(pattern, str(value)) is not None
+
+            @functions.signature({"types": ["string"]})
+            def _func_to_lower(self, value: str) -> str:
+                return value.lower()
 
         self._jp = jmespath
         self._opts = jmespath.Options(custom_functions=_Fns())

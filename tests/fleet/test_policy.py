@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from shmguard.cli import app
 from shmguard.estimate.policy import DEFAULT_SHM_SIZE, Policy
 from shmguard.fleet.policy import Engine, Mode, gatekeeper, generate, kyverno, rego, vap
-from shmguard.sources.workload import COMMAND_PATTERN, IMAGE_PATTERN
+from shmguard.sources.tokenmatch import COMMAND_PATTERN, IMAGE_PATTERN
 from shmguard.units import GiB, format_k8s_quantity, parse_k8s_quantity
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -139,10 +139,21 @@ def test_gatekeeper_template_and_constraint(mode: Mode) -> None:
     assert template["spec"]["targets"][0]["rego"] == rego()
 
 
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return [value] if isinstance(value, str) else []
+
+
 def test_patterns_come_from_the_linter() -> None:
+    """Every engine's objects carry the patterns compiled from the token lists (as loaded:
+    YAML may fold a long quoted scalar at a space, which reads back as the space)."""
     for engine in Engine:
         text = generate(engine)
-        assert IMAGE_PATTERN in text and COMMAND_PATTERN in text, engine
+        loaded = "\n".join(_strings(_docs(text)))
+        assert IMAGE_PATTERN in loaded and COMMAND_PATTERN in loaded, engine
         assert "heuristic" in text and "live cluster" in text
 
 

@@ -19,9 +19,8 @@ from typing import Any
 
 from shmguard.config import ANNOTATIONS
 from shmguard.lint.config._base import is_dev_shm
-from shmguard.lint.config.shm001_ml_without_shm import strong
 from shmguard.sources.k8s_model import GPU_RESOURCES
-from shmguard.sources.workload import Workload, classify
+from shmguard.sources.workload import Workload, classify, strong
 from shmguard.units import SizeError, k8s_quantity_bytes
 
 #: The annotation and label names :func:`classify` reads.

@@ -3,16 +3,21 @@
 Each :class:`PodRule` is one of ``check``'s rules (its code and name come from
 :data:`shmguard.lint.config.RULES`) restated over a Pod object as a policy engine sees it at
 admission: CEL for the ValidatingAdmissionPolicy and Kyverno (``object`` is the Pod), Rego for
-Gatekeeper (``input.review.object``). Workload detection uses the linter's own patterns
-(:data:`~shmguard.sources.workload.IMAGE_PATTERN`, ``COMMAND_PATTERN``,
-``ENV_PREFIXES``) and the ``shmguard.io/workload`` annotation; a GPU request alone is not a
-PyTorch workload here either (SHM001's ``strong``).
+Gatekeeper (``input.review.object``). Workload detection uses the linter's own token lists,
+compiled to regular expressions (:data:`~shmguard.sources.tokenmatch.IMAGE_PATTERN`,
+``COMMAND_PATTERN``: RE2 syntax, over the ASCII-lower-cased image and command line, true
+exactly where ``check``'s token matcher finds a token), the
+:data:`~shmguard.sources.workload.ENV_PREFIXES` and the ``shmguard.io/workload``
+annotation; a GPU request alone is not a PyTorch workload here either
+(:func:`~shmguard.sources.workload.strong`).
 
 What the engines cannot do as ``check`` does:
 
-* detection is by regular expression over the image, the joined command and args, and the
-  environment variable names: heuristic, as in ``check``, and blind to what the image's own
-  entrypoint runs;
+* detection is by token over the image, the joined command and args, and the environment
+  variable names: heuristic, as in ``check``, and blind to what the image's own entrypoint
+  runs; CEL lowers the text with ``lowerAscii()`` as ``check`` does, Rego with ``lower()``
+  (Unicode rules: the answer could differ only for non-ASCII capitals that lower to ASCII
+  letters, such as the Kelvin sign, which no valid image reference holds);
 * SHM009 compares quantities with the Kubernetes CEL quantity library (``quantity()``,
   ``compareTo``), in Kubernetes 1.29 and later (kubernetes.io/docs/reference/using-api/cel,
   "Kubernetes quantity library"); Rego uses OPA's ``units.parse_bytes``
@@ -29,7 +34,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shmguard.estimate.policy import DEFAULT_SHM_SIZE
-from shmguard.sources.workload import COMMAND_PATTERN, ENV_PREFIXES, IMAGE_PATTERN
+from shmguard.sources.tokenmatch import COMMAND_PATTERN, IMAGE_PATTERN
+from shmguard.sources.workload import ENV_PREFIXES
 from shmguard.units import format_k8s_quantity
 
 SHM_PATHS = ("/dev/shm", "/dev/shm/")
@@ -59,8 +65,8 @@ def _cmd(c: str) -> str:
 
 
 _ML = (
-    f"(has(c.image) && c.image.matches(r'(?i){IMAGE_PATTERN}')) || "
-    f"{_cmd('c')}.matches(r'(?i){COMMAND_PATTERN}') || "
+    f"(has(c.image) && c.image.lowerAscii().matches(r'{IMAGE_PATTERN}')) || "
+    f"{_cmd('c')}.lowerAscii().matches(r'{COMMAND_PATTERN}') || "
     f"(has(c.env) && c.env.exists(e, e.name.matches(r'{_ENV_RE}')))"
 )
 
@@ -140,7 +146,7 @@ RULES: tuple[PodRule, ...] = (
     not mounts_shm(c)
     count(dshm) + count(spare) == 0
     msg := sprintf("SHM001 ml-workload-without-shm-size: container %v runs PyTorch, NCCL or an inference server with no volume at /dev/shm: it gets the runtime's 64 MiB. Mount an emptyDir {medium: Memory, sizeLimit: %v} at /dev/shm.", [c.name, shm_size])""",  # noqa: E501
-        "detection by image, command and environment patterns is heuristic",
+        "detection by image and command tokens and environment prefixes is heuristic",
     ),
     PodRule(
         "SHM006",
@@ -225,7 +231,7 @@ RULES: tuple[PodRule, ...] = (
 #: Rego helpers every violation body may use, in Rego v1 syntax (``if``, ``contains``), which
 #: OPA 0.59+ reads after ``import rego.v1`` and OPA 1.x reads as is
 #: (openpolicyagent.org/docs/latest/opa-1/). Text is lower-cased before matching the
-#: (lower-case) patterns rather than using ``(?i)``, which rego-cpp's regex engine lacks.
+#: (lower-case) patterns, as CEL and ``check`` do (rego-cpp's regex engine lacks ``(?i)``).
 REGO_HELPERS = f"""\
 shm_paths := {{"/dev/shm", "/dev/shm/"}}
 

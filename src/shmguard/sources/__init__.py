@@ -7,7 +7,10 @@ Data flows sources -> rules -> edits (STYLE.md). Modules:
 * :mod:`.compose`, :mod:`.k8s` (+ :mod:`.k8s_kinds`, :mod:`.k8s_model`), :mod:`.jsonfiles`:
   Compose services, Kubernetes pod specs, ECS task definitions and daemon.json.
 * :mod:`.shell`, :mod:`.runline`, :mod:`.textsources`: ``docker|podman run`` lines.
-* :mod:`.workload`, :mod:`.detect`: PyTorch/NCCL/inference workload detection with evidence.
+* :mod:`.workload`, :mod:`.detect`: PyTorch/NCCL/inference workload detection with evidence;
+  :mod:`.workload_tokens` (the image tokens and command phrases, as data, each with its
+  class) and :mod:`.tokenmatch` (matching them by token, and the same test as RE2 regular
+  expressions for the generated policies).
 * :mod:`.discover`, :mod:`.load`: which files, and each loaded by content.
 * :mod:`.gcpause`: the cyclic garbage collector paused while a file is loaded and checked.
 """

@@ -2,10 +2,14 @@
 
 A rule has one severity for ordinary containers and one for ML workloads (config.py
 :data:`~shmguard.config.WORKLOADS`: ``container`` and ``ml``). A container is ``ml`` when any
-evidence is found: an image of an ML framework or server, a launcher command (``torchrun``,
-``accelerate launch``, ``deepspeed``, ``python -m torch.distributed.run``, ``vllm serve``,
-``sglang.launch_server``, ``text-generation-launcher``, ``tritonserver``, ...), ``NCCL_*`` or
-PyTorch environment variables, or an accelerator request (``nvidia.com/gpu``, ``--gpus``,
+evidence is found: an image whose namespace or repository name holds the token of an ML
+framework or server (``nvcr.io/nvidia/pytorch`` by ``pytorch``, ``lmsysorg/sglang``; never a
+part of a token: ``sharelatex/overleaf`` is no ``verl``), a launcher phrase in the command
+(``torchrun``, ``accelerate launch``, ``deepspeed``, ``python -m torch.distributed.run``,
+``vllm serve``, ``sglang.launch_server``, ``text-generation-launcher``, ``tritonserver``,
+...), both from the one token list (:mod:`shmguard.sources.workload_tokens`, matched by
+:mod:`shmguard.sources.tokenmatch`), ``NCCL_*`` or PyTorch environment variables, or an
+accelerator request (``nvidia.com/gpu``, ``--gpus``,
 ``--runtime=nvidia``, Compose ``deploy.resources.reservations.devices``, ECS ``GPU``). An
 explicit ``shmguard.io/workload`` annotation or label overrides detection; DataLoader
 parameters come only from ``shmguard.io/dataloader`` (``num_workers=4,prefetch_factor=2``),
@@ -20,44 +24,12 @@ from dataclasses import dataclass, field
 
 from shmguard.config import ANNOTATIONS
 from shmguard.model.finding import Location
+from shmguard.sources.tokenmatch import match_command, match_image
+from shmguard.sources.workload_tokens import CLASSES
 
-_IMAGE = re.compile(
-    r"pytorch|torch|vllm|sglang|tritonserver|triton|deepspeed|huggingface|"
-    r"text-generation-inference|text-embeddings-inference|lmdeploy|nemo|megatron|"
-    r"rayproject/ray|axolotl|llama-?factory|openrlhf|verl|djl-serving|tensorrt|"
-    r"nvcr\.io/nvidia/(?:pytorch|nemo|tritonserver|tensorrt|dgl|modulus)|kserve/huggingfaceserver",
-    re.I,
-)
-_COMMAND = re.compile(
-    r"\btorchrun\b|torch\.distributed\.(?:run|launch)|\baccelerate\s+launch\b|\bdeepspeed\b|"
-    r"\bvllm\s+serve\b|vllm\.entrypoints|sglang\.launch_server|text-generation-launcher|"
-    r"\btritonserver\b|\blmdeploy\s+serve\b|\btorchserve\b|\bray\s+start\b|"
-    r"\bpython[0-9.]*\s+(?:-u\s+)?-m\s+torch\b",
-    re.I,
-)
 #: Environment variable name prefixes that mark an ML container.
 ENV_PREFIXES = ("NCCL_", "TORCH_NCCL_", "TORCH_DISTRIBUTED", "PYTORCH_", "TORCHELASTIC_")
 _ENV = re.compile("^(?:" + "|".join(map(re.escape, ENV_PREFIXES)) + ")")
-#: The image and command patterns (Python ``re`` syntax that RE2 also reads: no
-#: look-around or back-references; matched case-insensitively), for generated policies.
-IMAGE_PATTERN = _IMAGE.pattern
-COMMAND_PATTERN = _COMMAND.pattern
-# The same patterns, case-sensitive, for lower-cased ASCII text (several times faster than
-# ``re.I``, and the same matches for ASCII, whose case mapping is one to one), and words one of
-# which every command match contains (a command without any is not searched).
-_IMAGE_LOWER = re.compile(_IMAGE.pattern)
-_COMMAND_LOWER = re.compile(_COMMAND.pattern)
-_COMMAND_WORDS = (
-    "torch",
-    "accelerate",
-    "deepspeed",
-    "vllm",
-    "sglang",
-    "text-generation-launcher",
-    "tritonserver",
-    "lmdeploy",
-    "ray",
-)
 
 #: Where something was seen: a location, a function giving it (called only when it becomes
 #: evidence, so sources need not compute positions for what is not), or None.
@@ -67,11 +39,15 @@ Where = Location | Callable[[], Location | None] | None
 @dataclass(frozen=True)
 class Evidence:
     """One reason for the class: ``kind`` (``image``, ``command``, ``env``, ``gpu``,
-    ``annotation``), what was seen (``image nvcr.io/nvidia/pytorch:24.01``) and where."""
+    ``annotation``), what was seen (``image nvcr.io/nvidia/pytorch:24.01-py3 (pytorch)``:
+    the reference and the token found in it), where, and the class it is evidence of (one of
+    :data:`~shmguard.sources.workload_tokens.CLASSES`; environment variables and accelerator
+    requests are ``ml``)."""
 
     kind: str
     what: str
     location: Location | None = None
+    cls: str = "ml"
 
 
 @dataclass(frozen=True)
@@ -87,6 +63,14 @@ class Workload:
     ignore: tuple[str, ...] = ()
 
 
+def strong(workload: Workload) -> bool:
+    """True when the ML class rests on more than an accelerator request: an image, command,
+    environment variable or annotation. A GPU alone (``nvidia-smi`` in ``nvidia/cuda``, a GPU
+    burn-in, a device plugin check) is no sign of a DataLoader or NCCL: corpus review. SHM001,
+    SHM007 and SHM023 ask it of a container, and the webhook of a pod's containers."""
+    return workload.cls == "ml" and any(e.kind != "gpu" for e in workload.evidence)
+
+
 def parse_loader(value: str) -> dict[str, str]:
     """``num_workers=4,prefetch_factor=2`` -> ``{"num_workers": "4", ...}`` (entries without
     ``=`` are dropped)."""
@@ -100,25 +84,6 @@ def parse_loader(value: str) -> dict[str, str]:
 
 def _at(where: Where) -> Location | None:
     return where() if callable(where) else where
-
-
-def _search_image(image: str) -> str | None:
-    if image.isascii():
-        m = _IMAGE_LOWER.search(image.lower())
-        return image[m.start() : m.end()] if m else None
-    m = _IMAGE.search(image)
-    return m.group(0) if m else None
-
-
-def _search_command(cmd: str) -> str | None:
-    if cmd.isascii():
-        low = cmd.lower()
-        if not any(w in low for w in _COMMAND_WORDS):
-            return None
-        m = _COMMAND_LOWER.search(low)
-        return cmd[m.start() : m.end()] if m else None
-    m = _COMMAND.search(cmd)
-    return m.group(0) if m else None
 
 
 def classify(
@@ -141,22 +106,23 @@ def classify(
     ann = annotations or {}
     ev: list[Evidence] = []
     for image, loc in images:
-        if (hit := _search_image(image)) is not None:
-            ev.append(Evidence("image", f"image {image} ({hit})", _at(loc)))
+        if (hit := match_image(image)) is not None:
+            ev.append(Evidence("image", f"image {image} ({hit.text})", _at(loc), hit.token.cls))
     for cmd, loc in commands:
-        if (hit := _search_command(cmd)) is not None:
-            ev.append(Evidence("command", f"command runs {hit}", _at(loc)))
+        if (hit := match_command(cmd)) is not None:
+            ev.append(Evidence("command", f"command runs {hit.text}", _at(loc), hit.token.cls))
     for name, loc in env:
         if _ENV.match(name):
             ev.append(Evidence("env", f"environment variable {name}", _at(loc)))
     for desc, loc in gpus:
         ev.append(Evidence("gpu", desc, _at(loc)))
-    cls = "ml" if ev else "container"
+    found = {e.cls for e in ev}
+    cls = next((c for c in CLASSES if c in found), "container")
     stated = ann.get(ANNOTATIONS["workload"])
     if stated is not None and stated[0] in ("ml", "container"):
         cls = stated[0]
         what = f"{ANNOTATIONS['workload']}={stated[0]}"
-        ev.insert(0, Evidence("annotation", what, _at(stated[1])))
+        ev.insert(0, Evidence("annotation", what, _at(stated[1]), stated[0]))
     loader = ann.get(ANNOTATIONS["dataloader"])
     shm = ann.get(ANNOTATIONS["shm-size"])
     ign = ann.get(ANNOTATIONS["ignore"])

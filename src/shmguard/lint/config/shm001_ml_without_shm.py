@@ -34,13 +34,13 @@ from shmguard.lint.config._base import (
     span_loc,
 )
 from shmguard.lint.config._k8sfix import shm_mount_edits
-from shmguard.lint.config.shm007_dshm_not_mounted import unmounted_shm_volume
+from shmguard.lint.config._predicates import unmounted_shm_volume
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
 from shmguard.model.fix import Change, Setting
 from shmguard.sources.k8s_model import Container, Volume, text
-from shmguard.sources.workload import Workload
+from shmguard.sources.workload import Workload, strong
 from shmguard.units import format_docker_size, format_iec, format_k8s_quantity
 
 CODE = "SHM001"
@@ -73,13 +73,6 @@ _RUN_KEYS = (
 
 
 _SIZED_TEXT = re.compile(r"--shm-size|--ipc[= ]+(?:host|container:)|/dev/shm")
-
-
-def strong(workload: Workload) -> bool:
-    """True when the ML class rests on more than an accelerator request: an image, command,
-    environment variable or annotation. A GPU alone (``nvidia-smi`` in ``nvidia/cuda``, a GPU
-    burn-in, a device plugin check) is no sign of a DataLoader or NCCL: corpus review."""
-    return workload.cls == "ml" and any(e.kind != "gpu" for e in workload.evidence)
 
 
 def _evidence(unit: Unit) -> str:
@@ -246,9 +239,11 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
 
 DOC = RuleDoc(
     what=f"""\
-A container that runs PyTorch, NCCL or an inference server (detected from its image, command or
-`NCCL_*`/`TORCH_*` environment, or `shmguard.io/workload: ml`; a GPU request alone is not
-enough: `nvidia-smi` in `nvidia/cuda` needs no /dev/shm) with no
+A container that runs PyTorch, NCCL or an inference server (detected by token from its image's
+namespace or repository name, `nvcr.io/nvidia/pytorch` by `pytorch`, never by a part of a word:
+`sharelatex/overleaf` is no `verl`; by a launcher phrase in its command, `torchrun`,
+`accelerate launch`; from its `NCCL_*`/`TORCH_*` environment; or `shmguard.io/workload: ml`;
+a GPU request alone is not enough: `nvidia-smi` in `nvidia/cuda` needs no /dev/shm) with no
 /dev/shm sizing: a Compose service without `shm_size`, a `docker|podman run` line without
 `--shm-size`, a Kubernetes container with no volume mounted at /dev/shm. A container whose only
 /dev/shm is a disk-backed emptyDir (`emptyDir: {{}}` or `medium: ""`) gets an **info** finding

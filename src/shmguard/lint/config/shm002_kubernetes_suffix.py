@@ -10,7 +10,6 @@ binary).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from shmguard.lint.config._base import (
@@ -24,12 +23,13 @@ from shmguard.lint.config._base import (
     replace_flag_value,
     replace_scalar,
 )
+from shmguard.lint.config._predicates import k8s_suffixed
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Edit, Fix, Location
 from shmguard.model.fix import Change, Setting
 from shmguard.sources.yamlnode import YNode, YScalar, YSeq
-from shmguard.units import SizeError, format_docker_size, parse_docker_size
+from shmguard.units import format_docker_size
 
 CODE = "SHM002"
 NAME = "kubernetes-suffix-in-docker-size"
@@ -39,24 +39,6 @@ WHY = (
     "Docker CLI 23+ and Compose v2 reject `2Gi` (invalid suffix: 'gi') and Compose v1 stops "
     "with a traceback; only Docker CLI 20.10 and Podman 4.x read it, as binary."
 )
-
-_K8S_SUFFIX = re.compile(r"^\s*\d+(?:\.\d+)?\s?[KMGTPkmgtp]i$")
-
-
-def k8s_suffixed(value: str) -> int | None:
-    """Bytes of ``value`` when it is a number with a Kubernetes binary suffix (``2Gi``,
-    ``512Mi``) that go-units v0.5 rejects and v0.4 reads; else None."""
-    if not _K8S_SUFFIX.match(value):
-        return None
-    try:
-        parse_docker_size(value)
-        return None
-    except SizeError:
-        pass
-    try:
-        return parse_docker_size(value.strip(), legacy=True)
-    except SizeError:
-        return None
 
 
 def _fix(n: int, edit: Edit | None, what: str) -> Fix:

@@ -21,16 +21,15 @@ from shmguard.lint.config._base import (
     Unit,
     container_memory_limit,
     fix_size,
-    is_dev_shm,
     mounts_at_shm,
 )
-from shmguard.lint.config._k8sfix import reusable_volume, shm_mount_edits
+from shmguard.lint.config._k8sfix import shm_mount_edits
+from shmguard.lint.config._predicates import unmounted_shm_volume
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
 from shmguard.sources.k8s import PodSpec
-from shmguard.sources.k8s_model import Container, Volume, text
-from shmguard.sources.workload import Workload
+from shmguard.sources.k8s_model import Volume
 from shmguard.units import DOCKER_DEFAULT_SHM
 
 CODE = "SHM007"
@@ -41,36 +40,6 @@ WHY = (
     "A pod volume reaches only the containers that mount it: the ML container without the "
     "mount keeps the runtime's 64 MiB /dev/shm."
 )
-
-
-def _strong(wl: Workload) -> bool:
-    # the same test as SHM001 (``shm001_ml_without_shm.strong``): a GPU alone is not enough
-    return wl.cls == "ml" and any(e.kind != "gpu" for e in wl.evidence)
-
-
-def _skipped(pod: PodSpec) -> bool:
-    if "kuberay" in pod.notes or "mpi-launcher" in pod.notes:
-        return True
-    if any(n.startswith("trainjob") for n in pod.notes):
-        return True  # the pod spec is in the TrainingRuntime
-    return text(pod.host_ipc) in ("true", "True", "yes", "on")
-
-
-def unmounted_shm_volume(unit: Unit, c: Container, wl: Workload) -> Volume | None:
-    """The pod's /dev/shm emptyDir that ML container ``c`` does not mount, or None.
-
-    None also when ``c`` is no (strong) ML container, already has a volume at /dev/shm, mounts
-    the volume elsewhere, or the pod gets /dev/shm otherwise (KubeRay, MPI launcher,
-    ``hostIPC``, a TrainJob)."""
-    pod = unit.pod
-    if pod is None or _skipped(pod) or not _strong(wl) or c.init:
-        return None
-    if any(is_dev_shm(text(m.mount_path)) for m in c.volume_mounts):
-        return None
-    v = reusable_volume(pod)
-    if v is None or not v.name or any(m.name == v.name for m in c.volume_mounts):
-        return None
-    return v
 
 
 def _where(pod: PodSpec, v: Volume) -> str:

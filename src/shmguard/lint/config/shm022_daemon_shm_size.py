@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, edit_fix, replace_scalar
-from shmguard.lint.config.shm002_kubernetes_suffix import k8s_suffixed
+from shmguard.lint.config._predicates import k8s_suffixed
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Edit, Fix

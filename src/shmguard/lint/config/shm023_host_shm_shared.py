@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, flag_loc, is_dev_shm
-from shmguard.lint.config.shm001_ml_without_shm import strong
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Fix
+from shmguard.sources.workload import strong
 from shmguard.sources.yamlnode import YScalar
 
 CODE = "SHM023"
