@@ -32,6 +32,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from shmguard.config import ANNOTATIONS, Config
+from shmguard.fix.k8s import raised_request
 from shmguard.lint.check import FixResult, fix_file
 from shmguard.lint.config._base import (
     CheckOptions,
@@ -189,7 +190,9 @@ def set_memory_limit(pod: PodSpec, c: Container, limit: int, who: str) -> Violat
 
     A limit at or above ``limit`` is kept (recommend never cuts a memory limit: the exporter
     does not see the job's non-shm use), and so is a container whose ``requests.memory`` is
-    above ``limit`` (a request above the limit is invalid; shown, not applied). A missing
+    above ``limit`` (a request above the limit is invalid; shown, not applied). A request
+    equal to the old limit is raised with it (:func:`~shmguard.fix.k8s.raised_request`: a
+    Guaranteed pod stays Guaranteed). A missing
     ``resources``, ``limits`` or ``memory`` key is added in the file's style.
     """
     quantity = format_k8s_quantity(limit)
@@ -212,6 +215,14 @@ def set_memory_limit(pod: PodSpec, c: Container, limit: int, who: str) -> Violat
         edit = _replace(pod, node, quantity)
     elif node is None:
         edit = _add_limit(pod, c, quantity)
+    if edit is not None and raised_request(now, request, limit) is not None:
+        # requests.memory equals the limit (Guaranteed QoS): it rises with it, or nothing
+        # is applied (the limit alone would make the pod Burstable)
+        message += " (requests.memory with it)"
+        req = c.memory_request
+        both = _replace(pod, req, quantity) if isinstance(req, YScalar) else None
+        edits = (edit, both) if both is not None else None
+        return Violation(message, c.node.location(), _fix(title, change, edits))
     return Violation(message, c.node.location(), edit_fix(title, "", change, edit))
 
 
