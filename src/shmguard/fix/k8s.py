@@ -8,8 +8,8 @@ a /dev/shm, the size (bytes, decided by the caller's size decision) and, optiona
 memory limit is raised. Output: a :class:`PodFix` (:func:`plan_pod`), which the emitters write:
 :func:`json_patch` (the webhook), :func:`strategic_merge_patch` (``recommend --patches``),
 :func:`volume_entry` / :func:`mount_entry` (the shapes every writer uses, the Kyverno mutate's
-too); ``check --fix`` and ``recommend --manifests`` turn it into YAML edits
-(:mod:`shmguard.lint.config._k8sfix`), and the snippet renderer prints the same shapes.
+too); :mod:`shmguard.fix.k8s_yaml` writes it as YAML edits (``check --fix``, ``recommend
+--manifests``), and the snippet renderer prints the same shapes.
 
 What the plan decides:
 

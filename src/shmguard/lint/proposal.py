@@ -6,7 +6,7 @@ Here they become one more rule, :data:`RULE` (``REC001``), run by the one rule e
 the file's pod specs: a pod spec of the proposal's object (kind and name, and namespace when
 the manifest has one) whose /dev/shm or memory limit differs yields one finding per setting,
 each with a safe fix made by the same edit helpers as the SHM rules' fixes
-(:mod:`~shmguard.lint.config._k8sfix` adds the memory-backed emptyDir and its mount,
+(:mod:`~shmguard.fix.k8s_yaml` adds the memory-backed emptyDir and its mount,
 :func:`~shmguard.lint.config._base.replace_scalar` resizes a ``sizeLimit``). The rule is not in
 ``check``'s catalogue: it has nothing to compare without a proposal.
 :func:`~shmguard.lint.check.fix_file` applies the edits round by round, so every byte outside
@@ -33,6 +33,8 @@ from dataclasses import dataclass
 
 from shmguard.config import ANNOTATIONS, Config
 from shmguard.fix.k8s import raised_request
+from shmguard.fix.k8s_yaml import add_size_limit, placeable, shm_mount_edits
+from shmguard.fix.yamledit import Style, Value, add_entry, fill_null, json_text
 from shmguard.lint.check import FixResult, fix_file
 from shmguard.lint.config._base import (
     CheckOptions,
@@ -42,8 +44,6 @@ from shmguard.lint.config._base import (
     quantity_bytes,
     replace_scalar,
 )
-from shmguard.lint.config._k8sfix import add_size_limit, placeable, shm_mount_edits
-from shmguard.lint.config._yamledit import Style, Value, add_entry, fill_null, json_text
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Edit, Fix
@@ -152,7 +152,7 @@ def _shm(unit: Unit, c: Container, size: int, who: str) -> Iterator[Violation]:
     quantity = format_k8s_quantity(size)
     if mount is None:
         change = (Change(Setting.SHM_MOUNT, size, ("kubernetes",)),)
-        edits = shm_mount_edits(unit, c, size)
+        edits = shm_mount_edits(pod, c, size)
         yield Violation(
             f"{who}: no /dev/shm -> a memory-backed emptyDir of {quantity} at /dev/shm",
             c.node.location(),

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from shmguard.estimate.policy import Policy, default_shm_size
+from shmguard.fix.yamledit import line_ending as line_ending
 from shmguard.lint.target import Target
 from shmguard.model.finding import Applicability, Edit, Fix, Location
 from shmguard.model.fix import Change
@@ -176,12 +177,6 @@ def replace_flag_value(src: SourceText, flag: Flag, new: str) -> Edit | None:
     if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"" and raw[1:-1] == flag.value:
         return Edit(flag.value_start + 1, flag.value_end - 1, new)
     return None
-
-
-def line_ending(src: SourceText) -> str:
-    """The file's line ending: ``\\r\\n`` when its first line ends so, else ``\\n``."""
-    nl = src.data.find(b"\n")
-    return "\r\n" if nl > 0 and src.data[nl - 1 : nl] == b"\r" else "\n"
 
 
 def insert_key(mapping: YMap, line: str) -> Edit | None:

@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterator
 
 from shmguard.fix.k8s import VOLUME_NAME
+from shmguard.fix.k8s_yaml import shm_mount_edits
 from shmguard.fix.runtime import compose_entry, run_flag
 from shmguard.lint.config._base import (
     SOURCES,
@@ -34,7 +35,6 @@ from shmguard.lint.config._base import (
     run_shm_mounts,
     span_loc,
 )
-from shmguard.lint.config._k8sfix import shm_mount_edits
 from shmguard.lint.config.shm007_dshm_not_mounted import unmounted_shm_volume
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
@@ -108,7 +108,8 @@ def _k8s_fix(unit: Unit, options: CheckOptions, c: Container, wl: Workload) -> F
     size = fix_size(options, wl, container_memory_limit(c))
     if size is None:
         return None
-    edits = shm_mount_edits(unit, c, size)
+    assert unit.pod is not None
+    edits = shm_mount_edits(unit.pod, c, size)
     return Fix(
         f"Mount a {format_iec(size)} memory-backed emptyDir at /dev/shm",
         f"Add a volume `{{name: {VOLUME_NAME}, emptyDir: {{medium: Memory, sizeLimit: "

@@ -15,7 +15,7 @@ What is written (config_formats.md 4.2, 12: the conventional ``dshm``)::
 
 The volume goes last into the pod spec's ``volumes`` (the key is added when absent), the mount
 last into the container's ``volumeMounts``; both in the style of the file (block or flow, its
-sequence indentation; :mod:`~shmguard.lint.config._yamledit`). What the plan decides
+sequence indentation; :mod:`~shmguard.fix.yamledit`). What the plan decides
 (:func:`~shmguard.fix.k8s.plan_pod`): a volume already named ``dshm``
 that is not this one makes the fix pick ``dshm-1``, ``dshm-2``... A memory-backed emptyDir the
 pod already mounts at /dev/shm in another container, or a memory emptyDir mounted nowhere, is
@@ -27,8 +27,7 @@ from __future__ import annotations
 import yaml
 
 from shmguard.fix import k8s
-from shmguard.lint.config._base import Unit
-from shmguard.lint.config._yamledit import (
+from shmguard.fix.yamledit import (
     Style,
     Value,
     add_entry,
@@ -94,14 +93,11 @@ def _style(pod: PodSpec) -> Style:
     return seq_style(node.key_node("containers"), node.get("containers"))
 
 
-def shm_mount_edits(unit: Unit, container: Container, size: int) -> tuple[Edit, ...] | None:
+def shm_mount_edits(pod: PodSpec, container: Container, size: int) -> tuple[Edit, ...] | None:
     """The edits that give ``container`` a memory-backed /dev/shm of ``size`` bytes, or None
     when they cannot be placed exactly (anchors, aliases, a ``volumes:`` that is neither a list
     nor a null, a TrainJob whose
     pod spec lives in its runtime)."""
-    pod = unit.pod
-    if pod is None:
-        return None
     volumes_node, mounts_node = pod.node.get("volumes"), container.node.get("volumeMounts")
     if not placeable(pod, pod.node, container.node, volumes_node, mounts_node):
         return None
