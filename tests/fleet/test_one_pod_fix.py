@@ -58,7 +58,7 @@ def check_fix(obj: dict[str, Any], *, unsafe: bool = False) -> dict[str, Any]:
 
 
 def shm(spec: dict[str, Any]) -> dict[str, Any]:
-    (c,) = spec["containers"]
+    c = spec["containers"][0]
     (name,) = [m["name"] for m in c["volumeMounts"] if m["mountPath"] == "/dev/shm"]
     (vol,) = [v for v in spec["volumes"] if v["name"] == name]
     return vol  # type: ignore[no-any-return]
@@ -137,3 +137,23 @@ def test_recommend_manifests_raising_a_guaranteed_limit_raises_the_request() -> 
     }
     assert apply_proposals(r.data, "pod.yaml", [p]).data == r.data
     kv.validate(out, "1.37", strict=True)
+
+
+@pytest.mark.parametrize("sidecar_mounts", [True, False])
+def test_both_reuse_the_pods_memory_volume(sidecar_mounts: bool) -> None:
+    # a memory emptyDir a sidecar mounts at /dev/shm, or one no container mounts: the
+    # webhook (before: it added shmguard-dshm beside an unmounted one) and check --fix
+    # (SHM007's fix) both mount it in the ML container, and add no volume
+    obj = guaranteed_pod("8Gi")
+    spec = obj["spec"]
+    spec["volumes"] = [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "3Gi"}}]
+    side: dict[str, Any] = {"name": "log", "image": "fluent/fluent-bit"}
+    if sidecar_mounts:
+        side["volumeMounts"] = [{"name": "shm", "mountPath": "/dev/shm"}]
+    spec["containers"].append(side)
+    hooked, fixed = webhook(obj), check_fix(obj)
+    assert hooked["spec"] == fixed["spec"]
+    assert fixed["spec"]["volumes"] == spec["volumes"]
+    assert fixed["spec"]["containers"][0]["volumeMounts"] == [
+        {"name": "shm", "mountPath": "/dev/shm"}
+    ]
