@@ -46,6 +46,20 @@ def _modules(package: str) -> list[Path]:
             ),
         ),
         # rules take fact values from model/, never the host
+        # the one fix plan: below lint (whose rules build their edits from it), above sources
+        (
+            "fix",
+            (
+                "shmguard.render",
+                "shmguard.cli",
+                "shmguard.inspect",
+                "shmguard.measure",
+                "shmguard.lint",
+                "shmguard.fleet",
+                "shmguard.monitor",
+                "shmguard.torch",
+            ),
+        ),
         ("lint", ("shmguard.render", "shmguard.cli", "shmguard.inspect", "shmguard.measure")),
         ("inspect", ("shmguard.render", "shmguard.cli", "shmguard.measure", "shmguard.lint")),
         ("measure", ("shmguard.render", "shmguard.cli", "shmguard.lint")),

@@ -16,6 +16,7 @@ from webhook_helpers import review
 
 from shmguard.estimate.plan import PlanRequest, make_plan
 from shmguard.estimate.policy import Policy
+from shmguard.fix.k8s import VOLUME_NAME, pointer
 from shmguard.fleet import names
 from shmguard.fleet.admission import (
     ReviewError,
@@ -24,7 +25,6 @@ from shmguard.fleet.admission import (
     admission_response,
     decide_admission,
 )
-from shmguard.fleet.patch import pointer
 from shmguard.fleet.sizing import loader_request
 from shmguard.lint.check import CheckOptions
 from shmguard.lint.config._base import fix_size
@@ -77,7 +77,7 @@ def test_default_size_is_check_fixs_and_the_patch_creates_missing_keys() -> None
     out = jsonpatch.apply_patch(obj, list(d.patch))
     assert shm_mounts(out["spec"]) == {
         "train": {
-            "name": names.VOLUME_NAME,
+            "name": VOLUME_NAME,
             "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"},
         }
     }
@@ -103,7 +103,7 @@ def test_existing_arrays_get_items_appended_and_names_are_escaped() -> None:
     obj = pod(c, annotations={"a/b~c": "x"})
     obj["spec"]["volumes"] = [
         {"name": "data", "emptyDir": {}},
-        {"name": names.VOLUME_NAME, "configMap": {"name": "x"}},
+        {"name": VOLUME_NAME, "configMap": {"name": "x"}},
     ]
     d = decide_admission(review(obj))
     paths = [op["path"] for op in d.patch]
@@ -113,7 +113,7 @@ def test_existing_arrays_get_items_appended_and_names_are_escaped() -> None:
         "/metadata/annotations/shmguard.io~1decision",
     ]
     out = jsonpatch.apply_patch(obj, list(d.patch))
-    assert shm_mounts(out["spec"])["train"]["name"] == f"{names.VOLUME_NAME}-1"
+    assert shm_mounts(out["spec"])["train"]["name"] == f"{VOLUME_NAME}-1"
     assert out["metadata"]["annotations"]["a/b~c"] == "x"
     assert pointer("metadata", "annotations", "a/b~c") == "/metadata/annotations/a~1b~0c"
 

@@ -106,11 +106,9 @@ def test_kyverno_mutate_writes_the_policy_size_not_100mi() -> None:
     (mutate,) = [r for r in doc["spec"]["rules"] if "mutate" in r]
     patch = mutate["mutate"]["foreach"][0]["patchStrategicMerge"]["spec"]
     assert patch["volumes"] == [
-        {"name": "shmguard-dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"}}
+        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"}}
     ]
-    assert patch["containers"][0]["volumeMounts"] == [
-        {"name": "shmguard-dshm", "mountPath": "/dev/shm"}
-    ]
+    assert patch["containers"][0]["volumeMounts"] == [{"name": "dshm", "mountPath": "/dev/shm"}]
     assert "100Mi" not in generate(Engine.KYVERNO)
     (default,) = kyverno()
     (m,) = [r for r in default["spec"]["rules"] if "mutate" in r]

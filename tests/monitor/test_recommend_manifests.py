@@ -207,16 +207,19 @@ def test_proposals_are_written_exactly_and_check_is_clean_after(tmp_path: Path) 
         "            sizeLimit: 80Mi",
     ]
     # resnet: the existing emptyDir resized in place (its comment kept), the annotation
-    # follows; its 1 GiB limit rises to the proposal (160 MiB of /dev/shm + the 1 GiB margin)
+    # follows; its 1 GiB limit rises to the proposal (160 MiB of /dev/shm + the 1 GiB margin),
+    # and its request, equal to the limit, with it (the pod's QoS class stays as it was)
     removed, added = _changed_lines(RESNET.encode(), results["resnet.yaml"].data)
     assert removed == [
         '        shmguard.io/shm-size: "128Mi"',
         '            memory: "1Gi"',
+        "            memory: 1Gi",
         "          sizeLimit: 128Mi   # set by hand in March",
     ]
     assert added == [
         '        shmguard.io/shm-size: "160Mi"',
         '            memory: "1280Mi"',
+        "            memory: 1280Mi",
         "          sizeLimit: 160Mi   # set by hand in March",
     ]
     # the List: the CronJob (namespace ml) edited under jobTemplate; prod's namesake "train"

@@ -10,10 +10,22 @@ from pathlib import Path
 import pytest
 import yaml
 
-from shmguard.render.snippets import POD_SPEC_PATHS, kubernetes_patch
+from shmguard.fix.k8s import POD_SPEC_PATHS, named_plan, strategic_merge_patch
 
 MiB = 1 << 20
 ANN = "shmguard.io/shm-size"
+
+
+def kubernetes_patch(
+    kind: str,
+    shm: int | None,
+    limits: dict[str, int | None],
+    volume: str | None = None,
+    annotation: str | None = None,
+) -> dict[str, object] | None:
+    """The fix plan for a workload known by its containers' names, as a strategic merge
+    patch (what ``recommend --patches`` writes)."""
+    return strategic_merge_patch(kind, named_plan(shm, limits, volume), annotation)
 
 
 def test_paths_per_kind() -> None:

@@ -8,9 +8,11 @@ the client, the ``shmguard.io/decision`` annotation and a log record.
 
 What it does, for a CREATE of a Pod that is not skipped (:data:`SKIP_ORDER`): every main
 container ``check`` would flag for a missing /dev/shm (:mod:`shmguard.fleet.pods`) gets a
-mount of one memory-backed emptyDir, ``shmguard-dshm``, sized by
-:mod:`shmguard.fleet.sizing`; with ``shmguard.io/raise-memory-limit: "true"`` each such
-container's memory limit grows by the size. Idempotent: the patched pod mounts /dev/shm and
+mount of one memory-backed emptyDir, sized by :mod:`shmguard.fleet.sizing`, as the fix plan
+decides (:func:`shmguard.fix.k8s.plan_pod`: the pod's /dev/shm memory emptyDir reused, else
+``dshm`` added); with ``shmguard.io/raise-memory-limit: "true"`` each such container's memory
+limit grows by the size, and its ``requests.memory`` with it where the two were equal (a
+Guaranteed pod stays Guaranteed). Idempotent: the patched pod mounts /dev/shm and
 carries the decision annotation, so a second pass (``reinvocationPolicy: IfNeeded``) adds
 nothing. In audit mode nothing is patched; the warnings and the log say what would be.
 """
@@ -25,11 +27,12 @@ from typing import Any
 
 from shmguard.config import ANNOTATIONS
 from shmguard.estimate.policy import Policy
+from shmguard.fix.k8s import Op, json_patch, plan_pod
 from shmguard.fleet import names
-from shmguard.fleet.patch import Op, annotation_ops, shm_ops
-from shmguard.fleet.pods import as_map, read_containers, strings
+from shmguard.fleet.patch import annotation_ops
+from shmguard.fleet.pods import as_map, json_pod_view, read_containers, strings
 from shmguard.fleet.sizing import choose_size, raised_limit
-from shmguard.model.fix import Change, shm_changes
+from shmguard.model.fix import Change
 from shmguard.units import format_iec, format_k8s_quantity
 
 #: Namespaces the webhook never patches by default: the control plane's and the node lease's.
@@ -220,12 +223,15 @@ class _Pod:
             why += f" or {names.RAISE_MEMORY_ANNOTATION}"
             return self.skip("no-room", why, choice.problems)
         size = choice.bytes
-        raises: dict[int, int] = {}
-        for c in todo:
-            if raise_memory and c.memory_limit is not None:
-                n = raised_limit(c.memory_limit, size, policy)
-                if n != c.memory_limit:
-                    raises[c.index] = n
+        view = json_pod_view(self.spec)
+        plan = plan_pod(
+            view,
+            [c.view for c in todo],
+            size,
+            (lambda limit: raised_limit(limit, size, policy)) if raise_memory else None,
+        )
+        raises = {f.container.index: f.memory_limit for f in plan.containers if f.memory_limit}
+        requests = [f for f in plan.containers if f.memory_request is not None]
         message = f"/dev/shm {format_k8s_quantity(size)} ({choice.basis}) for " + ", ".join(
             c.name or f"#{c.index}" for c in todo
         )
@@ -233,6 +239,8 @@ class _Pod:
             message += "; memory limit raised to " + ", ".join(
                 format_k8s_quantity(n) for n in raises.values()
             )
+            if requests:
+                message += " (and requests.memory, which equalled it)"
         elif raise_memory:
             message += "; no memory limit to raise"
         notes = tuple(
@@ -243,7 +251,7 @@ class _Pod:
             and c.index not in raises
             and size + policy.memory_margin > c.memory_limit
         )
-        changes = shm_changes(size, max(raises.values()) if raises else None, ("kubernetes",))
+        changes = plan.changes()
         facts: dict[str, Any] = {
             "shm_bytes": size,
             "source": choice.source,
@@ -262,7 +270,7 @@ class _Pod:
             return self.decision("audit", "", message, (), warnings, changes, **facts)
         message = "added " + message
         patch = (
-            *shm_ops(self.spec, containers, todo, size, raises),
+            *json_patch(plan, view),
             *annotation_ops(self.obj, message, overwrite=True),
         )
         warnings = _warnings(f"added {short}", *choice.problems, *notes)

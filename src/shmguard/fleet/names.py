@@ -31,9 +31,6 @@ RAISE_MEMORY_ANNOTATION = ANNOTATIONS["raise-memory"]
 #: Pod annotation the webhook writes with its decision (one line, human-readable).
 DECISION_ANNOTATION = ANNOTATIONS["decision"]
 
-#: Name of the memory-backed emptyDir volume the webhook adds.
-VOLUME_NAME = "shmguard-dshm"
-
 #: Name of the MutatingWebhookConfiguration and of the webhook in it.
 WEBHOOK_CONFIGURATION = "shmguard"
 WEBHOOK_NAME = "shm.shmguard.io"

@@ -6,7 +6,7 @@ the same facts :func:`~shmguard.sources.detect.pod_container_workload` reads fro
 manifest (image, command and args, environment variable names, an accelerator request among
 :data:`~shmguard.sources.k8s_model.GPU_RESOURCES`, the pod's ``shmguard.io/`` labels and
 annotations), and a container needs /dev/shm when SHM001 would flag it
-(:func:`~shmguard.lint.config.shm001_ml_without_shm.strong`: evidence beyond a GPU request).
+(:func:`~shmguard.sources.workload.strong`: evidence beyond a GPU request).
 Field names follow ``k8s.io/api/core/v1`` (``Pod``, ``Container``, ``VolumeMount``,
 ``ResourceRequirements``).
 """
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shmguard.config import ANNOTATIONS
-from shmguard.lint.config._base import is_dev_shm
+from shmguard.fix.k8s import ContainerView, MountView, PodView, VolumeView
 from shmguard.sources.k8s_model import GPU_RESOURCES
 from shmguard.sources.workload import Workload, classify, strong
 from shmguard.units import SizeError, k8s_quantity_bytes
@@ -52,27 +52,36 @@ class PodContainer:
     """One main container of a pod.
 
     Attributes:
-        index: its index in ``spec.containers`` (for JSONPatch paths).
-        name: its name ("" when absent).
+        view: its mounts, memory limit and request as the fix plan reads them
+            (:class:`~shmguard.fix.k8s.ContainerView`; ``view.index`` is its index in
+            ``spec.containers``).
         workload: its class and evidence, as ``check`` decides them.
         needs_shm: True when ``check`` (SHM001) would ask for a /dev/shm for it.
-        shm_volume: the volume it mounts at /dev/shm, "" for a mount without a name, None when
-            it mounts nothing there.
-        has_mounts: ``volumeMounts`` is present (an array).
-        memory_limit: ``resources.limits.memory`` in bytes, None when absent or unreadable.
-        has_limits: ``resources.limits`` is present (an object).
-        has_resources: ``resources`` is present (an object).
     """
 
-    index: int
-    name: str
+    view: ContainerView
     workload: Workload
     needs_shm: bool
-    shm_volume: str | None
-    has_mounts: bool
-    memory_limit: int | None
-    has_limits: bool
-    has_resources: bool
+
+    @property
+    def index(self) -> int:
+        """Its index in ``spec.containers``."""
+        return self.view.index
+
+    @property
+    def name(self) -> str:
+        """Its name ("" when absent)."""
+        return self.view.name or ""
+
+    @property
+    def shm_volume(self) -> str | None:
+        """The volume it mounts at /dev/shm, "" for a mount without a name, None for none."""
+        return self.view.shm_volume
+
+    @property
+    def memory_limit(self) -> int | None:
+        """``resources.limits.memory`` in bytes, None when absent or unreadable."""
+        return self.view.memory_limit
 
 
 def container_workload(c: Mapping[str, Any], meta: Mapping[str, str]) -> Workload:
@@ -100,8 +109,8 @@ def container_workload(c: Mapping[str, Any], meta: Mapping[str, str]) -> Workloa
     )
 
 
-def _memory_limit(limits: Mapping[str, Any]) -> int | None:
-    value = limits.get("memory")
+def _memory(part: Mapping[str, Any]) -> int | None:
+    value = part.get("memory")
     if not isinstance(value, str | int) or isinstance(value, bool):
         return None
     try:
@@ -115,34 +124,48 @@ def read_containers(spec: Mapping[str, Any], meta: Mapping[str, str]) -> tuple[P
     does not size them either)."""
     out = []
     for i, raw in enumerate(as_list(spec.get("containers"))):
-        c = as_map(raw)
-        wl = container_workload(c, meta)
-        mounts = c.get("volumeMounts")
-        at_shm = next(
-            (
-                str(as_map(m).get("name") or "")
-                for m in as_list(mounts)
-                if is_dev_shm(
-                    as_map(m).get("mountPath")
-                    if isinstance(as_map(m).get("mountPath"), str)
-                    else None
-                )
-            ),
-            None,
-        )
-        res = c.get("resources")
-        limits = as_map(res).get("limits")
-        out.append(
-            PodContainer(
-                index=i,
-                name=str(c.get("name") or ""),
-                workload=wl,
-                needs_shm=strong(wl),
-                shm_volume=at_shm,
-                has_mounts=isinstance(mounts, list),
-                memory_limit=_memory_limit(as_map(limits)),
-                has_limits=isinstance(limits, Mapping),
-                has_resources=isinstance(res, Mapping),
-            )
-        )
+        wl = container_workload(as_map(raw), meta)
+        out.append(PodContainer(_container_view(raw, i, False), wl, strong(wl)))
     return tuple(out)
+
+
+def _container_view(raw: object, index: int, init: bool) -> ContainerView:
+    c = as_map(raw)
+    res = as_map(c.get("resources"))
+    mounts = c.get("volumeMounts")
+    return ContainerView(
+        index=index,
+        name=c.get("name") if isinstance(c.get("name"), str) else None,
+        init=init,
+        mounts=tuple(
+            MountView(
+                name if isinstance(name := as_map(m).get("name"), str) else None,
+                path if isinstance(path := as_map(m).get("mountPath"), str) else None,
+            )
+            for m in as_list(mounts)
+        ),
+        memory_limit=_memory(as_map(res.get("limits"))),
+        memory_request=_memory(as_map(res.get("requests"))),
+        has_mount_list=isinstance(mounts, list),
+    )
+
+
+def json_pod_view(spec: Mapping[str, Any]) -> PodView:
+    """The fix plan's view (:class:`~shmguard.fix.k8s.PodView`) of a pod spec as the API
+    server sends it: the same facts :func:`shmguard.fix.k8s.pod_view` reads from a manifest."""
+    return PodView(
+        containers=tuple(
+            _container_view(c, i, False) for i, c in enumerate(as_list(spec.get("containers")))
+        ),
+        init_containers=tuple(
+            _container_view(c, i, True) for i, c in enumerate(as_list(spec.get("initContainers")))
+        ),
+        volumes=tuple(
+            VolumeView(
+                name if isinstance(name := as_map(v).get("name"), str) else None,
+                as_map(as_map(v).get("emptyDir")).get("medium") == "Memory",
+            )
+            for v in as_list(spec.get("volumes"))
+        ),
+        has_volume_list=isinstance(spec.get("volumes"), list),
+    )

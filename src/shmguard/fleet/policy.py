@@ -40,7 +40,7 @@ from typing import Any
 import yaml
 
 from shmguard.estimate.policy import Policy
-from shmguard.fleet import names
+from shmguard.fix.k8s import VOLUME_NAME, mount_entry, volume_entry
 from shmguard.fleet.engines import Engine as Engine
 from shmguard.fleet.engines import Mode as Mode
 from shmguard.fleet.policy_rules import CEL_VARIABLES, REGO_HELPERS, RULES, PodRule
@@ -191,17 +191,10 @@ def _kyverno_mutate(size: str) -> dict[str, Any]:
                             "containers": [
                                 {
                                     "name": "{{ element.name }}",
-                                    "volumeMounts": [
-                                        {"name": names.VOLUME_NAME, "mountPath": "/dev/shm"}
-                                    ],
+                                    "volumeMounts": [mount_entry(VOLUME_NAME)],
                                 }
                             ],
-                            "volumes": [
-                                {
-                                    "name": names.VOLUME_NAME,
-                                    "emptyDir": {"medium": "Memory", "sizeLimit": size},
-                                }
-                            ],
+                            "volumes": [volume_entry(VOLUME_NAME, size)],
                         }
                     },
                 }

@@ -6,7 +6,7 @@ Here they become one more rule, :data:`RULE` (``REC001``), run by the one rule e
 the file's pod specs: a pod spec of the proposal's object (kind and name, and namespace when
 the manifest has one) whose /dev/shm or memory limit differs yields one finding per setting,
 each with a safe fix made by the same edit helpers as the SHM rules' fixes
-(:mod:`~shmguard.lint.config._k8sfix` adds the memory-backed emptyDir and its mount,
+(:mod:`~shmguard.fix.k8s_yaml` adds the memory-backed emptyDir and its mount,
 :func:`~shmguard.lint.config._base.replace_scalar` resizes a ``sizeLimit``). The rule is not in
 ``check``'s catalogue: it has nothing to compare without a proposal.
 :func:`~shmguard.lint.check.fix_file` applies the edits round by round, so every byte outside
@@ -32,6 +32,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from shmguard.config import ANNOTATIONS, Config
+from shmguard.fix.k8s import raised_request
+from shmguard.fix.k8s_yaml import add_size_limit, placeable, shm_mount_edits
+from shmguard.fix.yamledit import Style, Value, add_entry, fill_null, json_text
 from shmguard.lint.check import FixResult, fix_file
 from shmguard.lint.config._base import (
     CheckOptions,
@@ -41,8 +44,6 @@ from shmguard.lint.config._base import (
     quantity_bytes,
     replace_scalar,
 )
-from shmguard.lint.config._k8sfix import add_size_limit, placeable, shm_mount_edits
-from shmguard.lint.config._yamledit import Style, Value, add_entry, fill_null, json_text
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Edit, Fix
@@ -151,7 +152,7 @@ def _shm(unit: Unit, c: Container, size: int, who: str) -> Iterator[Violation]:
     quantity = format_k8s_quantity(size)
     if mount is None:
         change = (Change(Setting.SHM_MOUNT, size, ("kubernetes",)),)
-        edits = shm_mount_edits(unit, c, size)
+        edits = shm_mount_edits(pod, c, size)
         yield Violation(
             f"{who}: no /dev/shm -> a memory-backed emptyDir of {quantity} at /dev/shm",
             c.node.location(),
@@ -189,7 +190,9 @@ def set_memory_limit(pod: PodSpec, c: Container, limit: int, who: str) -> Violat
 
     A limit at or above ``limit`` is kept (recommend never cuts a memory limit: the exporter
     does not see the job's non-shm use), and so is a container whose ``requests.memory`` is
-    above ``limit`` (a request above the limit is invalid; shown, not applied). A missing
+    above ``limit`` (a request above the limit is invalid; shown, not applied). A request
+    equal to the old limit is raised with it (:func:`~shmguard.fix.k8s.raised_request`: a
+    Guaranteed pod stays Guaranteed). A missing
     ``resources``, ``limits`` or ``memory`` key is added in the file's style.
     """
     quantity = format_k8s_quantity(limit)
@@ -212,6 +215,14 @@ def set_memory_limit(pod: PodSpec, c: Container, limit: int, who: str) -> Violat
         edit = _replace(pod, node, quantity)
     elif node is None:
         edit = _add_limit(pod, c, quantity)
+    if edit is not None and raised_request(now, request, limit) is not None:
+        # requests.memory equals the limit (Guaranteed QoS): it rises with it, or nothing
+        # is applied (the limit alone would make the pod Burstable)
+        message += " (requests.memory with it)"
+        req = c.memory_request
+        both = _replace(pod, req, quantity) if isinstance(req, YScalar) else None
+        edits = (edit, both) if both is not None else None
+        return Violation(message, c.node.location(), _fix(title, change, edits))
     return Violation(message, c.node.location(), edit_fix(title, "", change, edit))
 
 

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from shmguard.config import ANNOTATIONS
+from shmguard.fix.k8s import POD_SPEC_PATHS, named_plan, strategic_merge_patch
 from shmguard.monitor.manifests import memory_to_set, skip_reason, workload_name
 from shmguard.monitor.rightsize import RightsizeReport, WorkloadRecommendation
 from shmguard.render.json import to_data
-from shmguard.render.snippets import POD_SPEC_PATHS, kubernetes_patch
 from shmguard.render.words import plural
 from shmguard.units import format_iec, format_k8s_quantity
 
@@ -129,7 +129,8 @@ def workload_patches(report: RightsizeReport) -> tuple[list[Patch], dict[tuple[s
         # memory limit that stays
         shm = None if all(w.shm_change == 0 for w in rows) else size
         limits = {w.history.container: memory_to_set(w) for w in rows}
-        body = kubernetes_patch(kind, shm, limits, volume or "dshm", ANNOTATIONS["shm-size"])
+        plan = named_plan(shm, limits, volume or None)
+        body = strategic_merge_patch(kind, plan, ANNOTATIONS["shm-size"])
         keys = tuple((workload_name(w), w.history.container) for w in rows)
         if body is None:
             why = (

@@ -15,8 +15,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from shmguard.fix.k8s import VOLUME_NAME
+from shmguard.fix.runtime import compose_entry, run_flag
 from shmguard.model.fix import RUNTIMES, Change, Setting
-from shmguard.units import format_docker_size, format_ecs_mib, format_k8s_quantity
+from shmguard.units import format_ecs_mib, format_k8s_quantity
 
 __all__ = ["RUNTIMES", "Snippet", "fix_snippets", "render_snippets"]
 
@@ -95,17 +97,18 @@ def fix_snippets(
 _SHM_SETTINGS = (Setting.SHM_SIZE, Setting.SHM_MOUNT)
 
 
-def _cpus(millis: int) -> str:
-    """CPUs as Docker's ``--cpus`` and Compose's ``cpus`` take them: ``2``, ``1.5``."""
-    return f"{millis / 1000:.3f}".rstrip("0").rstrip(".")
+def _changes(shm: int, mem: int | None, cpu: int | None) -> list[Change]:
+    """The values a snippet writes, in its order: /dev/shm, memory, CPUs."""
+    out = [Change(Setting.SHM_SIZE, shm)]
+    if mem is not None:
+        out.append(Change(Setting.MEMORY_LIMIT, mem))
+    if cpu is not None:
+        out.append(Change(Setting.CPU_LIMIT, cpu))
+    return out
 
 
 def _docker(shm: int, mem: int | None, cpu: int | None, cli: str = "docker") -> Snippet:
-    flags = f"--shm-size={format_docker_size(shm)}"
-    if mem is not None:
-        flags += f" --memory={format_docker_size(mem)}"
-    if cpu is not None:
-        flags += f" --cpus={_cpus(cpu)}"
+    flags = " ".join(run_flag(c) for c in _changes(shm, mem, cpu))
     title = "docker run" if cli == "docker" else "podman run"
     return Snippet(cli, title, "shell", f"{cli} run {flags} IMAGE ...")
 
@@ -115,11 +118,8 @@ def _podman(shm: int, mem: int | None, cpu: int | None) -> Snippet:
 
 
 def _compose(shm: int, mem: int | None, cpu: int | None) -> Snippet:
-    lines = ["services:", "  app:", f'    shm_size: "{format_docker_size(shm)}"']
-    if mem is not None:
-        lines.append(f'    mem_limit: "{format_docker_size(mem)}"')
-    if cpu is not None:
-        lines.append(f"    cpus: {_cpus(cpu)}")
+    lines = ["services:", "  app:"]
+    lines += [f"    {compose_entry(c)}" for c in _changes(shm, mem, cpu)]
     return Snippet("compose", "Compose service", "yaml", "\n".join(lines))
 
 
@@ -129,7 +129,7 @@ def _kubernetes(shm: int, mem: int | None, cpu: int | None) -> Snippet:
         "  containers:",
         "    - name: app  # your container's name: these keys merge into it",
         "      volumeMounts:",
-        "        - name: dshm",
+        f"        - name: {VOLUME_NAME}",
         "          mountPath: /dev/shm",
     ]
     if mem is not None or cpu is not None:
@@ -147,7 +147,7 @@ def _kubernetes(shm: int, mem: int | None, cpu: int | None) -> Snippet:
         lines.append(f'          cpu: "{cpu // 1000}"' if whole else f"          cpu: {cpu}m")
     lines += [
         "  volumes:",
-        "    - name: dshm",
+        f"    - name: {VOLUME_NAME}",
         "      emptyDir:",
         "        medium: Memory",
         f"        sizeLimit: {format_k8s_quantity(shm)}",
@@ -175,71 +175,3 @@ _RENDERERS = {
     "podman": _podman,
     "ecs": _ecs,
 }
-
-
-#: Where the pod spec and the pod template's metadata lie in each workload kind, as key paths
-#: (the Kubernetes API reference of each kind). ``Job/DaemonSet`` (a name that cannot tell
-#: which) works for both: they share the path.
-POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
-    "Pod": (),
-    "CronJob": ("spec", "jobTemplate", "spec", "template"),
-    **{
-        k: ("spec", "template")
-        for k in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "Job/DaemonSet")
-    },
-}
-
-
-def kubernetes_patch(
-    kind: str,
-    shm_size: int | None,
-    memory_limits: dict[str, int | None],
-    volume: str = "dshm",
-    annotation: str | None = None,
-) -> dict[str, object] | None:
-    """A strategic merge patch (``kubectl patch --type strategic``) for a workload of ``kind``
-    that gives its containers a memory-backed emptyDir ``volume`` of ``shm_size`` bytes at
-    /dev/shm and, where given, a memory limit; None for a kind whose pod spec path is unknown
-    (:data:`POD_SPEC_PATHS`: a training operator's replica specs) or when nothing changes.
-
-    Args:
-        kind: the workload's kind.
-        shm_size: the emptyDir's ``sizeLimit`` in bytes, or None to leave /dev/shm as it is
-            (only memory limits change).
-        memory_limits: container name -> memory limit bytes (None: left as it is); an empty
-            name (a node-mode series knows no container) adds no mount: only the volume is
-            resized.
-        volume: the volume's name (an emptyDir the pod has, or ``dshm``).
-        annotation: an annotation key set on the pod template to the size (the
-            ``shmguard.io/shm-size`` that ``check --fix`` and the webhook read), or None.
-
-    Strategic merge keys (Kubernetes API, ``patchMergeKey``): containers by ``name``,
-    ``volumeMounts`` by ``mountPath``, ``volumes`` by ``name``, so the patch adds or replaces
-    exactly these entries and leaves the rest of the pod spec as it is.
-    """
-    path = POD_SPEC_PATHS.get(kind)
-    if path is None:
-        return None
-    containers: list[dict[str, object]] = []
-    for name, mem in memory_limits.items():
-        c: dict[str, object] = {"name": name}
-        if shm_size is not None:
-            c["volumeMounts"] = [{"name": volume, "mountPath": "/dev/shm"}]
-        if mem is not None:
-            c["resources"] = {"limits": {"memory": format_k8s_quantity(mem)}}
-        if name and len(c) > 1:
-            containers.append(c)
-    spec: dict[str, object] = {"containers": containers} if containers else {}
-    if shm_size is not None:
-        quantity = format_k8s_quantity(shm_size)
-        volume_entry = {"medium": "Memory", "sizeLimit": quantity}
-        spec["volumes"] = [{"name": volume, "emptyDir": volume_entry}]
-    if not spec:
-        return None
-    template: dict[str, object] = {"spec": spec}
-    if annotation and shm_size is not None:
-        template = {"metadata": {"annotations": {annotation: quantity}}, **template}
-    patch: dict[str, object] = template
-    for key in reversed(path):
-        patch = {key: patch}
-    return patch

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shmguard.sources.yamlnode import YMap, YNode, YScalar, YSeq
+from shmguard.units import SizeError, k8s_quantity_bytes
 
 #: Extended resources that request an accelerator (device plugins' resource names).
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi", "intel.com/gpu")
@@ -38,6 +39,26 @@ def scalars(node: YNode | None) -> list[YScalar]:
 def text(node: YNode | None) -> str | None:
     """A scalar's string value, or None."""
     return node.value if isinstance(node, YScalar) else None
+
+
+#: The path whose mount sizes shared memory.
+DEV_SHM = "/dev/shm"
+
+
+def is_dev_shm(path: str | None) -> bool:
+    """True for ``/dev/shm`` (and ``/dev/shm/``)."""
+    return path is not None and path.rstrip("/") == DEV_SHM
+
+
+def quantity_bytes(node: YNode | None) -> int | None:
+    """The bytes of a Kubernetes quantity scalar (``2Gi``), or None for no scalar, a
+    placeholder or a value that is no quantity."""
+    if not isinstance(node, YScalar) or node.placeholder:
+        return None
+    try:
+        return k8s_quantity_bytes(node.value)
+    except SizeError:
+        return None
 
 
 @dataclass(frozen=True)

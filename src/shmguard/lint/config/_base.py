@@ -19,13 +19,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from shmguard.estimate.policy import Policy, default_shm_size
+from shmguard.fix.yamledit import line_ending as line_ending
 from shmguard.lint.target import Target
 from shmguard.model.finding import Applicability, Edit, Fix, Location
 from shmguard.model.fix import Change
 from shmguard.sources.compose import ComposeService
 from shmguard.sources.jsonfiles import DaemonConfig, EcsTaskDefinition
 from shmguard.sources.k8s import PodSpec
+from shmguard.sources.k8s_model import DEV_SHM as DEV_SHM
 from shmguard.sources.k8s_model import Container, Volume, text
+from shmguard.sources.k8s_model import is_dev_shm as is_dev_shm
+from shmguard.sources.k8s_model import quantity_bytes as quantity_bytes
 from shmguard.sources.runline import Flag, RunLine
 from shmguard.sources.text import SourceText
 from shmguard.sources.workload import Workload
@@ -35,7 +39,6 @@ from shmguard.units import DOCKER_DEFAULT_SHM, SizeError, parse_docker_size
 if TYPE_CHECKING:
     from shmguard.lint.proposal import Proposal
 
-DEV_SHM = "/dev/shm"
 
 #: Fields of a Compose service that hold a go-units byte value (compose-spec
 #: ``schema/compose-spec.json``; config_formats.md 2.1).
@@ -176,12 +179,6 @@ def replace_flag_value(src: SourceText, flag: Flag, new: str) -> Edit | None:
     return None
 
 
-def line_ending(src: SourceText) -> str:
-    """The file's line ending: ``\\r\\n`` when its first line ends so, else ``\\n``."""
-    nl = src.data.find(b"\n")
-    return "\r\n" if nl > 0 and src.data[nl - 1 : nl] == b"\r" else "\n"
-
-
 def insert_key(mapping: YMap, line: str) -> Edit | None:
     """An edit inserting ``line`` (``key: value``) as the first entry of ``mapping``.
 
@@ -225,11 +222,6 @@ def insert_run_flag(unit: Unit, flag: str) -> Edit | None:
         return None
     at = rl.start + found[-1].end()
     return Edit(at, at, f" {flag}")
-
-
-def is_dev_shm(path: str | None) -> bool:
-    """True for ``/dev/shm`` (and ``/dev/shm/``)."""
-    return path is not None and path.rstrip("/") == DEV_SHM
 
 
 def mount_target(value: str) -> str | None:
@@ -293,19 +285,6 @@ def run_memory_limit(unit: Unit) -> int | None:
         return None
     try:
         return parse_docker_size(f.value, legacy=True) or None
-    except SizeError:
-        return None
-
-
-def quantity_bytes(node: YNode | None) -> int | None:
-    """The bytes of a Kubernetes quantity scalar (``2Gi``), or None for no scalar, a
-    placeholder or a value that is no quantity."""
-    from shmguard.units import k8s_quantity_bytes
-
-    if not isinstance(node, YScalar) or node.placeholder:
-        return None
-    try:
-        return k8s_quantity_bytes(node.value)
     except SizeError:
         return None
 
@@ -376,3 +355,17 @@ def pod_quantities(unit: Unit) -> Iterator[tuple[str, YScalar]]:
         for what, node in (("limits", c.memory_limit), ("requests", c.memory_request)):
             if isinstance(node, YScalar):
                 yield f"resources.{what}.memory", node
+
+
+def change_edit(unit: Unit, change: Change) -> Edit | None:
+    """The edit that writes ``change`` into a Compose service or a run line, in the text the
+    snippets print (:mod:`shmguard.fix.runtime`): ``shm_size: "1g"`` inserted as the service's
+    first entry, ``--shm-size=1g`` after ``run``; None when it cannot be placed, or for a
+    unit that is neither."""
+    from shmguard.fix.runtime import compose_entry, run_flag
+
+    if unit.service is not None:
+        return insert_key(unit.service.node, compose_entry(change))
+    if unit.run is not None:
+        return insert_run_flag(unit, run_flag(change))
+    return None

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
+from shmguard.fix.k8s_yaml import reusable_volume
 from shmguard.lint.config._base import Unit, is_dev_shm
-from shmguard.lint.config._k8sfix import reusable_volume
 from shmguard.sources.k8s import PodSpec
 from shmguard.sources.k8s_model import Container, Volume, text
 from shmguard.sources.workload import Workload, strong

@@ -17,23 +17,24 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from shmguard.fix.k8s import VOLUME_NAME
+from shmguard.fix.k8s_yaml import shm_mount_edits
+from shmguard.fix.runtime import compose_entry, run_flag
 from shmguard.lint.config._base import (
     SOURCES,
     CheckOptions,
     Unit,
+    change_edit,
     compose_memory_limit,
     container_memory_limit,
     edit_fix,
     fix_size,
-    insert_key,
-    insert_run_flag,
     ipc_mode,
     is_dev_shm,
     run_memory_limit,
     run_shm_mounts,
     span_loc,
 )
-from shmguard.lint.config._k8sfix import shm_mount_edits
 from shmguard.lint.config._predicates import unmounted_shm_volume
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
@@ -41,7 +42,7 @@ from shmguard.model.finding import Applicability, Fix
 from shmguard.model.fix import Change, Setting
 from shmguard.sources.k8s_model import Container, Volume, text
 from shmguard.sources.workload import Workload, strong
-from shmguard.units import format_docker_size, format_iec, format_k8s_quantity
+from shmguard.units import format_iec, format_k8s_quantity
 
 CODE = "SHM001"
 NAME = "ml-workload-without-shm-size"
@@ -84,20 +85,15 @@ def _fix(unit: Unit, options: CheckOptions, runtime: str, memory: int | None) ->
     size = fix_size(options, unit.workload, memory)
     if size is None:
         return None
-    change = (Change(Setting.SHM_SIZE, size, (runtime,)),)
-    if unit.service is not None:
-        edit = insert_key(unit.service.node, f'shm_size: "{format_docker_size(size)}"')
-        flag = f'shm_size: "{format_docker_size(size)}"'
-    else:
-        edit = insert_run_flag(unit, f"--shm-size={format_docker_size(size)}")
-        flag = f"--shm-size={format_docker_size(size)}"
+    change = Change(Setting.SHM_SIZE, size, (runtime,))
+    flag = compose_entry(change) if unit.service is not None else run_flag(change)
     return edit_fix(
         f"Add {flag}",
         f"Give /dev/shm {format_iec(size)} (the sizing policy's default unless --shm-size, the "
         "shmguard.io/shm-size annotation or the configuration says otherwise; measure the real "
         "need with `shmguard measure`).",
-        change,
-        edit,
+        (change,),
+        change_edit(unit, change),
     )
 
 
@@ -105,10 +101,11 @@ def _k8s_fix(unit: Unit, options: CheckOptions, c: Container, wl: Workload) -> F
     size = fix_size(options, wl, container_memory_limit(c))
     if size is None:
         return None
-    edits = shm_mount_edits(unit, c, size)
+    assert unit.pod is not None
+    edits = shm_mount_edits(unit.pod, c, size)
     return Fix(
         f"Mount a {format_iec(size)} memory-backed emptyDir at /dev/shm",
-        "Add a volume `{name: dshm, emptyDir: {medium: Memory, sizeLimit: "
+        f"Add a volume `{{name: {VOLUME_NAME}, emptyDir: {{medium: Memory, sizeLimit: "
         f"{format_k8s_quantity(size)}}}}}` to the pod and mount it at /dev/shm in the container "
         "(the sizing policy's default unless --shm-size, the shmguard.io/shm-size annotation or "
         "the configuration says otherwise; measure the real need with `shmguard measure`).",

@@ -5,7 +5,7 @@ An emptyDir is a pod volume: a container sees it only where its own ``volumeMoun
 (Kubernetes docs, Volumes: "each Container in the Pod's configuration must independently
 specify where to mount each volume"). A ``dshm`` mounted at /dev/shm in a sidecar or an init
 container, or mounted nowhere, leaves the training container with the runtime's 64 MiB.
-"Meant for /dev/shm" is what :func:`shmguard.lint.config._k8sfix.reusable_volume` reuses: a
+"Meant for /dev/shm" is what :func:`shmguard.fix.k8s_yaml.reusable_volume` reuses: a
 memory emptyDir some container mounts at /dev/shm, else one no container mounts. A memory
 emptyDir mounted elsewhere (``/tmp``, a cache) is not one (lint_traps.md). SHM001 leaves these
 containers to this rule (one finding per fact).
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from shmguard.fix.k8s_yaml import shm_mount_edits
 from shmguard.lint.config._base import (
     SOURCES,
     CheckOptions,
@@ -23,7 +24,6 @@ from shmguard.lint.config._base import (
     fix_size,
     mounts_at_shm,
 )
-from shmguard.lint.config._k8sfix import shm_mount_edits
 from shmguard.lint.config._predicates import unmounted_shm_volume
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
@@ -65,7 +65,7 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
         who = f"container {c.name!r}" if c.name else "the container"
         role = f" ({pod.role})" if pod.role else ""
         size = fix_size(options, wl, container_memory_limit(c)) or DOCKER_DEFAULT_SHM
-        edits = shm_mount_edits(unit, c, size)
+        edits = shm_mount_edits(pod, c, size)
         node = c.node.get("name") or c.image or c.node
         yield Violation(
             f"{pod.obj.kind} {pod.obj.name or ''}{role}: the memory emptyDir {v.name!r} "

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from shmguard.fix.k8s_yaml import add_size_limit
 from shmguard.lint.config._base import (
     SOURCES,
     CheckOptions,
@@ -20,7 +21,6 @@ from shmguard.lint.config._base import (
     fix_size,
     mounts_at_shm,
 )
-from shmguard.lint.config._k8sfix import add_size_limit
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from shmguard.estimate.policy import memory_limit_for
+from shmguard.fix.k8s import raised_request
 from shmguard.lint.config._base import (
     SOURCES,
     CheckOptions,
@@ -23,6 +24,7 @@ from shmguard.lint.config._base import (
     flag_loc,
     ipc_mode,
     is_dev_shm,
+    quantity_bytes,
     replace_flag_value,
     replace_scalar,
     sized_shm_mounts,
@@ -87,14 +89,23 @@ def _fix(
     shm_key: str,
     memory_key: str,
     new_text: str,
+    request: Edit | None = None,
 ) -> Fix:
+    """The fix raising the memory limit; ``request``: the edit raising ``requests.memory``
+    with it (they were equal: the pod's QoS class stays Guaranteed)."""
+    edits = tuple(e for e in (edit, request) if e is not None)
+    with_request = (
+        " and requests.memory with it (they are equal: a Guaranteed pod stays Guaranteed)"
+        if request
+        else ""
+    )
     return Fix(
         f"Raise {memory_key} to {new_text}",
-        f"Raise {memory_key} to {format_iec(new)} ({format_iec(shm)} of /dev/shm plus the "
-        f"{format_iec(options.policy.memory_margin)} margin, rounded), or lower {shm_key} to "
-        "what the job needs (measure it with `shmguard measure`).",
+        f"Raise {memory_key}{with_request} to {format_iec(new)} ({format_iec(shm)} of /dev/shm "
+        f"plus the {format_iec(options.policy.memory_margin)} margin, rounded), or lower "
+        f"{shm_key} to what the job needs (measure it with `shmguard measure`).",
         (Change(Setting.MEMORY_LIMIT, new, (runtime,)),),
-        (edit,) if edit is not None else (),
+        edits,
         Applicability.UNSAFE if edit is not None else Applicability.DISPLAY_ONLY,
     )
 
@@ -168,8 +179,15 @@ def _pod(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
             continue  # above the limit: SHM009 reports it
         new = _new_limit(shm, limit, options)
         new_text = format_k8s_quantity(new)
-        mem = c.memory_limit
+        mem, req = c.memory_limit, c.memory_request
         edit = replace_scalar(mem, new_text) if isinstance(mem, YScalar) else None
+        request = None
+        if raised_request(limit, quantity_bytes(req), new) is not None:
+            # requests.memory equals the limit: both rise, or the fix is only shown (raising
+            # the limit alone would make a Guaranteed pod Burstable)
+            request = replace_scalar(req, new_text) if isinstance(req, YScalar) else None
+            if request is None:
+                edit = None
         loc: Location = node.location()
         yield Violation(
             f"volume {v.name!r}: sizeLimit {node.value} in container {c.name!r}: "
@@ -184,6 +202,7 @@ def _pod(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
                 "sizeLimit",
                 f"the memory limit of {c.name!r}",
                 new_text,
+                request,
             ),
         )
 
@@ -233,7 +252,9 @@ rounded up), or lower the /dev/shm size to what the job really uses (`shmguard m
 """,
     fix_safety="""\
 Unsafe: `--fix --unsafe-fixes` rewrites the memory limit (`mem_limit`,
-`deploy.resources.limits.memory`, `--memory`, `resources.limits.memory`) in place; a higher
+`deploy.resources.limits.memory`, `--memory`, `resources.limits.memory`) in place, and a
+Kubernetes `requests.memory` equal to the limit with it (a Guaranteed pod stays Guaranteed;
+when that request cannot be rewritten the fix is shown only); a higher
 limit takes memory from the host or node (scheduling, other containers), which the file does not
 show. When both `mem_limit` and `deploy.resources.limits.memory` are set the fix is shown only.
 Lowering the /dev/shm size instead is shown, never applied: only a measurement says what the job

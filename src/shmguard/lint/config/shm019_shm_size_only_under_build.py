@@ -10,19 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from shmguard.fix.runtime import compose_entry
 from shmguard.lint.config._base import (
     SOURCES,
     CheckOptions,
     Unit,
+    change_edit,
     compose_memory_limit,
-    insert_key,
 )
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
 from shmguard.model.fix import Change, Setting
 from shmguard.sources.yamlnode import YScalar
-from shmguard.units import SizeError, format_docker_size, format_iec, parse_docker_size
+from shmguard.units import SizeError, format_iec, parse_docker_size
 
 CODE = "SHM019"
 NAME = "shm-size-only-under-build"
@@ -63,9 +64,8 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
     if size is None:
         line, edit = f"shm_size: {build.raw}", None
     else:
-        line = f'shm_size: "{format_docker_size(size)}"'
-        edit = insert_key(svc.node, line)
-        change = (Change(Setting.SHM_SIZE, size, ("compose",)),)
+        one = Change(Setting.SHM_SIZE, size, ("compose",))
+        line, edit, change = compose_entry(one), change_edit(unit, one), (one,)
     fits = size is not None and (memory is None or size + options.policy.memory_margin <= memory)
     if edit is None:
         applicability = Applicability.DISPLAY_ONLY

@@ -1,4 +1,5 @@
-"""The Kubernetes /dev/shm fix: a memory-backed emptyDir volume and its mount at /dev/shm.
+"""The Kubernetes /dev/shm fix as YAML edits: the plan of :mod:`shmguard.fix.k8s` (which
+volume, added or reused, and its mount at /dev/shm) spliced into the file.
 
 What is written (config_formats.md 4.2, 12: the conventional ``dshm``)::
 
@@ -14,7 +15,8 @@ What is written (config_formats.md 4.2, 12: the conventional ``dshm``)::
 
 The volume goes last into the pod spec's ``volumes`` (the key is added when absent), the mount
 last into the container's ``volumeMounts``; both in the style of the file (block or flow, its
-sequence indentation; :mod:`~shmguard.lint.config._yamledit`). A volume already named ``dshm``
+sequence indentation; :mod:`~shmguard.fix.yamledit`). What the plan decides
+(:func:`~shmguard.fix.k8s.plan_pod`): a volume already named ``dshm``
 that is not this one makes the fix pick ``dshm-1``, ``dshm-2``... A memory-backed emptyDir the
 pod already mounts at /dev/shm in another container, or a memory emptyDir mounted nowhere, is
 reused: only the mount is added (an emptyDir is shared by the pod's containers).
@@ -24,8 +26,8 @@ from __future__ import annotations
 
 import yaml
 
-from shmguard.lint.config._base import Unit, is_dev_shm
-from shmguard.lint.config._yamledit import (
+from shmguard.fix import k8s
+from shmguard.fix.yamledit import (
     Style,
     Value,
     add_entry,
@@ -35,44 +37,16 @@ from shmguard.lint.config._yamledit import (
 )
 from shmguard.model.finding import Edit
 from shmguard.sources.k8s import PodSpec
-from shmguard.sources.k8s_model import Container, Volume, text
+from shmguard.sources.k8s_model import Container, Volume
 from shmguard.sources.yamlnode import YMap, YNode, YSeq
 from shmguard.units import format_k8s_quantity
 
-#: The volume name the fix uses when it is free.
-VOLUME_NAME = "dshm"
-
-
-def _memory_volume(v: Volume) -> bool:
-    return v.empty_dir is not None and text(v.medium) == "Memory"
-
 
 def reusable_volume(pod: PodSpec) -> Volume | None:
-    """A memory-backed emptyDir of ``pod`` the fix can mount instead of adding one: one that a
-    container mounts at /dev/shm, else one no container mounts at all."""
-    mounted: dict[str, list[str | None]] = {}
-    for c in (*pod.containers, *pod.init_containers):
-        for m in c.volume_mounts:
-            if m.name is not None:
-                mounted.setdefault(m.name, []).append(text(m.mount_path))
-    memory = [v for v in pod.volumes if _memory_volume(v) and v.name]
-    for v in memory:
-        if any(is_dev_shm(p) for p in mounted.get(str(v.name), ())):
-            return v
-    for v in memory:
-        if str(v.name) not in mounted:
-            return v
-    return None
-
-
-def free_name(pod: PodSpec) -> str:
-    """``dshm``, or ``dshm-<n>`` with the smallest n that no volume of ``pod`` uses."""
-    taken = {v.name for v in pod.volumes}
-    name, n = VOLUME_NAME, 0
-    while name in taken:
-        n += 1
-        name = f"{VOLUME_NAME}-{n}"
-    return name
+    """The memory-backed emptyDir of ``pod`` the fix plan mounts instead of adding one
+    (:func:`shmguard.fix.k8s.reusable_volume`), or None."""
+    name = k8s.reusable_volume(k8s.pod_view(pod))
+    return next((v for v in pod.volumes if v.name == name), None) if name else None
 
 
 def _shared_ranges(root: yaml.Node, limit: int = 200_000) -> list[tuple[int, int]]:
@@ -119,22 +93,11 @@ def _style(pod: PodSpec) -> Style:
     return seq_style(node.key_node("containers"), node.get("containers"))
 
 
-def volume_value(name: str, size: int) -> dict[str, Value]:
-    """The volume entry: ``{name, emptyDir: {medium: Memory, sizeLimit}}``."""
-    return {
-        "name": name,
-        "emptyDir": {"medium": "Memory", "sizeLimit": format_k8s_quantity(size)},
-    }
-
-
-def shm_mount_edits(unit: Unit, container: Container, size: int) -> tuple[Edit, ...] | None:
+def shm_mount_edits(pod: PodSpec, container: Container, size: int) -> tuple[Edit, ...] | None:
     """The edits that give ``container`` a memory-backed /dev/shm of ``size`` bytes, or None
     when they cannot be placed exactly (anchors, aliases, a ``volumes:`` that is neither a list
     nor a null, a TrainJob whose
     pod spec lives in its runtime)."""
-    pod = unit.pod
-    if pod is None:
-        return None
     volumes_node, mounts_node = pod.node.get("volumes"), container.node.get("volumeMounts")
     if not placeable(pod, pod.node, container.node, volumes_node, mounts_node):
         return None
@@ -142,12 +105,16 @@ def shm_mount_edits(unit: Unit, container: Container, size: int) -> tuple[Edit, 
         return None
     style = _style(pod)
     edits: list[Edit] = []
-    reuse = reusable_volume(pod)
-    if reuse is not None and reuse.name:
-        name = reuse.name
-    else:
-        name = free_name(pod)
-        vol = volume_value(name, size)
+    view = k8s.pod_view(pod)
+    where = (view.init_containers, pod.init_containers) if container.init else None
+    views, nodes = where or (view.containers, pod.containers)
+    at = next((i for i, x in enumerate(nodes) if x is container), None)
+    if at is None:
+        return None
+    plan = k8s.plan_pod(view, [views[at]], size)
+    name = plan.volume
+    if plan.writes_volume:
+        vol: dict[str, Value] = k8s.volume_entry(name, format_k8s_quantity(size))
         volumes = volumes_node
         if volumes is None and "volumes" not in pod.node:
             edit = add_entry(pod.node, "volumes", [vol], style)
@@ -158,7 +125,7 @@ def shm_mount_edits(unit: Unit, container: Container, size: int) -> tuple[Edit, 
         if edit is None:
             return None
         edits.append(edit)
-    mount: dict[str, Value] = {"name": name, "mountPath": "/dev/shm"}
+    mount: dict[str, Value] = k8s.mount_entry(name)
     mounts = mounts_node
     if mounts is None and "volumeMounts" not in container.node:
         edit = add_entry(container.node, "volumeMounts", [mount], style)

@@ -23,7 +23,6 @@ from typing import TypeAlias
 
 import yaml
 
-from shmguard.lint.config._base import line_ending
 from shmguard.model.finding import Edit
 from shmguard.sources.text import SourceText
 from shmguard.sources.yamlnode import YMap, YNode, YScalar, YSeq
@@ -267,3 +266,9 @@ def seq_style(key_node: YNode | None, seq: YNode | None, default: Style | None =
     if first.start_mark.line + 1 != seq.line or item < 2:
         item = base.item
     return Style(step=max(2, base.step), seq=max(0, off), item=item)
+
+
+def line_ending(src: SourceText) -> str:
+    """The file's line ending: ``\\r\\n`` when its first line ends so, else ``\\n``."""
+    nl = src.data.find(b"\n")
+    return "\r\n" if nl > 0 and src.data[nl - 1 : nl] == b"\r" else "\n"
