@@ -135,7 +135,7 @@ def test_unreadable_annotations_are_warned_and_fall_back() -> None:
     d = decide_admission(review(pod(TRAIN, annotations=ann)))
     assert d.record["shm_bytes"] == GiB and d.record["source"] == "default"
     assert len(d.warnings) == 3
-    assert d.warnings[1].startswith("shmguard: shmguard.io/shm-size='lots' ignored")
+    assert d.warnings[1].startswith("shmguard: shmguard.io/shm-size ignored: 'lots' is neither")
     assert "num_workers='x': expected a whole number" in d.warnings[2]
     with pytest.raises(ValueError, match="unknown key 'workers'"):
         loader_request("workers=4")

@@ -2,7 +2,10 @@
 
 First that applies:
 
-1. the ``shmguard.io/shm-size`` annotation (a Kubernetes quantity, ``2Gi``);
+1. the ``shmguard.io/shm-size`` annotation (or label), read as ``check --fix`` reads it
+   (:func:`~shmguard.lint.config._base.stated_size`, the one parser
+   :func:`~shmguard.units.parse_size_annotation`: ``2Gi``, ``2G`` = 2,000,000,000 bytes,
+   ``2g`` = 2 GiB); one that does not parse is named in a problem and the next source used;
 2. the sizing model, when ``shmguard.io/dataloader`` gives the loader's parameters
    (:func:`loader_request`): :func:`~shmguard.estimate.plan.make_plan`'s size, the predicted
    peak (:func:`~shmguard.estimate.dataloader.predict`) with the policy's headroom, rounded;
@@ -24,7 +27,7 @@ from dataclasses import dataclass
 
 from shmguard.estimate.plan import PlanRequest, make_plan
 from shmguard.estimate.policy import Policy, memory_limit_for
-from shmguard.lint.config._base import CheckOptions, fix_size
+from shmguard.lint.config._base import CheckOptions, fix_size, stated_size
 from shmguard.sources.workload import Workload, parse_loader
 from shmguard.units import SizeError, format_iec, k8s_quantity_bytes
 
@@ -107,16 +110,11 @@ def choose_size(
     order); ``workload`` is the class of a container that needs it, ``memory_limit`` the
     smallest memory limit (bytes) of the containers that get it, or None."""
     problems: list[str] = []
-    stated = annotations.get(size_key)
+    stated, problem = stated_size(workload)
     if stated is not None:
-        try:
-            n = k8s_quantity_bytes(stated)
-        except SizeError as err:
-            problems.append(f"{size_key}={stated!r} ignored: {err}")
-        else:
-            if n > 0:
-                return ShmChoice(n, "annotation", f"{size_key}={stated}")
-            problems.append(f"{size_key}={stated!r} ignored: a size must be > 0")
+        return ShmChoice(stated, "annotation", f"{size_key}={workload.shm_size}")
+    if problem is not None:
+        problems.append(problem)
     loader = annotations.get(loader_key)
     if loader is not None:
         try:

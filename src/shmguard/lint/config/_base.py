@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from shmguard.config import ANNOTATIONS
 from shmguard.estimate.policy import Policy, default_shm_size
 from shmguard.lint.target import Target
 from shmguard.model.finding import Applicability, Edit, Fix, Location
@@ -30,7 +31,12 @@ from shmguard.sources.runline import Flag, RunLine
 from shmguard.sources.text import SourceText
 from shmguard.sources.workload import Workload
 from shmguard.sources.yamlnode import YMap, YNode, YScalar
-from shmguard.units import DOCKER_DEFAULT_SHM, SizeError, parse_docker_size
+from shmguard.units import (
+    DOCKER_DEFAULT_SHM,
+    SizeError,
+    parse_docker_size,
+    parse_size_annotation,
+)
 
 if TYPE_CHECKING:
     from shmguard.lint.proposal import Proposal
@@ -104,27 +110,43 @@ def fix_size(options: CheckOptions, workload: Workload, memory_limit: int | None
     """Bytes of /dev/shm a fix writes, or None when no size fits.
 
     First that applies: ``--shm-size``; the ``shmguard.io/shm-size`` annotation or label
-    (Kubernetes quantity syntax, or Docker's); the sizing policy's default
+    (:func:`stated_size`); the sizing policy's default
     (:func:`~shmguard.estimate.policy.default_shm_size`, 1 GiB unless configured), capped so
     ``memory_limit`` keeps the policy's margin. None when the memory limit leaves no more than
     the runtime's own 64 MiB beside the margin: a larger /dev/shm would need the limit raised.
     """
     if options.shm_size is not None:
         return options.shm_size
-    if workload.shm_size:
-        from shmguard.units import k8s_quantity_bytes
-
-        for parse in (k8s_quantity_bytes, parse_docker_size):
-            try:
-                n = parse(workload.shm_size)
-            except SizeError:
-                continue
-            if n > 0:
-                return n
+    stated, _ = stated_size(workload)
+    if stated is not None:
+        return stated
     sized = default_shm_size(options.policy, memory_limit=memory_limit, current=DOCKER_DEFAULT_SHM)
     if memory_limit is not None and sized.bytes + options.policy.memory_margin > memory_limit:
         return None
     return sized.bytes
+
+
+def stated_size(workload: Workload) -> tuple[int | None, str | None]:
+    """The ``shmguard.io/shm-size`` annotation or label of ``workload``, read with the one
+    parser (:func:`~shmguard.units.parse_size_annotation`, as the webhook reads it): (bytes,
+    None); (None, the warning naming the annotation) when it does not parse; (None, None)
+    when there is none."""
+    if workload.shm_size is None:
+        return None, None
+    try:
+        return parse_size_annotation(workload.shm_size), None
+    except SizeError as err:
+        return None, f"{ANNOTATIONS['shm-size']} ignored: {err}"
+
+
+def with_size_problem(message: str, options: CheckOptions, workload: Workload) -> str:
+    """``message``, followed by the warning of a ``shmguard.io/shm-size`` that did not parse
+    when the fix's size would have come from it (no ``--shm-size``), so the user sees why the
+    fix writes another size."""
+    if options.shm_size is not None:
+        return message
+    _, problem = stated_size(workload)
+    return message if problem is None else f"{message}; {problem}"
 
 
 def node_loc(node: YNode) -> Location:

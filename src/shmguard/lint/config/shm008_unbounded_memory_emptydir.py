@@ -19,6 +19,8 @@ from shmguard.lint.config._base import (
     Unit,
     fix_size,
     mounts_at_shm,
+    stated_size,
+    with_size_problem,
 )
 from shmguard.lint.config._k8sfix import add_size_limit
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
@@ -55,9 +57,12 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
             continue
         names = ", ".join(repr(c.name) for c in users)
         wl = next((w for c, w in unit.containers if c in users and w.cls == "ml"), unit.workload)
-        yield Violation(
+        message = (
             f"volume {v.name!r} (medium: Memory, at /dev/shm in {names}) has no sizeLimit and "
-            "the container has no memory limit: the tmpfs is bounded only by node memory",
+            "the container has no memory limit: the tmpfs is bounded only by node memory"
+        )
+        yield Violation(
+            with_size_problem(message, options, wl),
             v.medium.location() if v.medium is not None else v.node.location(),
             _fix(pod, v.empty_dir, options, wl),
         )
@@ -74,7 +79,7 @@ def _fix(pod: PodSpec, empty_dir: YNode | None, options: CheckOptions, wl: Workl
         )
     # A size the user chose is applied with --fix; the policy's default is a guess that may be
     # below what the job now uses (the tmpfs was bounded only by node memory): --unsafe-fixes.
-    explicit = options.shm_size is not None or bool(wl.shm_size)
+    explicit = options.shm_size is not None or stated_size(wl)[0] is not None
     return Fix(
         f"Set sizeLimit: {format_k8s_quantity(size)}",
         f"Bound the tmpfs at {format_iec(size)} (--shm-size, the shmguard.io/shm-size "
