@@ -329,6 +329,47 @@ def _k8s_annotation(t: str, shown: str) -> int | None:
     return math.ceil(exact)
 
 
+_SUB_BYTE = {"m": "milli", "u": "micro", "n": "nano"}
+
+
+def parse_size_annotation(text: str) -> int:
+    """Bytes of a size written in an annotation or label (``shmguard.io/shm-size``), read the
+    same by ``check`` and the webhook: a Kubernetes quantity first (``2Gi``; ``2G`` =
+    2,000,000,000 bytes; ``2e9``; plain bytes), else a Docker size (``2g`` and ``2gb`` = 2 GiB,
+    ``512mb``: go-units, :func:`parse_docker_size`).
+
+    Returns:
+        int bytes, >= 0 (the caller decides whether 0 means anything).
+
+    Raises:
+        SizeError: for a milli value (``64m`` is 0.064 bytes to Kubernetes, never 64 MiB), a
+            value that is not a whole number of bytes (``0.5``; ``1.5k`` is 1500), a negative
+            one, or text neither syntax reads (the message quotes it).
+    """
+    raw = text
+    text = text.strip()
+    try:
+        value = parse_k8s_quantity(text)
+    except SizeError:
+        try:
+            return parse_docker_size(text)
+        except SizeError:
+            raise SizeError(
+                f"{raw!r} is neither a Kubernetes quantity (2Gi, 2G) nor a Docker size (2g)"
+            ) from None
+    m = _K8S_RE.match(text)
+    if m is not None and m.group(2) in _SUB_BYTE:
+        raise SizeError(
+            f"{raw!r} counts fractions of a byte (Kubernetes reads {m.group(2)!r} as "
+            f"{_SUB_BYTE[m.group(2)]}, not mega): write Mi for mebibytes"
+        )
+    if value < 0:
+        raise SizeError(f"{raw!r} is negative")
+    if value.denominator != 1:
+        raise SizeError(f"{raw!r} is not a whole number of bytes")
+    return int(value)
+
+
 # ----------------------------------------------------------------------------- kernel tmpfs
 
 _MEMPARSE = {"k": 10, "m": 20, "g": 30, "t": 40, "p": 50, "e": 60}

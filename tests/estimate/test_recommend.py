@@ -46,12 +46,13 @@ def test_clean_size_rejects_negative() -> None:
 
 def test_shm_headroom_and_snippets() -> None:
     rec = recommend(128 * MiB, "measured peak")
-    # 128 MiB * 1.25 = 160 MiB, already clean.
-    assert rec.shm_size == 160 * MiB
+    # 128 MiB * 1.25 = 160 MiB, already clean: 80% full, where watch fires, so one step more.
+    assert rec.shm_size == 192 * MiB
     assert "measured peak 128 MiB + 25% headroom = 160 MiB" in rec.shm_basis
+    assert "one step more to 192 MiB" in rec.shm_basis
     assert rec.memory_limit.value is None
     docker = next(s for s in fix_snippets(rec) if s.runtime == "docker")
-    assert docker.text == "docker run --shm-size=160m IMAGE ..."
+    assert docker.text == "docker run --shm-size=192m IMAGE ..."
 
 
 def test_memory_limit_from_cgroup_peak_does_not_double_count_shm() -> None:
@@ -73,14 +74,15 @@ def test_memory_limit_from_cgroup_peak_does_not_double_count_shm() -> None:
 
 def test_memory_margin_is_a_quarter_of_large_non_shm_use() -> None:
     rec = recommend(1 * GiB, "probed minimum", cgroup_peak=Fact.known(9 * GiB), shm_peak=1 * GiB)
-    # shm 1.25 GiB; non-shm 8 GiB; margin 2 GiB -> 11.25 GiB -> 12 GiB (2 GiB steps)
-    assert rec.shm_size == int(1.25 * GiB)
+    # shm 1.25 GiB is 80% full: 1.5 GiB; non-shm 8 GiB; margin 2 GiB -> 11.5 GiB -> 12 GiB
+    assert rec.shm_size == int(1.5 * GiB)
     assert rec.memory_limit.value == 12 * GiB
 
 
 def test_memory_limit_from_the_current_limit_is_raised_never_cut() -> None:
     # 8 GiB limit beside a 1 GiB /dev/shm: 7 GiB room + a 2.5 GiB /dev/shm = 9.5 GiB -> 10 GiB
-    rec = recommend(2 * GiB, "peak over 7d", current_limit=8 * GiB, current_shm=GiB)
+    # (a 1800 MiB peak: 2 GiB would have been 80% full after headroom, and 3 GiB the answer)
+    rec = recommend(1800 * MiB, "peak over 7d", current_limit=8 * GiB, current_shm=GiB)
     assert rec.shm_size == int(2.5 * GiB)
     assert rec.memory_limit.value == 10 * GiB
     assert rec.memory_basis.endswith("7 GiB + shm size 2.5 GiB = 9.5 GiB, rounded up to 10 GiB")
