@@ -358,15 +358,17 @@ ANNOTATION_OK = {
     "2K": 2 * KiB,  # no Kubernetes suffix (that is k); go-units' binary kilo
     "2147483648": 2 * GiB,
     " 2Gi ": 2 * GiB,
-    "1.5": 2,  # a fraction of a byte rounds up, as Quantity.Value() does
+    "1.5k": 1500,
     "9223372036854775807": 2**63 - 1,
     "7Ei": 7 * 2**60,
 }
 ANNOTATION_BAD = {
-    "1m": "1 millibytes in a Kubernetes quantity (m is milli, not mebi); 1Mi or 1mb is 1 MiB",
+    "1m": "m is milli in a Kubernetes quantity, not mebi (1m is 1 millibytes); 1Mi or 1mb is 1 MiB",
     "64m": "64 millibytes",
     "1u": "microbytes",
     "0.5": "less than one byte",
+    "1.5": "not a whole number of bytes",
+    "0.1Ki": "not a whole number of bytes",
     "1e-999": "less than one byte",
     "0": "must be greater than 0",
     "0Gi": "must be greater than 0",
@@ -376,7 +378,7 @@ ANNOTATION_BAD = {
     "1e999999999": "more than 8 EiB",
     "8Ei": "more than 8 EiB",
     "9223372036854775808": "more than 8 EiB",
-    "9" * 5000: "(5000 characters) is too long for a size",  # past Python's 4,300-digit int()
+    "9" * 5000: "too long for a size (5000 characters, at most 64)",  # past int()s 4,300 digits
     "1" + "0" * 64: "too long for a size",
     "2gi": "neither a Kubernetes quantity nor a Docker size",
     "lots": "neither a Kubernetes quantity nor a Docker size",

@@ -246,56 +246,60 @@ _K8S_SUB_UNIT = {"m": "milli", "u": "micro", "n": "nano"}
 _EXP_MAX = 2 * SIZE_ANNOTATION_MAX_CHARS
 
 
-def _shown(text: str) -> str:
-    """``text`` quoted for a message, cut to 24 characters (a 5,000-digit value stays one
-    readable line)."""
+def shown_size_text(text: str) -> str:
+    """``text`` quoted for a message about it (``'2gi'``), cut to 24 characters so that a
+    5,000-digit value stays one readable line: ``'99999999999999999999'... (5000 characters)``."""
     return repr(text) if len(text) <= 24 else repr(text[:20]) + f"... ({len(text)} characters)"
 
 
 def parse_size_annotation(text: str) -> int:
     """Bytes of a ``shmguard.io/shm-size`` annotation or label: the one parser ``check``
-    (``--fix``) and the webhook read it with.
+    (``--fix``) and the webhook read it with (through
+    :func:`shmguard.estimate.decide.choose_shm`'s ``configured`` slot).
 
     Accepted, first that parses: a Kubernetes quantity (:func:`parse_k8s_quantity`: ``2Gi``,
-    ``1500Mi``, ``2G`` = 2,000,000,000 bytes, ``2e9``; a fraction of a byte rounds up as
-    ``Quantity.Value()`` does), then a Docker size (:func:`parse_docker_size`, go-units v0.5:
-    ``2g`` = ``2gb`` = 2 GiB, ``2K`` = 2 KiB). A plain number is bytes in both.
+    ``1500Mi``, ``2G`` = 2,000,000,000 bytes, ``2e9``, ``1.5k`` = 1500), then a Docker size
+    (:func:`parse_docker_size`, go-units v0.5: ``2g`` = ``2gb`` = 2 GiB, ``2K`` = 2 KiB).
+    Where both syntaxes know a suffix (``k``, ``m``, ``M``, ``G``...) the quantity's meaning
+    wins; a plain number is bytes in both.
+
+    Returns:
+        int bytes, 1 to 2^63 - 1.
 
     Raises:
-        SizeError: one line naming the value (cut to 24 characters), what is wrong and the
-            accepted forms: empty or longer than :data:`SIZE_ANNOTATION_MAX_CHARS`; a
-            Kubernetes ``m``/``u``/``n`` suffix (``1m`` is 0.001 bytes: milli, not mebi);
-            below one byte (``0.5``); zero or negative; above 8 EiB (2^63 - 1 bytes, the
-            int64 every runtime stores); neither syntax (``1e999`` is out of range).
+        SizeError: one line saying what is wrong and the accepted forms (the caller names the
+            annotation and the value, :func:`shown_size_text`): empty or longer than
+            :data:`SIZE_ANNOTATION_MAX_CHARS`; a Kubernetes ``m``/``u``/``n`` suffix (``1m``
+            is 0.001 bytes: milli, not mebi); not a whole number of bytes (``0.5``, ``1.5``);
+            zero or negative; above 8 EiB (2^63 - 1 bytes, the int64 every runtime stores,
+            ``1e999``); neither syntax.
     """
     t = text.strip()
-    shown = _shown(t)
     if not t:
         raise SizeError(f"empty; {SIZE_ANNOTATION_FORMS}")
     if len(t) > SIZE_ANNOTATION_MAX_CHARS:
         raise SizeError(
-            f"{shown} is too long for a size (at most {SIZE_ANNOTATION_MAX_CHARS} "
-            f"characters); {SIZE_ANNOTATION_FORMS}"
+            f"too long for a size ({len(t)} characters, at most {SIZE_ANNOTATION_MAX_CHARS}); "
+            f"{SIZE_ANNOTATION_FORMS}"
         )
     if not t.isascii():
-        raise SizeError(f"{shown}: use ASCII digits and letters; {SIZE_ANNOTATION_FORMS}")
-    value = _k8s_annotation(t, shown)
+        raise SizeError(f"use ASCII digits and letters; {SIZE_ANNOTATION_FORMS}")
+    value = _k8s_annotation(t)
     if value is None:
         try:
             value = parse_docker_size(t)
         except SizeError:
             raise SizeError(
-                f"{shown} is neither a Kubernetes quantity nor a Docker size; "
-                f"{SIZE_ANNOTATION_FORMS}"
+                f"neither a Kubernetes quantity nor a Docker size; {SIZE_ANNOTATION_FORMS}"
             ) from None
     if value <= 0:
-        raise SizeError(f"{shown}: a size must be greater than 0; {SIZE_ANNOTATION_FORMS}")
+        raise SizeError(f"a size must be greater than 0; {SIZE_ANNOTATION_FORMS}")
     if value > _INT64_MAX:
-        raise SizeError(f"{shown} is more than 8 EiB (2^63 - 1 bytes); {SIZE_ANNOTATION_FORMS}")
+        raise SizeError(f"more than 8 EiB (2^63 - 1 bytes); {SIZE_ANNOTATION_FORMS}")
     return value
 
 
-def _k8s_annotation(t: str, shown: str) -> int | None:
+def _k8s_annotation(t: str) -> int | None:
     """Bytes of ``t`` read as a Kubernetes quantity, or None when it is none (for the Docker
     syntax to try). Raises :class:`SizeError` for a quantity that is no size of /dev/shm."""
     m = _K8S_RE.match(t)
@@ -306,8 +310,8 @@ def _k8s_annotation(t: str, shown: str) -> int | None:
         what = _K8S_SUB_UNIT[suffix]
         hint = f"; {num}Mi or {num}mb is {num} MiB" if suffix == "m" else ""
         raise SizeError(
-            f"{shown} is {num} {what}bytes in a Kubernetes quantity ({suffix} is {what}, not "
-            f"mebi){hint}; {SIZE_ANNOTATION_FORMS}"
+            f"{suffix} is {what} in a Kubernetes quantity, not mebi ({num}{suffix} is {num} "
+            f"{what}bytes){hint}; {SIZE_ANNOTATION_FORMS}"
         )
     if len(suffix) > 1 and suffix[0] in "eE" and suffix[1:].lstrip("+-").isdigit():
         exp = int(suffix[1:])  # at most 64 characters: far below int()'s digit limit
@@ -318,56 +322,17 @@ def _k8s_annotation(t: str, shown: str) -> int | None:
                 return None
             if zero:
                 return 0
-            what = "more than 8 EiB" if exp > 0 else "less than one byte"
-            raise SizeError(f"{shown} is {what}; {SIZE_ANNOTATION_FORMS}")
+            what = "more than 8 EiB (2^63 - 1 bytes)" if exp > 0 else "less than one byte"
+            raise SizeError(f"{what}; {SIZE_ANNOTATION_FORMS}")
     try:
         exact = parse_k8s_quantity(t)
     except SizeError:
         return None
     if 0 < exact < 1:
-        raise SizeError(f"{shown} is less than one byte; {SIZE_ANNOTATION_FORMS}")
-    return math.ceil(exact)
-
-
-_SUB_BYTE = {"m": "milli", "u": "micro", "n": "nano"}
-
-
-def parse_size_annotation(text: str) -> int:
-    """Bytes of a size written in an annotation or label (``shmguard.io/shm-size``), read the
-    same by ``check`` and the webhook: a Kubernetes quantity first (``2Gi``; ``2G`` =
-    2,000,000,000 bytes; ``2e9``; plain bytes), else a Docker size (``2g`` and ``2gb`` = 2 GiB,
-    ``512mb``: go-units, :func:`parse_docker_size`).
-
-    Returns:
-        int bytes, >= 0 (the caller decides whether 0 means anything).
-
-    Raises:
-        SizeError: for a milli value (``64m`` is 0.064 bytes to Kubernetes, never 64 MiB), a
-            value that is not a whole number of bytes (``0.5``; ``1.5k`` is 1500), a negative
-            one, or text neither syntax reads (the message quotes it).
-    """
-    raw = text
-    text = text.strip()
-    try:
-        value = parse_k8s_quantity(text)
-    except SizeError:
-        try:
-            return parse_docker_size(text)
-        except SizeError:
-            raise SizeError(
-                f"{raw!r} is neither a Kubernetes quantity (2Gi, 2G) nor a Docker size (2g)"
-            ) from None
-    m = _K8S_RE.match(text)
-    if m is not None and m.group(2) in _SUB_BYTE:
-        raise SizeError(
-            f"{raw!r} counts fractions of a byte (Kubernetes reads {m.group(2)!r} as "
-            f"{_SUB_BYTE[m.group(2)]}, not mega): write Mi for mebibytes"
-        )
-    if value < 0:
-        raise SizeError(f"{raw!r} is negative")
-    if value.denominator != 1:
-        raise SizeError(f"{raw!r} is not a whole number of bytes")
-    return int(value)
+        raise SizeError(f"less than one byte; {SIZE_ANNOTATION_FORMS}")
+    if exact.denominator != 1:
+        raise SizeError(f"not a whole number of bytes; {SIZE_ANNOTATION_FORMS}")
+    return int(exact)
 
 
 # ----------------------------------------------------------------------------- kernel tmpfs

@@ -53,7 +53,7 @@ from shmguard.estimate.policy import (
     memory_limit_for,
     shm_size_for,
 )
-from shmguard.units import SizeError, format_iec, parse_size_annotation
+from shmguard.units import SizeError, format_iec, parse_size_annotation, shown_size_text
 
 
 @dataclass(frozen=True)
@@ -173,7 +173,7 @@ def _configured(name: str, value: str | int) -> tuple[int | None, str]:
         try:
             n = parse_size_annotation(value)
         except SizeError as err:
-            return None, f"{name}={text!r} ignored: {err}"
+            return None, f"{name}={shown_size_text(text)} ignored: {err}"
     if n <= 0:
         return None, f"{name}={text!r} ignored: a size must be > 0"
     return n, ""

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from shmguard.config import ANNOTATIONS
-from shmguard.estimate.policy import Policy, default_shm_size
+from shmguard.estimate.decide import ShmEvidence, choose_shm
+from shmguard.estimate.policy import Policy, Sized
 from shmguard.lint.target import Target
 from shmguard.model.finding import Applicability, Edit, Fix, Location
 from shmguard.model.fix import Change
@@ -35,7 +36,6 @@ from shmguard.units import (
     DOCKER_DEFAULT_SHM,
     SizeError,
     parse_docker_size,
-    parse_size_annotation,
 )
 
 if TYPE_CHECKING:
@@ -106,47 +106,44 @@ class CheckOptions:
     proposals: tuple[Proposal, ...] = ()
 
 
+def fix_evidence(
+    options: CheckOptions, workload: Workload, memory_limit: int | None
+) -> ShmEvidence:
+    """What ``check --fix`` knows about a /dev/shm size: ``--shm-size`` (the flag), the
+    ``shmguard.io/shm-size`` annotation or label (read by
+    :func:`~shmguard.units.parse_size_annotation`, as the webhook reads it), the memory limit
+    ``memory_limit`` (bytes, or None) and the runtime's 64 MiB there now."""
+    stated = workload.shm_size
+    return ShmEvidence(
+        flag=options.shm_size,
+        configured=None if stated is None else (ANNOTATIONS["shm-size"], stated),
+        memory_limit=memory_limit,
+        current=DOCKER_DEFAULT_SHM,
+    )
+
+
+def fix_sized(options: CheckOptions, workload: Workload, memory_limit: int | None) -> Sized:
+    """The one size decision (:func:`~shmguard.estimate.decide.choose_shm`) over
+    :func:`fix_evidence`: ``--shm-size``; the annotation; the sizing policy's default (1 GiB
+    unless configured), capped so ``memory_limit`` keeps the policy's margin. ``problems``
+    names an annotation that did not parse; ``memory_limit`` is set ("no room") when the limit
+    leaves no more than the runtime's own 64 MiB beside the margin."""
+    return choose_shm(fix_evidence(options, workload, memory_limit), options.policy)
+
+
 def fix_size(options: CheckOptions, workload: Workload, memory_limit: int | None) -> int | None:
-    """Bytes of /dev/shm a fix writes, or None when no size fits.
-
-    First that applies: ``--shm-size``; the ``shmguard.io/shm-size`` annotation or label
-    (:func:`stated_size`); the sizing policy's default
-    (:func:`~shmguard.estimate.policy.default_shm_size`, 1 GiB unless configured), capped so
-    ``memory_limit`` keeps the policy's margin. None when the memory limit leaves no more than
-    the runtime's own 64 MiB beside the margin: a larger /dev/shm would need the limit raised.
-    """
-    if options.shm_size is not None:
-        return options.shm_size
-    stated, _ = stated_size(workload)
-    if stated is not None:
-        return stated
-    sized = default_shm_size(options.policy, memory_limit=memory_limit, current=DOCKER_DEFAULT_SHM)
-    if memory_limit is not None and sized.bytes + options.policy.memory_margin > memory_limit:
-        return None
-    return sized.bytes
-
-
-def stated_size(workload: Workload) -> tuple[int | None, str | None]:
-    """The ``shmguard.io/shm-size`` annotation or label of ``workload``, read with the one
-    parser (:func:`~shmguard.units.parse_size_annotation`, as the webhook reads it): (bytes,
-    None); (None, the warning naming the annotation) when it does not parse; (None, None)
-    when there is none."""
-    if workload.shm_size is None:
-        return None, None
-    try:
-        return parse_size_annotation(workload.shm_size), None
-    except SizeError as err:
-        return None, f"{ANNOTATIONS['shm-size']} ignored: {err}"
+    """Bytes of /dev/shm a fix writes (:func:`fix_sized`), or None where there is no room: a
+    larger /dev/shm would need the memory limit raised, which a fix does not do unasked."""
+    sized = fix_sized(options, workload, memory_limit)
+    return None if sized.memory_limit is not None else sized.bytes
 
 
 def with_size_problem(message: str, options: CheckOptions, workload: Workload) -> str:
     """``message``, followed by the warning of a ``shmguard.io/shm-size`` that did not parse
     when the fix's size would have come from it (no ``--shm-size``), so the user sees why the
-    fix writes another size."""
-    if options.shm_size is not None:
-        return message
-    _, problem = stated_size(workload)
-    return message if problem is None else f"{message}; {problem}"
+    fix writes another size (the webhook puts the same sentence in its warnings)."""
+    problems = fix_sized(options, workload, None).problems
+    return "; ".join((message, *problems))
 
 
 def node_loc(node: YNode) -> Location:

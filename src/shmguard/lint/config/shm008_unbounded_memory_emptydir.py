@@ -17,9 +17,8 @@ from shmguard.lint.config._base import (
     SOURCES,
     CheckOptions,
     Unit,
-    fix_size,
+    fix_sized,
     mounts_at_shm,
-    stated_size,
     with_size_problem,
 )
 from shmguard.lint.config._k8sfix import add_size_limit
@@ -69,9 +68,10 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
 
 
 def _fix(pod: PodSpec, empty_dir: YNode | None, options: CheckOptions, wl: Workload) -> Fix:
-    size = fix_size(options, wl, None)
-    edit = add_size_limit(pod, empty_dir, size) if isinstance(empty_dir, YMap) and size else None
-    if size is None or edit is None:
+    sized = fix_sized(options, wl, None)  # no memory limit: never "no room"
+    size = sized.bytes
+    edit = add_size_limit(pod, empty_dir, size) if isinstance(empty_dir, YMap) else None
+    if edit is None:
         return Fix(
             "Set a sizeLimit",
             "Set `sizeLimit` on the emptyDir (e.g. 1Gi, measured with `shmguard measure`), "
@@ -79,7 +79,7 @@ def _fix(pod: PodSpec, empty_dir: YNode | None, options: CheckOptions, wl: Workl
         )
     # A size the user chose is applied with --fix; the policy's default is a guess that may be
     # below what the job now uses (the tmpfs was bounded only by node memory): --unsafe-fixes.
-    explicit = options.shm_size is not None or stated_size(wl)[0] is not None
+    explicit = sized.source in ("flag", "configured")
     return Fix(
         f"Set sizeLimit: {format_k8s_quantity(size)}",
         f"Bound the tmpfs at {format_iec(size)} (--shm-size, the shmguard.io/shm-size "
