@@ -70,7 +70,7 @@ def test_require_1g_in_64m_exits_1_naming_the_fix():
     assert out.returncode == 1, out.stderr
     assert "ENV002 shm-free-below-require" in out.stdout
     assert "/dev/shm has 64 MiB free, below the 1 GiB required (--require)" in out.stdout
-    assert "--shm-size=1536m" in out.stdout  # 1 GiB + 25% = 1.25 GiB would be 80% full: one step
+    assert "--shm-size=1536m" in out.stdout  # 1 GiB + 25% = 1.25 GiB would be 80% full: 1.5 GiB
     assert "\x1b[" not in out.stdout  # NO_COLOR
     js = run_in_64m("doctor", "--require", "1g", "--json")
     assert js.returncode == 1

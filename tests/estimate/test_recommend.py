@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from shmguard.estimate import clean_size, dataloader_bound, recommend
+from shmguard.estimate.decide import Need
 from shmguard.estimate.policy import clean_memory
 from shmguard.model.fact import Fact
 from shmguard.render.snippets import fix_snippets
@@ -127,14 +128,19 @@ def test_dataloader_bound_matches_the_measured_formula() -> None:
         dataloader_bound(2, MiB, prefetch_factor=0)
 
 
-def test_floor_raises_the_recommendation_and_says_why() -> None:
-    rec = recommend(
-        22 * MiB,
-        "measured peak",
-        floor=dataloader_bound(4, 4816896),
-        floor_basis="the DataLoader bound",
-    )
-    assert rec.shm_size == 48 * MiB
-    assert "raised to the DataLoader bound" in rec.shm_basis
-    low = recommend(100 * MiB, "measured peak", floor=10 * MiB, floor_basis="x")
-    assert low.shm_size == 128 * MiB and "raised" not in low.shm_basis
+def test_the_dataloader_model_is_combined_with_the_peak_before_headroom() -> None:
+    bound = dataloader_bound(4, 4816896)  # ~46 MiB
+    model = Need(bound, "its predicted peak")
+    rec = recommend(22 * MiB, "measured peak", model=model)
+    # the model's peak gets the headroom too: ~46 MiB x 1.25 = ~57.5 MiB -> 64 MiB (the bound
+    # as a floor after headroom gave 48 MiB: 96% full at the model's peak)
+    assert rec.shm_size == 64 * MiB
+    assert "the larger of measured peak 22 MiB and its predicted peak" in rec.shm_basis
+    low = recommend(100 * MiB, "measured peak", model=Need(10 * MiB, "its predicted peak"))
+    assert low.shm_size == 128 * MiB and "the larger of" in low.shm_basis
+
+
+def test_a_configured_need_is_a_floor_after_headroom() -> None:
+    rec = recommend(22 * MiB, "peak over 7d", need_floor=Need(100 * MiB, "the configured need"))
+    assert rec.shm_size == 112 * MiB
+    assert "raised to the configured need 100 MiB" in rec.shm_basis
