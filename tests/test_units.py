@@ -10,8 +10,10 @@ from hypothesis import strategies as st
 
 from shmguard import units
 from shmguard.units import (
+    SIZE_ANNOTATION_FORMS,
     DurationError,
     GiB,
+    KiB,
     MiB,
     SizeError,
     format_docker_size,
@@ -23,6 +25,7 @@ from shmguard.units import (
     parse_duration,
     parse_ecs_mib,
     parse_k8s_quantity,
+    parse_size_annotation,
     parse_size_flag,
     parse_tmpfs_size,
 )
@@ -211,8 +214,10 @@ def test_format_iec(n: int, text: str) -> None:
     [
         (2 * GiB, "2g", "2Gi"),
         (1536 * MiB, "1536m", "1536Mi"),
-        (65536000, "64000k", "64000Ki"),
-        (1000, "1000", "1000"),
+        (65536000, "64000k", "65536k"),
+        (2_000_000_000, "1953125k", "2G"),
+        (1000, "1000", "1k"),
+        (10**18, "976562500000000k", "1000P"),
         (0, "0", "0"),
     ],
 )
@@ -335,3 +340,74 @@ def test_parse_duration_rejects(text: str, message: str) -> None:
         parse_duration(text)
     assert str(err.value).startswith(message)
     assert "\n" not in str(err.value)
+
+
+# shmguard.io/shm-size: one parser for check --fix and the webhook (issue 19, reproduction 2).
+ANNOTATION_OK = {
+    "2Gi": 2 * GiB,
+    "1500Mi": 1500 * MiB,
+    "2G": 2_000_000_000,  # Kubernetes' decimal giga, not 2 GiB
+    "2e9": 2_000_000_000,
+    "1E": 10**18,
+    "2g": 2 * GiB,  # go-units: Docker sizes are binary
+    "2gb": 2 * GiB,
+    "2GB": 2 * GiB,
+    "2GiB": 2 * GiB,
+    "1.5g": 1536 * MiB,
+    "64mb": 64 * MiB,
+    "2K": 2 * KiB,  # no Kubernetes suffix (that is k); go-units' binary kilo
+    "2147483648": 2 * GiB,
+    " 2Gi ": 2 * GiB,
+    "1.5k": 1500,
+    "9223372036854775807": 2**63 - 1,
+    "7Ei": 7 * 2**60,
+}
+ANNOTATION_BAD = {
+    "1m": "m is milli in a Kubernetes quantity, not mebi (1m is 1 millibytes); 1Mi or 1mb is 1 MiB",
+    "64m": "64 millibytes",
+    "1u": "microbytes",
+    "0.5": "less than one byte",
+    "1.5": "not a whole number of bytes",
+    "0.1Ki": "not a whole number of bytes",
+    "1e-999": "less than one byte",
+    "0": "must be greater than 0",
+    "0Gi": "must be greater than 0",
+    "0e999": "must be greater than 0",
+    "-1Gi": "must be greater than 0",
+    "1e999": "more than 8 EiB",
+    "1e999999999": "more than 8 EiB",
+    "8Ei": "more than 8 EiB",
+    "9223372036854775808": "more than 8 EiB",
+    "9" * 5000: "too long for a size (5000 characters, at most 64)",  # past int()s 4,300 digits
+    "1" + "0" * 64: "too long for a size",
+    "2gi": "neither a Kubernetes quantity nor a Docker size",
+    "lots": "neither a Kubernetes quantity nor a Docker size",
+    "": "empty",
+    "２Gi": "ASCII",
+}
+
+
+@pytest.mark.parametrize(("text", "expected"), sorted(ANNOTATION_OK.items()))
+def test_size_annotation_reads_quantities_and_docker_sizes(text: str, expected: int) -> None:
+    assert parse_size_annotation(text) == expected
+
+
+@pytest.mark.parametrize(("text", "message"), sorted(ANNOTATION_BAD.items()))
+def test_size_annotation_rejects_with_a_size_error(text: str, message: str) -> None:
+    with pytest.raises(SizeError) as err:
+        parse_size_annotation(text)
+    assert message in str(err.value)
+    assert str(err.value).endswith(SIZE_ANNOTATION_FORMS)
+    assert len(str(err.value)) < 250  # one line, never the 5,000 digits
+
+
+@given(st.integers(min_value=1, max_value=2**63 - 1))
+def test_size_annotation_reads_every_quantity_shmguard_writes(n: int) -> None:
+    assert parse_size_annotation(format_k8s_quantity(n)) == n
+
+
+@given(st.integers(min_value=1, max_value=2**33 - 1))
+def test_size_annotation_reads_docker_gigabytes_as_binary(n: int) -> None:
+    # Where the two syntaxes share a suffix (k, m, M, G...) the quantity wins (2G, 64m are
+    # Kubernetes'); g, t, p are Docker's alone.
+    assert parse_size_annotation(format_docker_size(n * GiB)) == n * GiB

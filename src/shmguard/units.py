@@ -17,6 +17,8 @@ Sources (see ../shared/research/config_formats.md, sections 0, 4.3, 5, 9):
   ``k m g t p e`` any case) or ``N%`` of RAM; rounded up to whole pages (tmpfs(5),
   ``mm/shmem.c``).
 * ECS / Batch ``sharedMemorySize`` and ``tmpfs[].size``: integer MiB (AWS API reference).
+* shmguard's own ``shmguard.io/shm-size`` annotation: a Kubernetes quantity or a Docker size
+  (:func:`parse_size_annotation`, the one parser ``check`` and the webhook share).
 """
 
 from __future__ import annotations
@@ -202,18 +204,135 @@ def k8s_quantity_bytes(text: str) -> int:
 
 def format_k8s_quantity(n: int) -> str:
     """Write int bytes as a Kubernetes quantity that means exactly ``n``: the largest binary
-    suffix that divides (``2Gi``, ``1536Mi``), else the plain integer.
+    suffix that divides (``2Gi``, ``1536Mi``), else the plain integer; a decimal suffix
+    instead only where it is shorter (2,000,000,000 bytes, a ``2G`` the user wrote, is ``2G``,
+    not ``1953125Ki``).
 
     Raises:
         SizeError: for a negative ``n``.
     """
     if n < 0:
         raise SizeError(f"negative size: {n}")
+    best = str(n)
     for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
         mul = _K8S_BINARY[suffix]
         if n and n % mul == 0:
-            return f"{n // mul}{suffix}"
-    return str(n)
+            best = f"{n // mul}{suffix}"
+            break
+    for suffix in ("P", "T", "G", "M", "k"):  # not E: SHM005 reads an E quantity as a typo
+        mul = int(_K8S_DECIMAL[suffix])
+        if n and n % mul == 0:
+            decimal = f"{n // mul}{suffix}"
+            return decimal if len(decimal) < len(best) else best
+    return best
+
+
+# ------------------------------------------------------------------- the size annotation
+
+#: Longest ``shmguard.io/shm-size`` value read (characters, after trimming): 8 EiB is 19
+#: digits, so 64 leaves room for any real spelling (``0.5Gi``, ``2147483648``, ``2e9``) and
+#: keeps a pasted number from ever reaching ``int()``/``Fraction()`` (Python refuses strings of
+#: more than 4,300 digits with a ValueError) or a huge power of ten (``1e999999999``).
+SIZE_ANNOTATION_MAX_CHARS = 64
+#: The accepted forms of ``shmguard.io/shm-size``, said once in each of its errors.
+SIZE_ANNOTATION_FORMS = (
+    "write a quantity (2Gi, 1500Mi; 2G is 2,000,000,000 bytes), a Docker size (2g = 2gb = "
+    "2 GiB) or bytes"
+)
+#: Kubernetes' sub-unit suffixes (``quantity.go``): a memory size in them is below a byte.
+_K8S_SUB_UNIT = {"m": "milli", "u": "micro", "n": "nano"}
+#: Most an exponent (``2e9``) may be before the value is bound to be out of range: the number
+#: part is at most :data:`SIZE_ANNOTATION_MAX_CHARS` digits.
+_EXP_MAX = 2 * SIZE_ANNOTATION_MAX_CHARS
+
+
+def shown_size_text(text: str) -> str:
+    """``text`` quoted for a message about it (``'2gi'``), cut to 24 characters so that a
+    5,000-digit value stays one readable line: ``'99999999999999999999'... (5000 characters)``."""
+    return repr(text) if len(text) <= 24 else repr(text[:20]) + f"... ({len(text)} characters)"
+
+
+def parse_size_annotation(text: str) -> int:
+    """Bytes of a ``shmguard.io/shm-size`` annotation or label: the one parser ``check``
+    (``--fix``) and the webhook read it with (through
+    :func:`shmguard.estimate.decide.choose_shm`'s ``configured`` slot).
+
+    Accepted, first that parses: a Kubernetes quantity (:func:`parse_k8s_quantity`: ``2Gi``,
+    ``1500Mi``, ``2G`` = 2,000,000,000 bytes, ``2e9``, ``1.5k`` = 1500), then a Docker size
+    (:func:`parse_docker_size`, go-units v0.5: ``2g`` = ``2gb`` = 2 GiB, ``2K`` = 2 KiB).
+    Where both syntaxes know a suffix (``k``, ``m``, ``M``, ``G``...) the quantity's meaning
+    wins; a plain number is bytes in both.
+
+    Returns:
+        int bytes, 1 to 2^63 - 1.
+
+    Raises:
+        SizeError: one line saying what is wrong and the accepted forms (the caller names the
+            annotation and the value, :func:`shown_size_text`): empty or longer than
+            :data:`SIZE_ANNOTATION_MAX_CHARS`; a Kubernetes ``m``/``u``/``n`` suffix (``1m``
+            is 0.001 bytes: milli, not mebi); not a whole number of bytes (``0.5``, ``1.5``);
+            zero or negative; above 8 EiB (2^63 - 1 bytes, the int64 every runtime stores,
+            ``1e999``); neither syntax.
+    """
+    t = text.strip()
+    if not t:
+        raise SizeError(f"empty; {SIZE_ANNOTATION_FORMS}")
+    if len(t) > SIZE_ANNOTATION_MAX_CHARS:
+        raise SizeError(
+            f"too long for a size ({len(t)} characters, at most {SIZE_ANNOTATION_MAX_CHARS}); "
+            f"{SIZE_ANNOTATION_FORMS}"
+        )
+    if not t.isascii():
+        raise SizeError(f"use ASCII digits and letters; {SIZE_ANNOTATION_FORMS}")
+    value = _k8s_annotation(t)
+    if value is None:
+        try:
+            value = parse_docker_size(t)
+        except SizeError:
+            raise SizeError(
+                f"neither a Kubernetes quantity nor a Docker size; {SIZE_ANNOTATION_FORMS}"
+            ) from None
+    if value <= 0:
+        raise SizeError(f"a size must be greater than 0; {SIZE_ANNOTATION_FORMS}")
+    if value > _INT64_MAX:
+        raise SizeError(f"more than 8 EiB (2^63 - 1 bytes); {SIZE_ANNOTATION_FORMS}")
+    return value
+
+
+def _k8s_annotation(t: str) -> int | None:
+    """Bytes of ``t`` read as a Kubernetes quantity, or None when it is none (for the Docker
+    syntax to try). Raises :class:`SizeError` for a quantity that is no size of /dev/shm."""
+    m = _K8S_RE.match(t)
+    if not m:
+        return None
+    num, suffix = m.group(1), m.group(2)
+    if suffix in _K8S_SUB_UNIT:
+        what = _K8S_SUB_UNIT[suffix]
+        hint = f"; {num}Mi or {num}mb is {num} MiB" if suffix == "m" else ""
+        raise SizeError(
+            f"{suffix} is {what} in a Kubernetes quantity, not mebi ({num}{suffix} is {num} "
+            f"{what}bytes){hint}; {SIZE_ANNOTATION_FORMS}"
+        )
+    if len(suffix) > 1 and suffix[0] in "eE" and suffix[1:].lstrip("+-").isdigit():
+        exp = int(suffix[1:])  # at most 64 characters: far below int()'s digit limit
+        if abs(exp) > _EXP_MAX:
+            try:
+                zero = Fraction(num) == 0
+            except (ValueError, ZeroDivisionError):
+                return None
+            if zero:
+                return 0
+            what = "more than 8 EiB (2^63 - 1 bytes)" if exp > 0 else "less than one byte"
+            raise SizeError(f"{what}; {SIZE_ANNOTATION_FORMS}")
+    try:
+        exact = parse_k8s_quantity(t)
+    except SizeError:
+        return None
+    if 0 < exact < 1:
+        raise SizeError(f"less than one byte; {SIZE_ANNOTATION_FORMS}")
+    if exact.denominator != 1:
+        raise SizeError(f"not a whole number of bytes; {SIZE_ANNOTATION_FORMS}")
+    return int(exact)
 
 
 # ----------------------------------------------------------------------------- kernel tmpfs

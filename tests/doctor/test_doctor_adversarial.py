@@ -196,9 +196,9 @@ def test_cli_narrow_terminal_keeps_snippets_whole(tmp_path):
     out = run("doctor", "--root", str(root), "--require", "1g", env=env)
     assert out.returncode == 1
     lines = out.stdout.splitlines()
-    assert "          docker run --shm-size=1280m --memory=10g IMAGE ..." in lines
+    assert "          docker run --shm-size=1536m --memory=10g IMAGE ..." in lines
     brief = run("doctor", "--root", str(root), "--require", "1g", "--brief", env=env)
-    assert "  docker run --shm-size=1280m --memory=10g IMAGE ..." in brief.stdout.splitlines()
+    assert "  docker run --shm-size=1536m --memory=10g IMAGE ..." in brief.stdout.splitlines()
 
 
 def test_env006_fix_follows_the_runtime(host):

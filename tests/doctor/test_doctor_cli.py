@@ -70,14 +70,14 @@ def test_require_1g_in_64m_exits_1_naming_the_fix():
     assert out.returncode == 1, out.stderr
     assert "ENV002 shm-free-below-require" in out.stdout
     assert "/dev/shm has 64 MiB free, below the 1 GiB required (--require)" in out.stdout
-    assert "--shm-size=1280m" in out.stdout  # 1 GiB required + 25% headroom
+    assert "--shm-size=1536m" in out.stdout  # 1 GiB + 25% = 1.25 GiB would be 80% full: 1.5 GiB
     assert "\x1b[" not in out.stdout  # NO_COLOR
     js = run_in_64m("doctor", "--require", "1g", "--json")
     assert js.returncode == 1
     doc = json.loads(js.stdout)
     (env002,) = [f for f in doc["findings"] if f["code"] == "ENV002"]
     assert env002["severity"] == "error"
-    assert any("--shm-size=1280m" in s["text"] for s in env002["fix"]["snippets"])
+    assert any("--shm-size=1536m" in s["text"] for s in env002["fix"]["snippets"])
     assert doc["summary"]["exit_status"] == 1
 
 
@@ -89,7 +89,7 @@ def test_brief_banner_and_fail_on():
     assert len(lines) <= 24  # one screen
     assert "shmguard doctor: errors found" in lines[0]
     assert any("ENV002" in line for line in lines)
-    assert any("docker run --shm-size=1280m" in line for line in lines)
+    assert any("docker run --shm-size=1536m" in line for line in lines)
     assert run_in_64m("doctor", "--json", "--fail-on", "warning").returncode == 1
     assert run_in_64m("doctor", "--json", "--fail-on", "never", "--require", "1g").returncode == 0
 

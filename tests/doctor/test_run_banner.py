@@ -58,7 +58,7 @@ def test_missing_shm_never_meets_require(host):
         (
             "docker-v2-default",
             "/dev/shm has 64 MiB free",
-            "docker run --shm-size=1280m --memory=10g IMAGE ...",
+            "docker run --shm-size=1536m --memory=10g IMAGE ...",
             "sizeLimit",
         ),
         ("k8s-v2-sized-full", "/dev/shm has 102 MiB free", "sizeLimit: 4Gi", "docker run"),

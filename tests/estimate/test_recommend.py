@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from shmguard.estimate import clean_size, dataloader_bound, recommend
+from shmguard.estimate.decide import Need
 from shmguard.estimate.policy import clean_memory
 from shmguard.model.fact import Fact
 from shmguard.render.snippets import fix_snippets
@@ -46,12 +47,13 @@ def test_clean_size_rejects_negative() -> None:
 
 def test_shm_headroom_and_snippets() -> None:
     rec = recommend(128 * MiB, "measured peak")
-    # 128 MiB * 1.25 = 160 MiB, already clean.
-    assert rec.shm_size == 160 * MiB
+    # 128 MiB * 1.25 = 160 MiB, already clean: 80% full, where watch fires, so one step more.
+    assert rec.shm_size == 192 * MiB
     assert "measured peak 128 MiB + 25% headroom = 160 MiB" in rec.shm_basis
+    assert "one step more to 192 MiB" in rec.shm_basis
     assert rec.memory_limit.value is None
     docker = next(s for s in fix_snippets(rec) if s.runtime == "docker")
-    assert docker.text == "docker run --shm-size=160m IMAGE ..."
+    assert docker.text == "docker run --shm-size=192m IMAGE ..."
 
 
 def test_memory_limit_from_cgroup_peak_does_not_double_count_shm() -> None:
@@ -73,14 +75,15 @@ def test_memory_limit_from_cgroup_peak_does_not_double_count_shm() -> None:
 
 def test_memory_margin_is_a_quarter_of_large_non_shm_use() -> None:
     rec = recommend(1 * GiB, "probed minimum", cgroup_peak=Fact.known(9 * GiB), shm_peak=1 * GiB)
-    # shm 1.25 GiB; non-shm 8 GiB; margin 2 GiB -> 11.25 GiB -> 12 GiB (2 GiB steps)
-    assert rec.shm_size == int(1.25 * GiB)
+    # shm 1.25 GiB is 80% full: 1.5 GiB; non-shm 8 GiB; margin 2 GiB -> 11.5 GiB -> 12 GiB
+    assert rec.shm_size == int(1.5 * GiB)
     assert rec.memory_limit.value == 12 * GiB
 
 
 def test_memory_limit_from_the_current_limit_is_raised_never_cut() -> None:
     # 8 GiB limit beside a 1 GiB /dev/shm: 7 GiB room + a 2.5 GiB /dev/shm = 9.5 GiB -> 10 GiB
-    rec = recommend(2 * GiB, "peak over 7d", current_limit=8 * GiB, current_shm=GiB)
+    # (a 1800 MiB peak: 2 GiB would have been 80% full after headroom, and 3 GiB the answer)
+    rec = recommend(1800 * MiB, "peak over 7d", current_limit=8 * GiB, current_shm=GiB)
     assert rec.shm_size == int(2.5 * GiB)
     assert rec.memory_limit.value == 10 * GiB
     assert rec.memory_basis.endswith("7 GiB + shm size 2.5 GiB = 9.5 GiB, rounded up to 10 GiB")
@@ -125,14 +128,19 @@ def test_dataloader_bound_matches_the_measured_formula() -> None:
         dataloader_bound(2, MiB, prefetch_factor=0)
 
 
-def test_floor_raises_the_recommendation_and_says_why() -> None:
-    rec = recommend(
-        22 * MiB,
-        "measured peak",
-        floor=dataloader_bound(4, 4816896),
-        floor_basis="the DataLoader bound",
-    )
-    assert rec.shm_size == 48 * MiB
-    assert "raised to the DataLoader bound" in rec.shm_basis
-    low = recommend(100 * MiB, "measured peak", floor=10 * MiB, floor_basis="x")
-    assert low.shm_size == 128 * MiB and "raised" not in low.shm_basis
+def test_the_dataloader_model_is_combined_with_the_peak_before_headroom() -> None:
+    bound = dataloader_bound(4, 4816896)  # ~46 MiB
+    model = Need(bound, "its predicted peak")
+    rec = recommend(22 * MiB, "measured peak", model=model)
+    # the model's peak gets the headroom too: ~46 MiB x 1.25 = ~57.5 MiB -> 64 MiB (the bound
+    # as a floor after headroom gave 48 MiB: 96% full at the model's peak)
+    assert rec.shm_size == 64 * MiB
+    assert "the larger of measured peak 22 MiB and its predicted peak" in rec.shm_basis
+    low = recommend(100 * MiB, "measured peak", model=Need(10 * MiB, "its predicted peak"))
+    assert low.shm_size == 128 * MiB and "the larger of" in low.shm_basis
+
+
+def test_a_configured_need_is_a_floor_after_headroom() -> None:
+    rec = recommend(22 * MiB, "peak over 7d", need_floor=Need(100 * MiB, "the configured need"))
+    assert rec.shm_size == 112 * MiB
+    assert "raised to the configured need 100 MiB" in rec.shm_basis

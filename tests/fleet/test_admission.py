@@ -135,7 +135,7 @@ def test_unreadable_annotations_are_warned_and_fall_back() -> None:
     d = decide_admission(review(pod(TRAIN, annotations=ann)))
     assert d.record["shm_bytes"] == GiB and d.record["source"] == "default"
     assert len(d.warnings) == 3
-    assert d.warnings[1].startswith("shmguard: shmguard.io/shm-size='lots' ignored")
+    assert d.warnings[1].startswith("shmguard: shmguard.io/shm-size='lots' ignored: neither")
     assert "num_workers='x': expected a whole number" in d.warnings[2]
     with pytest.raises(ValueError, match="unknown key 'workers'"):
         loader_request("workers=4")
@@ -151,6 +151,8 @@ def test_default_is_capped_by_the_memory_limit_never_the_whole_limit() -> None:
     d = decide_admission(review(pod(small)))
     assert d.action == "skip" and d.reason == "no-room"
     assert "shmguard.io/raise-memory-limit" in d.message
+    # the size decision's "no room" answer: the memory limit the default would need
+    assert "(a 1 GiB /dev/shm needs a memory limit of 2Gi)" in d.message
 
 
 def test_raise_memory_limit_only_when_asked() -> None:

@@ -81,7 +81,9 @@ def test_raises_with_the_models_figures_and_a_sized_fix(tmp_path: Path) -> None:
     assert check.fits is False
     assert check.fix is not None
     assert check.fix.size == shm_size_for(
-        expected.peak + check.space.used, what="predicted peak + what /dev/shm holds now"
+        expected.peak + check.space.used,
+        what="predicted peak + what /dev/shm holds now",
+        source="model",  # the DataLoader model's evidence, through the one size decision
     )
     text = str(err)
     assert f"it needs up to {format_iec(expected.peak)} (predicted peak)" in text

@@ -61,10 +61,11 @@ def result() -> TuneResult:
 def test_settings_come_from_the_sizing_policy_within_the_budget() -> None:
     s = result().settings
     assert s is not None
-    # 20 MiB x 1.25 = 25 MiB, raised to the model's 26 MiB peak, rounded up to 28 MiB
-    assert s.shm_size == 28 * MiB
-    assert "raised to the DataLoader model's peak" in s.shm_basis
-    # non-shm 180 MiB + 28 MiB + 1 GiB margin -> 1.25 GiB, under the 2 GiB budget
+    # the larger of the measured 20 MiB and the model's 26 MiB peak, + 25% = 32.5 MiB, rounded
+    # up to 40 MiB (the model's peak as a floor after headroom gave 28 MiB: 93% full)
+    assert s.shm_size == 40 * MiB
+    assert "the larger of measured peak 20 MiB and the DataLoader model's peak" in s.shm_basis
+    # non-shm 180 MiB + 40 MiB + 1 GiB margin -> 1.25 GiB, under the 2 GiB budget
     assert s.memory_limit == 1280 * MiB and s.cpus == 2.0
     tight = Budget(shm=24 * MiB, memory=GiB, cpus=1.0)
     capped = container_settings(result().trials[1], tight, Policy())
@@ -90,8 +91,8 @@ def test_text_report_lists_every_trial_and_the_recommendation() -> None:
     assert "DataLoader(..., num_workers=1, prefetch_factor=2, persistent_workers=False, " \
         "pin_memory=False)" in text  # fmt: skip
     assert "99% of the fastest (nw=2 pf=2)" in text
-    assert "docker run --shm-size=28m --memory=1280m --cpus=2 IMAGE ..." in text
-    assert "sizeLimit: 28Mi" in text and "--cpus=2" in text
+    assert "docker run --shm-size=40m --memory=1280m --cpus=2 IMAGE ..." in text
+    assert "sizeLimit: 40Mi" in text and "--cpus=2" in text
     assert "pin_memory not tried: no GPU here" in text
     # the re-measured trial: 3 runs, 10% spread; the others stand on one run
     assert "*  nw=1 pf=2        400  3 (10%)" in text
@@ -124,7 +125,7 @@ def test_json_body_validates_against_the_schema() -> None:
     assert data["trials"][0]["repeats"] == [] and data["trials"][0]["spread"] is None
     assert (
         data["settings"]["snippets"][0]["text"]
-        == "docker run --shm-size=28m --memory=1280m --cpus=2 IMAGE ..."
+        == "docker run --shm-size=40m --memory=1280m --cpus=2 IMAGE ..."
     )
     bad = dict(data, trials=[dict(data["trials"][0], status="slow")])
     with pytest.raises(jsonschema.ValidationError):

@@ -19,6 +19,7 @@ import typer
 
 from shmguard.cli._app import app
 from shmguard.cli._common import EXIT_FINDINGS, EXIT_OK, fail
+from shmguard.estimate.policy import ALERT_PERCENT
 
 if TYPE_CHECKING:
     from shmguard.monitor.watch import WatchSnapshot
@@ -73,7 +74,7 @@ def watch(
         "1s", "--interval", metavar="DURATION", help="Refresh period (1s, 500ms, 2)."
     ),
     threshold: str = typer.Option(
-        "80%",
+        f"{ALERT_PERCENT}%",
         "--threshold",
         metavar="PCT",
         help="Alert when use reaches this share of /dev/shm (80% or 0.8).",

@@ -1,7 +1,9 @@
 """Sizing: the one sizing policy, the DataLoader shm model and recommendations from runs.
 
+* :mod:`~shmguard.estimate.decide`: the one size decision (:func:`choose_shm`: evidence ->
+  :class:`Sized`), used by every command that prints or writes a /dev/shm size;
 * :mod:`~shmguard.estimate.policy`: rounding, headroom, the memory-limit rule and the default
-  size, used by every command that prints or writes a size;
+  size, the policy :func:`choose_shm` applies;
 * :mod:`~shmguard.estimate.dataloader`: the DataLoader shm model (steady level, peak);
 * :mod:`~shmguard.estimate.recommend`: a measured or probed run's figures -> sizes to ship;
 * :mod:`~shmguard.estimate.plan`: a DataLoader's parameters -> prediction, sizes and fix
@@ -19,6 +21,14 @@ from shmguard.estimate.dataloader import (
     padded_bytes,
     predict,
 )
+from shmguard.estimate.decide import (
+    Documented,
+    LogSize,
+    Need,
+    RanShort,
+    ShmEvidence,
+    choose_shm,
+)
 from shmguard.estimate.plan import (
     Plan,
     PlanFit,
@@ -28,6 +38,7 @@ from shmguard.estimate.plan import (
     workers_that_fit,
 )
 from shmguard.estimate.policy import (
+    ALERT_PERCENT,
     DEFAULT_HEADROOM,
     DEFAULT_SHM_SIZE,
     Policy,
@@ -40,18 +51,25 @@ from shmguard.estimate.policy import (
 from shmguard.estimate.recommend import Recommendation, recommend
 
 __all__ = [
+    "ALERT_PERCENT",
     "DEFAULT_HEADROOM",
     "DEFAULT_SHM_SIZE",
+    "Documented",
     "LoaderPrediction",
     "LoaderSpec",
+    "LogSize",
+    "Need",
     "Plan",
     "PlanFit",
     "PlanRequest",
     "Policy",
+    "RanShort",
     "Recommendation",
+    "ShmEvidence",
     "Sized",
     "batch_leaves",
     "check_fit",
+    "choose_shm",
     "clean_size",
     "dataloader_bound",
     "default_shm_size",

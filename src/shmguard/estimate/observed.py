@@ -22,6 +22,7 @@ from shmguard.estimate.dataloader import (
     padded_bytes,
     predict,
 )
+from shmguard.estimate.decide import Need
 from shmguard.units import format_iec
 
 #: Largest prefetch_factor tried when matching a measured peak.
@@ -51,6 +52,12 @@ class ObservedLoader:
     spec: LoaderSpec
     prediction: LoaderPrediction
     basis: str
+
+    def need(self) -> Need:
+        """The model's peak as evidence for the size decision
+        (:class:`~shmguard.estimate.decide.ShmEvidence` ``model``), with :attr:`basis` as its
+        context."""
+        return Need(self.prediction.peak, "its predicted peak", self.basis)
 
 
 def observed_loader(workers: int, batch_bytes: int, peak: int) -> ObservedLoader | None:
@@ -90,10 +97,12 @@ def observed_loader(workers: int, batch_bytes: int, peak: int) -> ObservedLoader
         )
     spec = LoaderSpec(b, workers, pf)
     pred = predict(spec)
+    why = f"the one whose levels match its {format_iec(peak)} peak"
+    if peak < pred.steady * (1 - SLACK):
+        why = f"PyTorch's default; its {format_iec(peak)} peak does not reach those levels"
     basis = (
         f"the DataLoader model for the {workers} worker(s) and {format_iec(batch_bytes)} "
-        f"batches the measuring run saw, with prefetch_factor {pf} (the one whose levels match "
-        f"its {format_iec(peak)} peak): steady {format_iec(pred.steady)}, peak "
-        f"{format_iec(pred.peak)}"
+        f"batches the measuring run saw, with prefetch_factor {pf} ({why}): steady "
+        f"{format_iec(pred.steady)}, peak {format_iec(pred.peak)}"
     )
     return ObservedLoader(workers, batch_bytes, pf, spec, pred, basis)

@@ -1,8 +1,8 @@
 """``shmguard plan``'s logic: a DataLoader's parameters -> predicted shm, sizes to ship, fix.
 
 The prediction is the one DataLoader model's (:func:`shmguard.estimate.dataloader.predict`,
-calibrated in docs/model.md); the sizes are the one sizing policy's
-(:func:`~shmguard.estimate.policy.shm_size_for` of the predicted peak,
+calibrated in docs/model.md); the sizes are the one size decision's
+(:func:`~shmguard.estimate.decide.choose_shm` with the predicted peak as the model's evidence,
 :func:`~shmguard.estimate.policy.memory_limit_for` of the model's peak memory); the fix is a
 pair of :class:`~shmguard.model.fix.Change` values that the snippet renderer writes for each
 runtime. Nothing here reads the host: :func:`check_fit` and :func:`workers_that_fit` take the
@@ -22,7 +22,8 @@ from shmguard.estimate.dataloader import (
     padded_bytes,
     predict,
 )
-from shmguard.estimate.policy import Policy, Sized, memory_limit_for, memory_margin, shm_size_for
+from shmguard.estimate.decide import Need, ShmEvidence, choose_shm
+from shmguard.estimate.policy import Policy, Sized, memory_limit_for, memory_margin
 from shmguard.model.fix import Change, shm_changes
 from shmguard.units import format_iec
 
@@ -172,10 +173,10 @@ class Plan:
 def make_plan(request: PlanRequest, policy: Policy | None = None) -> Plan:
     """The :class:`Plan` for ``request`` under ``policy``.
 
-    shm: the predicted peak (the node's: ranks x loaders) with the policy's headroom, rounded
-    (:func:`shm_size_for`). Memory limit (seed section 6.2): ``model_peak`` plus the pinned
-    copies ``pin_memory`` keeps in ordinary memory, plus the shm size, plus the policy's
-    margin, rounded (:func:`memory_limit_for`).
+    shm: the one size decision (:func:`~shmguard.estimate.decide.choose_shm`) of the predicted
+    peak (the node's: ranks x loaders): the policy's headroom, rounded. Memory limit (seed
+    section 6.2): ``model_peak`` plus the pinned copies ``pin_memory`` keeps in ordinary
+    memory, plus the shm size, plus the policy's margin, rounded (:func:`memory_limit_for`).
 
     Raises:
         PlanTooLarge: the shm size or the memory limit would be more than :data:`MAX_SIZE`.
@@ -188,9 +189,9 @@ def make_plan(request: PlanRequest, policy: Policy | None = None) -> Plan:
     if pred.peak == 0:
         basis = "no /dev/shm is needed, so nothing sets a memory limit"
         return Plan(request, storages, spec.batch_pages, pred, None, None, basis)
-    if pred.peak > MAX_SIZE:  # before shm_size_for: a float of it may overflow
+    if pred.peak > MAX_SIZE:  # before choose_shm: a float of it may overflow
         raise PlanTooLarge("shm", pred.peak)
-    shm = shm_size_for(pred.peak, policy, what="predicted peak")
+    shm = choose_shm(ShmEvidence(model=Need(pred.peak, "predicted peak")), policy)
     if shm.bytes > MAX_SIZE:
         raise PlanTooLarge("shm", shm.bytes)
     limit: int | None = None

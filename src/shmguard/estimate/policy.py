@@ -7,8 +7,14 @@ one size everywhere. docs/background.md, "How shmguard sizes", states the policy
 * **rounding**: up to a clean value, a multiple of a quarter of the largest power of two not
   above it, at least 1 MiB (:func:`clean_size`: 160 MiB stays, 207 MiB -> 224 MiB,
   1.3 GiB -> 1.5 GiB);
-* **headroom**: a measured or stated need gets ``headroom`` (25%) on top, then is raised to any
-  floor (the DataLoader bound), then rounded (:func:`shm_size_for`);
+* **headroom**: a measured or stated need (the larger of the DataLoader model's peak and the
+  measured peak, combined before headroom: :mod:`shmguard.estimate.decide`) gets ``headroom``
+  (25%) on top, then is raised to any floor, then rounded (:func:`shm_size_for`);
+* **alert relation**: a size from a need keeps that need (a peak) strictly below
+  :data:`ALERT_PERCENT` (80%) of it: ``watch`` fires at a window peak >= 80%
+  (``monitor.watch.Watcher``'s default threshold) and the shipped ``ShmguardShmAlmostFull``
+  alert (deploy/prometheus/shmguard-rules.yaml) at > 80%. ``need x 1.25`` rounded up is
+  <= 80% of the size, exactly 80% when no rounding happened; then one more rounding step;
 * **memory limit** (seed section 6.2): non-shm peak + shm size + a margin of 25% of the non-shm
   part, at least 1 GiB, rounded up to 256 MiB steps (whole GiB above 4 GiB:
   :func:`clean_memory`, :func:`memory_limit_for`); tmpfs pages are charged to the
@@ -27,6 +33,11 @@ from shmguard.units import DOCKER_DEFAULT_SHM, GiB, MiB, format_iec, round_up
 
 #: Fraction added to a measured or stated need.
 DEFAULT_HEADROOM = 0.25
+#: The fill level, in percent, at which shmguard's own alarms go off: ``watch``'s default
+#: ``--threshold`` (a window peak >= 80%, ``monitor.watch.Watcher``) and the shipped Prometheus
+#: rule ``ShmguardShmAlmostFull`` (``used / size > 80`` for 5 minutes,
+#: deploy/prometheus/shmguard-rules.yaml). A size from a need keeps the need strictly below it.
+ALERT_PERCENT = 80
 #: Least memory a limit must leave beside a full /dev/shm (seed section 6.2).
 MEMORY_MARGIN_MIN = GiB
 #: Margin as a fraction of the non-shm peak, when that is larger than the minimum.
@@ -93,12 +104,49 @@ def clean_size_down(n: int) -> int:
     return max(MiB, n // _step(n) * _step(n))
 
 
+#: Where a size came from (:attr:`Sized.source`), in the order of precedence of
+#: :func:`shmguard.estimate.decide.choose_shm`: the user's flag; the annotation or
+#: configuration; a size a log states or suggests; a request that failed; the DataLoader
+#: model's predicted peak; a measured peak; a /dev/shm that ran short; a size a failure
+#: signature or workload class documents; the policy's default.
+SOURCES = (
+    "flag",
+    "configured",
+    "log",
+    "request",
+    "model",
+    "measured",
+    "ran-short",
+    "documented",
+    "default",
+)
+
+
 @dataclass(frozen=True)
 class Sized:
-    """A size and, in words, how it was reached (for the basis sentence a command prints)."""
+    """A /dev/shm size and how it was chosen: the one value every command prints or writes.
+
+    Attributes:
+        bytes: the /dev/shm size to ship. With ``memory_limit`` set, the size to ship
+            *together with* that raised limit (it does not fit under the limit there now).
+        basis: one sentence, how it was reached (what commands print after "size:").
+        source: which evidence decided it, one of :data:`SOURCES`.
+        problems: evidence that could not be used, one sentence each (an annotation that
+            does not parse), for the caller to show as warnings.
+        memory_limit: None, or the memory limit (bytes) to raise to: the limit there now
+            leaves no room for ``bytes`` beside the policy's margin ("no room" answer: the
+            fix is the memory limit, and ``bytes`` only with it).
+    """
 
     bytes: int
     basis: str
+    source: str = "measured"
+    problems: tuple[str, ...] = ()
+    memory_limit: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.source not in SOURCES:
+            raise ValueError(f"unknown size source {self.source!r} (known: {', '.join(SOURCES)})")
 
 
 def shm_size_for(
@@ -108,11 +156,16 @@ def shm_size_for(
     floor: int | None = None,
     floor_basis: str = "",
     what: str = "need",
+    source: str = "measured",
 ) -> Sized:
     """The /dev/shm size for a need of ``need`` bytes: ``need x (1 + headroom)``, raised to
-    ``floor`` when that is larger, rounded up with :func:`clean_size`.
+    ``floor`` when that is larger, rounded up with :func:`clean_size`; when the need is then
+    still at or above :data:`ALERT_PERCENT` of the size (no rounding happened), one more
+    rounding step, so the need stays strictly under the alert threshold. (Only with a
+    headroom of at least 25%: a smaller configured headroom accepts a fuller /dev/shm.)
 
-    ``what`` names the need in the basis ("measured peak"), ``floor_basis`` the floor.
+    ``what`` names the need in the basis ("measured peak"), ``floor_basis`` the floor;
+    ``source`` is the :attr:`Sized.source` of the answer.
 
     Raises:
         ValueError: for ``need`` <= 0.
@@ -126,12 +179,18 @@ def shm_size_for(
         grown = floor
     size = clean_size(grown)
     basis += f", rounded up to {format_iec(size)}"
+    if (1 + policy.headroom) * ALERT_PERCENT >= 100 and need * 100 >= size * ALERT_PERCENT:
+        size = clean_size(size + 1)
+        basis += (
+            f", one step more to {format_iec(size)} so the need stays under "
+            f"{ALERT_PERCENT}% of it (watch's threshold and the ShmguardShmAlmostFull alert)"
+        )
     if size <= DOCKER_DEFAULT_SHM:
         basis += (
             f" (within the {format_iec(DOCKER_DEFAULT_SHM)} Docker, containerd and CRI-O give "
             "by default: keep a larger /dev/shm you have)"
         )
-    return Sized(size, basis)
+    return Sized(size, basis, source)
 
 
 def clean_memory(n: int) -> int:
@@ -199,7 +258,7 @@ def default_shm_size(
     basis = "the default starting point; measure the real need with `shmguard measure`"
     if too_small is not None and 2 * too_small > size:
         size = clean_size(2 * too_small)
-        return Sized(size, f"twice the {format_iec(too_small)} that ran short")
+        return Sized(size, f"twice the {format_iec(too_small)} that ran short", "ran-short")
     if memory_limit is not None and memory_limit - policy.memory_margin < size:
         # Never below the 64 MiB the runtimes give by themselves.
         cap = max(DOCKER_DEFAULT_SHM, clean_size_down(max(memory_limit - policy.memory_margin, 0)))
@@ -215,4 +274,4 @@ def default_shm_size(
                 f"beside a {format_iec(policy.memory_margin)} margin for any larger /dev/shm, "
                 "so the limit must grow with it"
             )
-    return Sized(size, basis)
+    return Sized(size, basis, "default")

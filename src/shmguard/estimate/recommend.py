@@ -3,13 +3,14 @@
 The rules are the sizing policy's (:mod:`shmguard.estimate.policy`); docs/measure.md, "How the
 recommendation is made", shows them on a run:
 
-* shm: the need (measured peak, or probe's reliable minimum when larger) through
-  :func:`~shmguard.estimate.policy.shm_size_for`;
-* a PyTorch DataLoader seen in the run (``torch_*`` blocks from W processes, the largest of B
-  bytes) sets a floor: :func:`~shmguard.estimate.dataloader.dataloader_bound` with the default
-  ``prefetch_factor`` 2. One run of a consumer faster than its workers can leave the prefetch
-  queue part-empty and peak at about half of that (docs/background.md, "How much is needed"),
-  so the measured peak alone can understate what the next run needs;
+* shm: the one size decision (:func:`~shmguard.estimate.decide.choose_shm`) of the need
+  (measured peak, or probe's reliable minimum when larger) and, for a PyTorch DataLoader seen
+  in the run (``torch_*`` blocks from W processes, the largest of B bytes), the DataLoader
+  model's peak for it (:func:`~shmguard.estimate.observed.observed_loader`: prefetch_factor 2
+  unless the peak says more). The larger of the two gets the headroom. One run of a consumer
+  faster than its workers can leave the prefetch queue part-empty and peak at about half of
+  the model's peak (docs/background.md, "How much is needed"), so the measured peak alone can
+  understate what the next run needs;
 * memory limit: the cgroup's own peak already includes the shm the job used (tmpfs pages are
   charged to it), so summing process RSS would count every mapped batch once per process. The
   non-shm part is the largest ``cgroup usage - shm used`` seen (at least ``cgroup peak - shm
@@ -24,12 +25,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from shmguard.estimate.decide import Need, ShmEvidence, choose_shm
 from shmguard.estimate.policy import (
     MEMORY_MARGIN_FRACTION,
     Policy,
     memory_limit_for,
     memory_margin,
-    shm_size_for,
 )
 from shmguard.model.fact import Fact
 from shmguard.model.fix import Change, shm_changes
@@ -81,8 +82,8 @@ def recommend(
     cgroup_peak: Fact[int] | None = None,
     shm_peak: int = 0,
     non_shm_seen: int | None = None,
-    floor: int | None = None,
-    floor_basis: str = "",
+    model: Need | None = None,
+    need_floor: Need | None = None,
     current_limit: int | None = None,
     current_shm: int = 0,
     keep_current: bool = False,
@@ -97,9 +98,10 @@ def recommend(
         cgroup_peak: the memory cgroup's peak bytes (a Fact), or None when not measured.
         shm_peak: measured shm peak bytes.
         non_shm_seen: largest ``cgroup usage - shm used`` seen at the same instant, or None.
-        floor: bytes the shm size must reach whatever the headroom gives (e.g.
-            :func:`~shmguard.estimate.dataloader.dataloader_bound`), or None.
-        floor_basis: what ``floor`` is, for the basis sentence.
+        model: the DataLoader model's peak for a loader seen in the run, or None: combined
+            with ``need`` before headroom (the larger counts).
+        need_floor: bytes the shm size must reach whatever the headroom gives (a
+            configured need), or None.
         current_limit: the memory limit in force, used when ``cgroup_peak`` is None: the
             limit is then raised by what the new /dev/shm needs, never cut.
         current_shm: bytes of the /dev/shm beside ``current_limit`` now.
@@ -122,8 +124,11 @@ def recommend(
                 "(the runtimes' default 64 MiB included)"
             )
         return no_recommendation(basis, policy=policy)
-    sized = shm_size_for(need, policy, floor=floor, floor_basis=floor_basis, what=need_basis)
-    shm = current_shm if keep_current and current_shm > 0 else sized.bytes
+    evidence = ShmEvidence(measured=Need(need, need_basis), model=model, need_floor=need_floor)
+    sized = choose_shm(evidence, policy)
+    if keep_current and current_shm > 0:
+        sized = replace(sized, bytes=current_shm)
+    shm = sized.bytes
     memory: Fact[int]
     if cgroup_peak is None and current_limit is not None:
         memory, basis = _from_current_limit(shm, current_limit, current_shm, policy)

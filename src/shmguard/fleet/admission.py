@@ -218,8 +218,11 @@ class _Pod:
             size_key=names.SHM_SIZE_ANNOTATION,
             loader_key=ANNOTATIONS["dataloader"],
         )
-        if choice.bytes is None:
-            why = f"{choice.basis}; set {names.SHM_SIZE_ANNOTATION}"
+        if choice.memory_limit is not None:  # the decision's "no room" answer
+            why = (
+                f"{choice.basis} (a {format_iec(choice.bytes)} /dev/shm needs a memory limit of "
+                f"{format_k8s_quantity(choice.memory_limit)}); set {names.SHM_SIZE_ANNOTATION}"
+            )
             why += f" or {names.RAISE_MEMORY_ANNOTATION}"
             return self.skip("no-room", why, choice.problems)
         size = choice.bytes
@@ -254,7 +257,7 @@ class _Pod:
         changes = plan.changes()
         facts: dict[str, Any] = {
             "shm_bytes": size,
-            "source": choice.source,
+            "source": _RECORD_SOURCES.get(choice.source, choice.source),
             "containers": [c.name for c in todo],
             "memory_limits": sorted(raises.values()),
         }
@@ -277,9 +280,11 @@ class _Pod:
         return self.decision("inject", "", message, patch, warnings, changes, **facts)
 
 
-#: How :class:`~shmguard.fleet.sizing.ShmChoice` sources read in a warning.
+#: How the decision's sources (:attr:`~shmguard.estimate.policy.Sized.source`) read in a
+#: warning, and in the log record (``annotation`` there, as the webhook has always logged it).
+_RECORD_SOURCES = {"configured": "annotation"}
 _SOURCES = {
-    "annotation": names.SHM_SIZE_ANNOTATION,
+    "configured": names.SHM_SIZE_ANNOTATION,
     "model": "sizing model",
     "default": "sizing policy default",
 }

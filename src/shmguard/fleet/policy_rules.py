@@ -33,13 +33,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shmguard.estimate.policy import DEFAULT_SHM_SIZE
+from shmguard.estimate.decide import ShmEvidence, choose_shm
+from shmguard.estimate.policy import Policy
 from shmguard.sources.tokenmatch import COMMAND_PATTERN, IMAGE_PATTERN
 from shmguard.sources.workload import ENV_PREFIXES
 from shmguard.units import format_k8s_quantity
 
 SHM_PATHS = ("/dev/shm", "/dev/shm/")
-_DEFAULT_SIZE = format_k8s_quantity(DEFAULT_SHM_SIZE)
+
+
+def policy_shm_size(policy: Policy | None = None) -> str:
+    """The /dev/shm size (a quantity, ``1Gi``) the generated policies write (Kyverno's mutate)
+    and suggest (every engine's messages): the one size decision
+    (:func:`~shmguard.estimate.decide.choose_shm`) on no evidence and no memory limit, the
+    sizing policy's default. A policy engine's mutation writes one static value, so it cannot
+    cap it by a container's memory limit as ``check --fix`` and the webhook do."""
+    return format_k8s_quantity(choose_shm(ShmEvidence(), policy).bytes)
+
+
+_DEFAULT_SIZE = policy_shm_size()
 _SHM = "['/dev/shm', '/dev/shm/']"
 _ENV_RE = "^(?:" + "|".join(ENV_PREFIXES) + ")"
 

@@ -1,16 +1,22 @@
 """The /dev/shm size the webhook gives a pod, and the memory limit it raises to.
 
-First that applies:
+The webhook builds the pod's evidence and asks the one size decision
+(:func:`~shmguard.estimate.decide.choose_shm`), as ``check --fix`` does for a manifest; first
+that applies:
 
-1. the ``shmguard.io/shm-size`` annotation (a Kubernetes quantity, ``2Gi``);
+1. the ``shmguard.io/shm-size`` annotation (or label), read as ``check --fix`` reads it (the
+   one parser :func:`~shmguard.units.parse_size_annotation`: ``2Gi``, ``2G`` =
+   2,000,000,000 bytes, ``2g`` = 2 GiB); one that does not parse is a problem (a warning) and
+   the next source is used;
 2. the sizing model, when ``shmguard.io/dataloader`` gives the loader's parameters
-   (:func:`loader_request`): :func:`~shmguard.estimate.plan.make_plan`'s size, the predicted
-   peak (:func:`~shmguard.estimate.dataloader.predict`) with the policy's headroom, rounded;
+   (:func:`loader_request`): the predicted peak (:func:`~shmguard.estimate.dataloader.predict`,
+   through :func:`~shmguard.estimate.plan.make_plan`) as the model's evidence: with the
+   policy's headroom, rounded, the size ``shmguard plan`` prints;
 3. the sizing policy's default, capped so the memory limit keeps the policy's margin: the
-   value ``check --fix`` writes (:func:`~shmguard.lint.config._base.fix_size`), never the
-   whole memory limit (tmpfs pages are charged to the memory cgroup, kernel
-   Documentation/admin-guide/cgroup-v2.rst "Memory Ownership", so a /dev/shm as large as the
-   limit lets shm alone get the pod OOM-killed).
+   value ``check --fix`` writes, never the whole memory limit (tmpfs pages are charged to the
+   memory cgroup, kernel Documentation/admin-guide/cgroup-v2.rst "Memory Ownership", so a
+   /dev/shm as large as the limit lets shm alone get the pod OOM-killed). Where the limit
+   leaves no room, the decision's ``memory_limit`` is the limit a /dev/shm would need.
 
 The raised memory limit (``shmguard.io/raise-memory-limit: "true"``) is the policy's
 :func:`~shmguard.estimate.policy.memory_limit_for` of the current limit and the shm size: the
@@ -20,37 +26,19 @@ room the container had, plus the size, rounded up; never lower than the current 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import replace
 
+from shmguard.estimate.decide import Need, ShmEvidence, choose_shm
 from shmguard.estimate.plan import PlanRequest, make_plan
-from shmguard.estimate.policy import Policy, memory_limit_for
-from shmguard.lint.config._base import CheckOptions, fix_size
+from shmguard.estimate.policy import Policy, Sized, memory_limit_for
 from shmguard.sources.workload import Workload, parse_loader
-from shmguard.units import SizeError, format_iec, k8s_quantity_bytes
+from shmguard.units import DOCKER_DEFAULT_SHM, SizeError, format_iec, k8s_quantity_bytes
 
 _INTS = ("num_workers", "prefetch_factor", "batch_size", "local_ranks", "loaders")
 _BOOLS = ("pin_memory", "persistent_workers", "drops_batch")
 #: Keys ``shmguard.io/dataloader`` takes (``sample_shape`` dims joined by ``x``: a comma
 #: separates entries; ``batch_bytes`` a quantity).
 LOADER_KEYS = (*_INTS, *_BOOLS, "sample_shape", "dtype", "batch_bytes")
-
-
-@dataclass(frozen=True)
-class ShmChoice:
-    """A size and where it came from.
-
-    Attributes:
-        bytes: the /dev/shm size, or None when no size fits (the memory limit leaves no room
-            beside the policy's margin and no annotation gives one).
-        source: ``annotation``, ``model`` or ``default``.
-        basis: how it was reached, one sentence.
-        problems: annotations that could not be read, one sentence each.
-    """
-
-    bytes: int | None
-    source: str
-    basis: str
-    problems: tuple[str, ...] = ()
 
 
 def loader_request(value: str) -> PlanRequest:
@@ -102,21 +90,20 @@ def choose_size(
     *,
     size_key: str,
     loader_key: str,
-) -> ShmChoice:
+) -> Sized:
     """The /dev/shm size for a pod with ``annotations`` (see the module docstring for the
-    order); ``workload`` is the class of a container that needs it, ``memory_limit`` the
-    smallest memory limit (bytes) of the containers that get it, or None."""
+    order); ``workload`` is the class (and the stated ``shmguard.io/shm-size``) of a container
+    that needs it, ``memory_limit`` the smallest memory limit (bytes) of the containers that
+    get it, or None.
+
+    Returns:
+        the decision's :class:`~shmguard.estimate.policy.Sized`; ``basis`` in the webhook's
+        words (``sizing model: ...``, ``sizing policy default``), ``problems`` the
+        annotations that could not be read, ``memory_limit`` set when the limit leaves no
+        room beside the policy's margin.
+    """
     problems: list[str] = []
-    stated = annotations.get(size_key)
-    if stated is not None:
-        try:
-            n = k8s_quantity_bytes(stated)
-        except SizeError as err:
-            problems.append(f"{size_key}={stated!r} ignored: {err}")
-        else:
-            if n > 0:
-                return ShmChoice(n, "annotation", f"{size_key}={stated}")
-            problems.append(f"{size_key}={stated!r} ignored: a size must be > 0")
+    model = None
     loader = annotations.get(loader_key)
     if loader is not None:
         try:
@@ -125,27 +112,38 @@ def choose_size(
             problems.append(f"{loader_key} ignored: {err}")
         else:
             if plan.shm is not None:
-                return ShmChoice(
-                    plan.shm.bytes, "model", f"sizing model: {plan.shm.basis}", tuple(problems)
-                )
-            problems.append(f"{loader_key}: num_workers=0 uses no /dev/shm for batches")
-    unsized = Workload(workload.cls, workload.evidence, workload.loader, None, workload.ignore)
-    size = fix_size(CheckOptions(policy=policy), unsized, memory_limit)
-    if size is None:
+                model = Need(plan.prediction.peak, "predicted peak")
+            else:
+                problems.append(f"{loader_key}: num_workers=0 uses no /dev/shm for batches")
+    stated = workload.shm_size
+    evidence = ShmEvidence(
+        configured=None if stated is None else (size_key, stated),
+        model=model,
+        memory_limit=memory_limit,
+        current=DOCKER_DEFAULT_SHM,
+    )
+    sized = choose_shm(evidence, policy)
+    if sized.source == "model":
+        basis = f"sizing model: {sized.basis}"
+    elif sized.source != "default":
+        basis = sized.basis
+    elif sized.memory_limit is not None:
         assert memory_limit is not None
         basis = (
             f"the {format_iec(memory_limit)} memory limit leaves no room beside the policy's "
             f"{format_iec(policy.memory_margin)} margin"
         )
-        return ShmChoice(None, "default", basis, tuple(problems))
-    if size < policy.default_shm_size:
+    elif sized.bytes < policy.default_shm_size:
         basis = (
             f"sizing policy default, capped at what the {format_iec(memory_limit or 0)} "
             "memory limit leaves after the margin"
         )
     else:
         basis = "sizing policy default"
-    return ShmChoice(size, "default", basis, tuple(problems))
+    # The loader's problems only where the loader could have decided (as before the one
+    # decision: a size annotation that parses makes the loader's parameters moot).
+    loader_problems = () if sized.source == "configured" else tuple(problems)
+    return replace(sized, basis=basis, problems=(*sized.problems, *loader_problems))
 
 
 def raised_limit(current: int, shm: int, policy: Policy) -> int:

@@ -4,7 +4,9 @@
    workers and the batch size (the owner scans' ``torch_*`` blocks).
 2. **From the model** (when the measuring run saw a DataLoader): the first trial (``predict``)
    runs at the model's steady level for that loader
-   (:func:`~shmguard.estimate.observed.observed_loader`), rounded up to a MiB; the second
+   (:func:`~shmguard.estimate.observed.observed_loader`), or at the measuring run's own peak
+   when that run completed clearly below the steady level (its queues never fill:
+   :func:`start_level`), rounded up to a MiB; the second
    (``bracket``) one tolerance step below it when the first passed, above it when it failed.
    A pass above a failure one step apart brackets the minimum at once. When the size below
    passes too (the queues did not fill in that run: a short run, a fast consumer), the search
@@ -19,9 +21,10 @@
    deterministic minimum (torch_shm.md section 4). So the candidate must pass ``confirm`` times
    in a row (the pass that made it the candidate counts); a failure moves it up one tolerance
    step and starts the count again.
-5. The recommendation (the larger of minimum and measured peak, plus headroom, rounded to a
-   clean value, and at least the DataLoader bound for what the measuring run saw, as in
-   ``measure``: :func:`~shmguard.measure.run.dataloader_floor`) is run once more to verify it.
+5. The recommendation (the one size decision, as ``measure``'s:
+   :func:`~shmguard.measure.run.passed_run_recommendation` of the larger of minimum and
+   measured peak, with the DataLoader model's peak for what the measuring run saw; the larger
+   of those gets the headroom) is run once more to verify it.
 
 When the model's level holds this is 6 runs (1 measuring, 2 to bracket, 2 more
 confirmations, 1 verification) against 9 to 12 for the search from the peak
@@ -33,8 +36,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from shmguard.estimate import Policy, Recommendation, recommend
-from shmguard.estimate.observed import ObservedLoader, observed_loader
+from shmguard.estimate import Policy, Recommendation
+from shmguard.estimate.observed import SLACK, ObservedLoader, observed_loader
 from shmguard.estimate.recommend import no_recommendation
 from shmguard.measure.probe_result import (
     PHASES,
@@ -45,9 +48,9 @@ from shmguard.measure.probe_result import (
 )
 from shmguard.measure.run import (
     MeasureResult,
-    dataloader_floor,
     generous_shm_size,
     measure_command,
+    passed_run_recommendation,
 )
 from shmguard.measure.sandbox import RunInterrupted
 from shmguard.units import MiB, format_iec, round_up
@@ -117,7 +120,7 @@ class _Search:
     def from_model(self, model: ObservedLoader, peak: int, confirm: int) -> int:
         """Search around the model's steady level (module docstring, step 2); returns the
         number of passes in a row at ``hi``."""
-        level = round_up(model.prediction.steady, MiB)
+        level = start_level(model, peak)
         if self.trial(level, "predict"):
             self.hi = level
             below = level - self.step(level)
@@ -172,6 +175,19 @@ class _Search:
                 self.hi = min(self.top, round_up(self.hi + self.step(self.hi), MiB))
                 streak = 0
         return streak
+
+
+def start_level(model: ObservedLoader, peak: int) -> int:
+    """Where the search from the model starts, in whole MiB: the model's steady level for the
+    loader the measuring run saw, or that run's own ``peak`` when the run completed clearly
+    below the steady level (by more than :data:`~shmguard.estimate.observed.SLACK`): that
+    command's queues never fill (a short run, ``numpy_loader --batches 10``), so its measured
+    peak is the evidence about it, and a search from the steady level only bisects down to
+    it (12-15 runs instead of 6)."""
+    level = model.prediction.steady
+    if peak < level * (1 - SLACK):
+        level = peak
+    return round_up(max(level, 1), MiB)
 
 
 def probe_command(
@@ -288,7 +304,12 @@ def probe_command(
             s[0] += int(t.passed)
             s[1] += 1
         rates = tuple(SizeStats(k, v[0], v[1]) for k, v in sorted(stats.items()))
-        if model is not None:
+        if model is not None and start_level(model, base.peak) < model.prediction.steady:
+            start = (
+                f"from the measured peak {format_iec(base.peak)}, below the steady level of "
+                f"{model.basis}"
+            )
+        elif model is not None:
             start = f"from {model.basis}"
         elif base.passed:
             start = f"from the measured peak {format_iec(base.peak)}" + (
@@ -349,18 +370,16 @@ def probe_command(
         basis += f"; {format_iec(lo)} failed"
     need = max(minimum, base.peak)
     need_basis = "probed minimum" if minimum >= base.peak else "measured peak (above the minimum)"
-    # The same floor as measure's: a minimum found in runs whose queues never filled (a fast
-    # consumer) is below what any stall in production fills.
-    dl_floor, dl_basis = dataloader_floor(base.timeline)
-    rec = recommend(
-        need,
-        need_basis,
+    # The same decision as measure's, with the DataLoader model's peak: a minimum found in
+    # runs whose queues never filled (a fast consumer) is below what any stall in production
+    # fills.
+    rec = passed_run_recommendation(
+        base.timeline,
+        base.memory_peak,
+        need=need,
+        need_basis=need_basis,
         headroom=headroom,
         policy=policy,
-        cgroup_peak=base.memory_peak,
-        shm_peak=base.peak,
-        floor=dl_floor,
-        floor_basis=dl_basis,
     )
     verified: bool | None = None
     if verify and rec.shm_size is not None:

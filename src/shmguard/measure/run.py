@@ -7,7 +7,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from shmguard.estimate import Policy, Recommendation, dataloader_bound, recommend
+from shmguard.estimate import Policy, Recommendation, recommend
+from shmguard.estimate.observed import observed_loader
 from shmguard.estimate.recommend import no_recommendation
 from shmguard.measure.hang import HangDetector
 from shmguard.measure.launch import Launcher
@@ -121,18 +122,35 @@ class MeasureResult:
         return self.passed and self.stopped_by == TRIAL_TIME
 
 
-def dataloader_floor(timeline: Timeline) -> tuple[int | None, str]:
-    """The DataLoader bound for what the owner scans saw (bytes, and the sentence saying so),
-    or ``(None, "")`` when no torch block was seen: the floor of a recommendation from a
-    run that passed (``measure``, ``probe``), as one run of a fast consumer can peak below it."""
-    workers, batch = timeline.torch_creators, timeline.torch_largest
-    if workers == 0 or batch == 0:
-        return None, ""
-    bound = dataloader_bound(workers, batch)
-    return bound, (
-        f"the DataLoader bound for {workers} worker(s), prefetch_factor 2 and "
-        f"{format_iec(batch)} batches ((workers x 2 + 2) batches + semaphores; one fast run "
-        "can peak below it)"
+def passed_run_recommendation(
+    timeline: Timeline,
+    memory_peak: Fact[int],
+    *,
+    need: int | None = None,
+    need_basis: str = "measured peak",
+    headroom: float | None = None,
+    policy: Policy | None = None,
+) -> Recommendation:
+    """The sizes to ship for a run that passed (``measure``, and ``probe`` with its minimum):
+    the one size decision of ``need`` (default: the timeline's peak; ``need_basis`` names it)
+    and, when the owner scans saw a DataLoader (``torch_*`` blocks), the model's peak for it
+    (:func:`~shmguard.estimate.observed.observed_loader`, prefetch_factor 2 unless the peak
+    says more): the larger gets the headroom (one run of a fast consumer can peak below the
+    model). The memory limit is from ``memory_peak``, the cgroup's peak, less the shm pages.
+
+    Raises:
+        ValueError: for a negative or non-finite headroom.
+    """
+    seen = observed_loader(timeline.torch_creators, timeline.torch_largest, timeline.peak)
+    return recommend(
+        timeline.peak if need is None else need,
+        need_basis,
+        headroom=headroom,
+        policy=policy,
+        cgroup_peak=memory_peak,
+        shm_peak=timeline.peak,
+        non_shm_seen=_non_shm(timeline),
+        model=seen.need() if seen is not None else None,
     )
 
 
@@ -325,17 +343,8 @@ def measure_command(
     )
     peak = timeline.peak
     if cause.passed:
-        floor, floor_basis = dataloader_floor(timeline)
-        rec = recommend(
-            peak,
-            "measured peak",
-            headroom=headroom,
-            policy=policy,
-            cgroup_peak=result.memory_peak,
-            shm_peak=peak,
-            non_shm_seen=_non_shm(timeline),
-            floor=floor,
-            floor_basis=floor_basis,
+        rec = passed_run_recommendation(
+            timeline, result.memory_peak, headroom=headroom, policy=policy
         )
     elif cause.outcome.shm_related:
         rec = recommend(

@@ -17,11 +17,12 @@ import io
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from shmguard.estimate.decide import ShmEvidence, choose_shm
 from shmguard.estimate.observed import observed_loader
-from shmguard.estimate.policy import Policy, shm_size_for
+from shmguard.estimate.policy import Policy
 from shmguard.measure.hang import HangDetector
 from shmguard.measure.outcome import Cause, classify
 from shmguard.measure.sampler import ShmSampler, Timeline
@@ -156,13 +157,16 @@ def model_size(
     """The /dev/shm size for the DataLoader a watcher saw: ``creators`` workers making
     ``largest``-byte batches, ``peak`` bytes at most (a run that filled /dev/shm peaks at its
     size, so the model's peak says what it would have needed), through the sizing policy;
-    None when no ``torch_*`` block was seen (then the classifier's own size stands)."""
+    None when no ``torch_*`` block was seen (then the classifier's own size stands). The size
+    is the one decision's (:func:`~shmguard.estimate.decide.choose_shm`) with the model's
+    peak as evidence."""
     seen = observed_loader(creators, largest, peak)
     if seen is None:
         return None
-    sized = shm_size_for(seen.prediction.peak, policy or Policy(), what="its predicted peak")
-    basis = seen.basis.replace("the measuring run saw", "shmguard saw", 1)
-    return SizeChoice(sized.bytes, f"{basis}; {sized.basis}")
+    need = seen.need()
+    context = need.context.replace("the measuring run saw", "shmguard saw", 1)
+    sized = choose_shm(ShmEvidence(model=replace(need, context=context)), policy)
+    return SizeChoice(sized.bytes, sized.basis)
 
 
 def diagnose_output(

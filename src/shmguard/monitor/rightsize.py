@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from shmguard.estimate.decide import Need
 from shmguard.estimate.policy import Policy
 from shmguard.estimate.recommend import Recommendation, no_recommendation, recommend
 from shmguard.monitor.prom import PromClient, PromError, PromQueryError, Sample, prom_duration
@@ -299,28 +300,28 @@ def size_history(h: WorkloadHistory, options: RightsizeOptions) -> WorkloadRecom
     fill the memory limit).
     """
 
-    def sized(floor: int | None, floor_basis: str, keep: bool = False) -> Recommendation:
+    def sized(floor: Need | None, keep: bool = False) -> Recommendation:
         return recommend(
             h.peak,
             f"peak over {options.window_text}",
             policy=options.policy,
-            floor=floor,
-            floor_basis=floor_basis,
+            need_floor=floor,
             current_limit=h.memory_limit,
             current_shm=h.size or 0,
             keep_current=keep,
         )
 
     if h.peak > 0:
-        rec = sized(h.required, "the configured need (shmguard_shm_required_bytes)")
+        need = "the configured need (shmguard_shm_required_bytes)"
+        rec = sized(Need(h.required, need) if h.required else None)
         shm = rec.shm_size
         if h.size and shm is not None and shm < h.size and shm <= DOCKER_DEFAULT_SHM:
             # the configured need, if any, fits in the current size too: the peak's own
             # sentence says why the current one is enough
             # kept to the byte: a host's or an unsized emptyDir's /dev/shm (half of the node's
             # memory) is rarely a clean size, and rounding it up would be a change
-            fits = sized(None, "").shm_basis
-            rec = sized(None, "", keep=True)
+            fits = sized(None).shm_basis
+            rec = sized(None, keep=True)
             rec = replace(
                 rec, shm_basis=f"{fits}; the current {format_iec(h.size)} is kept ({KEEP_REASON})"
             )

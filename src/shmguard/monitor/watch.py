@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from shmguard.estimate.policy import Policy
+from shmguard.estimate.policy import ALERT_PERCENT, Policy
 from shmguard.measure.owners import OwnerTracker
 from shmguard.measure.sampler import ShmSampler
 from shmguard.measure.watched import model_size
@@ -142,7 +142,7 @@ class Monitor:
     def __init__(
         self,
         target: WatchTarget,
-        threshold: float = 0.8,
+        threshold: float = ALERT_PERCENT / 100,
         stall_after: float = STALL_AFTER,
         poll: float = POLL_INTERVAL,
         policy: Policy | None = None,

@@ -1,7 +1,7 @@
 """From a DataLoader and a /dev/shm to what to change: the model's spec, the loader settings
 that fit, and the runtime-specific size fix.
 
-The size comes from the one sizing policy (:func:`~shmguard.estimate.shm_size_for`); the fix
+The size comes from the one size decision (:func:`~shmguard.estimate.choose_shm`); the fix
 value and its sentence from doctor's fix builder (:func:`shmguard.lint.env._base.shm_fix`: the
 runtime doctor detects, the memory limit that must grow with /dev/shm, the platform notes);
 the snippet from the one snippet renderer, so a size reads the same here as in every command.
@@ -17,7 +17,8 @@ from typing import Any
 
 from shmguard.estimate import LoaderSpec, Policy, predict
 from shmguard.estimate.dataloader import DEFAULT_PREFETCH_FACTOR
-from shmguard.estimate.policy import Sized, default_shm_size, shm_size_for
+from shmguard.estimate.decide import Need, RanShort, ShmEvidence, choose_shm
+from shmguard.estimate.policy import Sized
 from shmguard.model import Fix
 from shmguard.model.fix import FIX_RUNTIMES
 from shmguard.units import format_iec
@@ -117,18 +118,17 @@ class SizeFix:
 
 
 def size_fix(need: int | None, what: str, policy: Policy, *, too_small: int) -> SizeFix:
-    """The fix for a need of ``need`` bytes (``what`` names it in the basis), or, when the
-    need is unknown, the policy's default size (at least twice ``too_small``, the /dev/shm
-    that ran short)."""
+    """The fix for a need of ``need`` bytes (the DataLoader model's predicted peak, plus what
+    /dev/shm held; ``what`` names it in the basis), or, when the need is unknown, the policy's
+    default size (at least twice ``too_small``, the /dev/shm that ran short): the one size
+    decision (:func:`~shmguard.estimate.decide.choose_shm`), never at or below ``too_small``."""
     from shmguard.inspect.host import inspect_host
     from shmguard.lint.env._base import DoctorOptions, shm_fix
     from shmguard.render.snippets import render_snippets
 
     facts = inspect_host(holders=False, gpus=False)
-    if need is not None and need > 0:
-        sized = shm_size_for(need, policy, what=what)
-    else:
-        sized = default_shm_size(policy, too_small=too_small)
+    model = Need(need, what) if need is not None and need > 0 else None
+    sized = choose_shm(ShmEvidence(model=model, ran_short=RanShort(too_small)), policy)
     fix = shm_fix(facts, sized.bytes, "Give /dev/shm", DoctorOptions(policy=policy))
     runtime = facts.runtime.name
     wanted = FIX_RUNTIMES.get(runtime, ("docker",))

@@ -26,7 +26,9 @@ below a size the log says was requested and failed
 ``--shm-size`` is taken as given.
 
 The result is raised to the signature's ``floor`` and rounded up by the one sizing policy
-(:func:`shmguard.estimate.policy.clean_size`). tmpfs pages count against the memory limit
+(:func:`shmguard.estimate.policy.clean_size`). The rules are the one size decision's
+(:func:`shmguard.estimate.decide.choose_shm`); this module only reads the log's evidence for it
+(:func:`size_evidence`). tmpfs pages count against the memory limit
 (Linux memcg), so when the log shows the memory limit, the limit in the fix grows by the shm
 size (:func:`shmguard.estimate.policy.memory_limit_for`).
 """
@@ -34,15 +36,9 @@ size (:func:`shmguard.estimate.policy.memory_limit_for`).
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import replace
 
-from shmguard.estimate.policy import (
-    Policy,
-    clean_size,
-    default_shm_size,
-    memory_limit_for,
-    shm_size_for,
-)
+from shmguard.estimate.decide import Documented, LogSize, Need, RanShort, ShmEvidence, choose_shm
+from shmguard.estimate.policy import Policy, memory_limit_for
 from shmguard.model.fix import PLATFORM_NOTES, PLATFORMS, RUNTIMES, Change, shm_changes
 from shmguard.triage.model import Evidence, FixPlan, Signature, SizeChoice, SizeRule
 from shmguard.units import format_iec
@@ -69,6 +65,50 @@ def _had(captured: Captured, facts: Captured) -> tuple[int, Evidence, str] | Non
     return max(seen, key=lambda s: s[0]) if seen else None
 
 
+def size_evidence(
+    rule: SizeRule, captured: Captured, facts: Captured, flag: int | None = None
+) -> ShmEvidence:
+    """What a log says about a /dev/shm size, as evidence for the one size decision
+    (module docstring, rules 1-5): ``--shm-size`` (``flag``); a size the log suggests (a
+    tool's hint) or a request times the signature's ``need_factor`` (a stated size); a
+    request that failed (a lower bound); the largest /dev/shm size or free space the log shows
+    (it ran short); the signature's ``default`` and ``floor`` (a documented size)."""
+    log: LogSize | None = None
+    if "shm_suggested" in captured:
+        value, ev = captured["shm_suggested"]
+        log = LogSize(
+            value, f"the size the log itself suggests ({format_iec(value)}, line {ev.line})"
+        )
+    elif "shm_need" in captured and rule.need_factor is not None:
+        value, ev = captured["shm_need"]
+        log = LogSize(
+            int(value * rule.need_factor),
+            f"{rule.need_factor:g} × the {format_iec(value)} requested at line {ev.line}, "
+            "rounded up",
+            hint=False,
+        )
+    request: Need | None = None
+    if "shm_need" in captured:
+        need, ev = captured["shm_need"]
+        request = Need(need, f"requested at line {ev.line}")
+    ran_short: RanShort | None = None
+    had = _had(captured, facts)
+    if had is not None:
+        value, ev, what = had
+        ran_short = RanShort(
+            value,
+            shown=f"the /dev/shm {what} the log shows ({format_iec(value)}, line {ev.line})",
+            had=f"the {format_iec(value)} /dev/shm {what} the job already had (line {ev.line})",
+        )
+    return ShmEvidence(
+        flag=flag,
+        log=log,
+        request=request,
+        ran_short=ran_short,
+        documented=Documented(rule.default, rule.basis, rule.floor),
+    )
+
+
 def choose_size(
     rule: SizeRule,
     captured: Captured,
@@ -76,84 +116,14 @@ def choose_size(
     override: int | SizeChoice | None,
     policy: Policy | None = None,
 ) -> SizeChoice:
-    """A /dev/shm size in bytes and how it was chosen (module docstring: rules 1-5, checked
-    against the size the job already had). ``override``: bytes given with ``--shm-size``, or
-    a size chosen elsewhere with its own basis (``run --watch``: the DataLoader model for the
-    loader its sampler saw)."""
+    """A /dev/shm size in bytes and how it was chosen: the one size decision
+    (:func:`~shmguard.estimate.decide.choose_shm`) over :func:`size_evidence`. ``override``:
+    bytes given with ``--shm-size``, or a size chosen elsewhere with its own basis (``run
+    --watch``: the DataLoader model for the loader its sampler saw)."""
     if isinstance(override, SizeChoice):
         return override
-    if override is not None:
-        return SizeChoice(override, "the size given with --shm-size")
-    base = policy or Policy()
-    ruled = replace(base, default_shm_size=rule.default)
-    had = _had(captured, facts)
-    # A size from the log, how it was read, and the least it must be to be taken: a
-    # suggestion more than the job had plus headroom (else it is a capped hint), a request
-    # times its factor more than the job had.
-    from_log: tuple[int, str, float] | None = None
-    if "shm_suggested" in captured:
-        value, ev = captured["shm_suggested"]
-        from_log = (
-            value,
-            f"the size the log itself suggests ({format_iec(value)}, line {ev.line})",
-            1 + base.headroom,
-        )
-    elif "shm_need" in captured and rule.need_factor is not None:
-        value, ev = captured["shm_need"]
-        from_log = (
-            int(value * rule.need_factor),
-            f"{rule.need_factor:g} × the {format_iec(value)} requested at line {ev.line}, "
-            "rounded up",
-            1.0,
-        )
-    n: int
-    method: str
-    if from_log is not None and (had is None or from_log[0] > had[0] * from_log[2]):
-        n, method, _least = from_log
-    elif had is not None:
-        value, ev, what = had
-        n = default_shm_size(ruled, too_small=value).bytes
-        if 2 * value >= rule.default:
-            method = (
-                f"twice the /dev/shm {what} the log shows ({format_iec(value)}, line {ev.line})"
-            )
-        else:
-            n = rule.default
-            method = (
-                f"the usual starting point, more than twice the /dev/shm {what} the log shows "
-                f"({format_iec(value)}, line {ev.line}): {rule.basis}"
-            )
-        if from_log is not None and from_log[2] > 1:
-            method += (
-                f"; not {from_log[1]}: that is within {base.headroom:.0%} of the "
-                f"{format_iec(value)} the job already had, a tool's hint capped by what it found"
-            )
-        elif from_log is not None:
-            method += (
-                f"; not {from_log[1].replace(', rounded up', '')}: that is no more than the "
-                f"{format_iec(value)} the job already had"
-            )
-    else:
-        n = rule.default
-        method = f"a starting point: {rule.basis}"
-    if n < rule.floor:
-        n = rule.floor
-        method += f"; raised to {format_iec(rule.floor)}, the least that usually helps here"
-    n = clean_size(n)
-    if had is not None and n <= had[0]:
-        n = default_shm_size(ruled, too_small=had[0]).bytes
-        method += (
-            f"; raised to {format_iec(n)}: more than the {format_iec(had[0])} /dev/shm {had[2]} "
-            f"the job already had (line {had[1].line})"
-        )
-    if "shm_need" in captured and n <= captured["shm_need"][0]:
-        need, ev = captured["shm_need"]
-        n = shm_size_for(need, base, floor=rule.floor).bytes
-        method += (
-            f"; raised to {format_iec(n)}: the {format_iec(need)} requested at line {ev.line} "
-            f"plus {base.headroom:.0%}"
-        )
-    return SizeChoice(n, method)
+    sized = choose_shm(size_evidence(rule, captured, facts, override), policy)
+    return SizeChoice(sized.bytes, sized.basis)
 
 
 def host_ipc_note(ev: Evidence) -> str:

@@ -18,7 +18,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from shmguard.estimate.policy import Policy, default_shm_size
+from shmguard.config import ANNOTATIONS
+from shmguard.estimate.decide import ShmEvidence, choose_shm
+from shmguard.estimate.policy import Policy, Sized
 from shmguard.fix.yamledit import line_ending as line_ending
 from shmguard.lint.target import Target
 from shmguard.model.finding import Applicability, Edit, Fix, Location
@@ -34,7 +36,11 @@ from shmguard.sources.runline import Flag, RunLine
 from shmguard.sources.text import SourceText
 from shmguard.sources.workload import Workload
 from shmguard.sources.yamlnode import YMap, YNode, YScalar
-from shmguard.units import DOCKER_DEFAULT_SHM, SizeError, parse_docker_size
+from shmguard.units import (
+    DOCKER_DEFAULT_SHM,
+    SizeError,
+    parse_docker_size,
+)
 
 if TYPE_CHECKING:
     from shmguard.lint.proposal import Proposal
@@ -103,31 +109,44 @@ class CheckOptions:
     proposals: tuple[Proposal, ...] = ()
 
 
+def fix_evidence(
+    options: CheckOptions, workload: Workload, memory_limit: int | None
+) -> ShmEvidence:
+    """What ``check --fix`` knows about a /dev/shm size: ``--shm-size`` (the flag), the
+    ``shmguard.io/shm-size`` annotation or label (read by
+    :func:`~shmguard.units.parse_size_annotation`, as the webhook reads it), the memory limit
+    ``memory_limit`` (bytes, or None) and the runtime's 64 MiB there now."""
+    stated = workload.shm_size
+    return ShmEvidence(
+        flag=options.shm_size,
+        configured=None if stated is None else (ANNOTATIONS["shm-size"], stated),
+        memory_limit=memory_limit,
+        current=DOCKER_DEFAULT_SHM,
+    )
+
+
+def fix_sized(options: CheckOptions, workload: Workload, memory_limit: int | None) -> Sized:
+    """The one size decision (:func:`~shmguard.estimate.decide.choose_shm`) over
+    :func:`fix_evidence`: ``--shm-size``; the annotation; the sizing policy's default (1 GiB
+    unless configured), capped so ``memory_limit`` keeps the policy's margin. ``problems``
+    names an annotation that did not parse; ``memory_limit`` is set ("no room") when the limit
+    leaves no more than the runtime's own 64 MiB beside the margin."""
+    return choose_shm(fix_evidence(options, workload, memory_limit), options.policy)
+
+
 def fix_size(options: CheckOptions, workload: Workload, memory_limit: int | None) -> int | None:
-    """Bytes of /dev/shm a fix writes, or None when no size fits.
+    """Bytes of /dev/shm a fix writes (:func:`fix_sized`), or None where there is no room: a
+    larger /dev/shm would need the memory limit raised, which a fix does not do unasked."""
+    sized = fix_sized(options, workload, memory_limit)
+    return None if sized.memory_limit is not None else sized.bytes
 
-    First that applies: ``--shm-size``; the ``shmguard.io/shm-size`` annotation or label
-    (Kubernetes quantity syntax, or Docker's); the sizing policy's default
-    (:func:`~shmguard.estimate.policy.default_shm_size`, 1 GiB unless configured), capped so
-    ``memory_limit`` keeps the policy's margin. None when the memory limit leaves no more than
-    the runtime's own 64 MiB beside the margin: a larger /dev/shm would need the limit raised.
-    """
-    if options.shm_size is not None:
-        return options.shm_size
-    if workload.shm_size:
-        from shmguard.units import k8s_quantity_bytes
 
-        for parse in (k8s_quantity_bytes, parse_docker_size):
-            try:
-                n = parse(workload.shm_size)
-            except SizeError:
-                continue
-            if n > 0:
-                return n
-    sized = default_shm_size(options.policy, memory_limit=memory_limit, current=DOCKER_DEFAULT_SHM)
-    if memory_limit is not None and sized.bytes + options.policy.memory_margin > memory_limit:
-        return None
-    return sized.bytes
+def with_size_problem(message: str, options: CheckOptions, workload: Workload) -> str:
+    """``message``, followed by the warning of a ``shmguard.io/shm-size`` that did not parse
+    when the fix's size would have come from it (no ``--shm-size``), so the user sees why the
+    fix writes another size (the webhook puts the same sentence in its warnings)."""
+    problems = fix_sized(options, workload, None).problems
+    return "; ".join((message, *problems))
 
 
 def node_loc(node: YNode) -> Location:

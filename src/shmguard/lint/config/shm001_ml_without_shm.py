@@ -34,6 +34,7 @@ from shmguard.lint.config._base import (
     run_memory_limit,
     run_shm_mounts,
     span_loc,
+    with_size_problem,
 )
 from shmguard.lint.config._predicates import unmounted_shm_volume
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
@@ -130,9 +131,12 @@ def _compose(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
         return
     key = svc.key
     where = key.location() if key is not None else svc.node.location()
-    yield Violation(
+    message = (
         f"service {svc.name!r} is an ML workload{_evidence(unit)} with no shm_size: it gets "
-        "Docker's 64 MiB /dev/shm (Podman: 65,536,000 bytes)",
+        "Docker's 64 MiB /dev/shm (Podman: 65,536,000 bytes)"
+    )
+    yield Violation(
+        with_size_problem(message, options, unit.workload),
         where,
         _fix(unit, options, "compose", compose_memory_limit(unit)),
     )
@@ -149,9 +153,12 @@ def _run(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
     if ipc is not None and ipc_mode(ipc.value) in ("host", "container", None):
         return
     default = "65,536,000 bytes" if rl.tool == "podman" else "64 MiB"
-    yield Violation(
+    message = (
         f"{rl.tool} run of an ML workload{_evidence(unit)} without --shm-size or --ipc=host: "
-        f"/dev/shm is the default {default}",
+        f"/dev/shm is the default {default}"
+    )
+    yield Violation(
+        with_size_problem(message, options, unit.workload),
         span_loc(unit.src, rl.start, rl.start + len(rl.tool.encode())),
         _fix(unit, options, "podman" if rl.tool == "podman" else "docker", run_memory_limit(unit)),
     )
@@ -197,9 +204,12 @@ def _pod(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
             else ""
         )
         node = c.node.get("name") or c.image or c.node
-        yield Violation(
+        message = (
             f"{pod.obj.kind} {pod.obj.name or ''}{role}: {who} is an ML workload{ev} with no "
-            f"volume at /dev/shm: it gets the runtime's 64 MiB{extra}".replace("  ", " "),
+            f"volume at /dev/shm: it gets the runtime's 64 MiB{extra}".replace("  ", " ")
+        )
+        yield Violation(
+            with_size_problem(message, options, wl),
             node.location(),
             _k8s_fix(unit, options, c, wl),
         )

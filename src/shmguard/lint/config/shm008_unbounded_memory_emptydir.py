@@ -18,8 +18,9 @@ from shmguard.lint.config._base import (
     SOURCES,
     CheckOptions,
     Unit,
-    fix_size,
+    fix_sized,
     mounts_at_shm,
+    with_size_problem,
 )
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
@@ -55,18 +56,22 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
             continue
         names = ", ".join(repr(c.name) for c in users)
         wl = next((w for c, w in unit.containers if c in users and w.cls == "ml"), unit.workload)
-        yield Violation(
+        message = (
             f"volume {v.name!r} (medium: Memory, at /dev/shm in {names}) has no sizeLimit and "
-            "the container has no memory limit: the tmpfs is bounded only by node memory",
+            "the container has no memory limit: the tmpfs is bounded only by node memory"
+        )
+        yield Violation(
+            with_size_problem(message, options, wl),
             v.medium.location() if v.medium is not None else v.node.location(),
             _fix(pod, v.empty_dir, options, wl),
         )
 
 
 def _fix(pod: PodSpec, empty_dir: YNode | None, options: CheckOptions, wl: Workload) -> Fix:
-    size = fix_size(options, wl, None)
-    edit = add_size_limit(pod, empty_dir, size) if isinstance(empty_dir, YMap) and size else None
-    if size is None or edit is None:
+    sized = fix_sized(options, wl, None)  # no memory limit: never "no room"
+    size = sized.bytes
+    edit = add_size_limit(pod, empty_dir, size) if isinstance(empty_dir, YMap) else None
+    if edit is None:
         return Fix(
             "Set a sizeLimit",
             "Set `sizeLimit` on the emptyDir (e.g. 1Gi, measured with `shmguard measure`), "
@@ -74,7 +79,7 @@ def _fix(pod: PodSpec, empty_dir: YNode | None, options: CheckOptions, wl: Workl
         )
     # A size the user chose is applied with --fix; the policy's default is a guess that may be
     # below what the job now uses (the tmpfs was bounded only by node memory): --unsafe-fixes.
-    explicit = options.shm_size is not None or bool(wl.shm_size)
+    explicit = sized.source in ("flag", "configured")
     return Fix(
         f"Set sizeLimit: {format_k8s_quantity(size)}",
         f"Bound the tmpfs at {format_iec(size)} (--shm-size, the shmguard.io/shm-size "

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shmguard.estimate.policy import Policy, default_shm_size, memory_limit_for, shm_size_for
+from shmguard.estimate.decide import Need, RanShort, ShmEvidence, choose_shm
+from shmguard.estimate.policy import Policy, memory_limit_for
 from shmguard.model import Fix, Location, shm_changes
 from shmguard.model.fix import FIX_RUNTIMES, PLATFORM_NOTES
 from shmguard.model.host import HostFacts
@@ -123,27 +124,29 @@ def memory_fix(facts: HostFacts, limit: int, shm_total: int, options: DoctorOpti
 def needed_size(
     facts: HostFacts, options: DoctorOptions, *, too_small: int | None = None
 ) -> tuple[int, str]:
-    """The /dev/shm size a fix should show, and the sentence that introduces it: what is used
-    now plus ``--require`` when given (statvfs ``used`` on a tmpfs; the named files' bytes on
-    anything else, whose statvfs figures are the whole disk's) through the sizing policy, else
-    the policy's default size (at least twice ``too_small``, a /dev/shm size known to have run
-    short; else capped by the memory limit), with a pointer to measuring."""
+    """The /dev/shm size a fix should show, and the sentence that introduces it, from the one
+    size decision (:func:`~shmguard.estimate.decide.choose_shm`): what is used now plus
+    ``--require`` when given (statvfs ``used`` on a tmpfs; the named files' bytes on anything
+    else, whose statvfs figures are the whole disk's) as a need, else the policy's default size
+    (at least twice ``too_small``, a /dev/shm size known to have run short; else capped by the
+    memory limit), with a pointer to measuring."""
     if options.require is not None:
         # statvfs "used" is /dev/shm's own only on a tmpfs mounted there; on a disk directory
         # it is the whole disk's, so count the files in /dev/shm instead.
         shm = facts.shm
         used = shm.used.value if shm.fstype.value == "tmpfs" else shm.named_bytes.value
-        sized = shm_size_for((used or 0) + options.require, options.policy)
+        need = Need((used or 0) + options.require, "need")
+        sized = choose_shm(ShmEvidence(measured=need), options.policy)
         return sized.bytes, (
             f"Give /dev/shm what it holds now plus --require, with "
             f"{options.policy.headroom:.0%} headroom:"
         )
+    evidence = ShmEvidence(
+        ran_short=None if too_small is None else RanShort(too_small),
+        memory_limit=facts.cgroup.memory_limit.value,
+        current=facts.shm.total.value,
+    )
     return (
-        default_shm_size(
-            options.policy,
-            memory_limit=facts.cgroup.memory_limit.value,
-            too_small=too_small,
-            current=facts.shm.total.value,
-        ).bytes,
+        choose_shm(evidence, options.policy).bytes,
         "Size /dev/shm from a measurement (shmguard measure); for example",
     )

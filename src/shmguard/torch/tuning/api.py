@@ -2,11 +2,11 @@
 
 The search is :mod:`~shmguard.torch.tuning.search`, each trial
 :mod:`~shmguard.torch.tuning.trial`, the budget :mod:`~shmguard.torch.tuning.budget`. The
-container settings for the pick go through the one sizing policy
-(:func:`~shmguard.estimate.policy.shm_size_for` of the measured peak, raised to the DataLoader
-model's peak; :func:`~shmguard.estimate.policy.memory_limit_for` of the measured non-shm
-memory) and the one fix model (:func:`~shmguard.model.fix.shm_changes`), capped at the budget:
-the pick ran within it, and its predicted peak fits it.
+container settings for the pick go through the one size decision
+(:func:`~shmguard.estimate.decide.choose_shm` of the measured peak and the DataLoader model's
+peak: the larger gets the headroom; :func:`~shmguard.estimate.policy.memory_limit_for` of the
+measured non-shm memory) and the one fix model (:func:`~shmguard.model.fix.shm_changes`),
+capped at the budget: the pick ran within it, and its predicted peak fits it.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from shmguard.estimate.policy import Policy, memory_limit_for, shm_size_for
+from shmguard.estimate.decide import Need, ShmEvidence, choose_shm
+from shmguard.estimate.policy import Policy, memory_limit_for
 from shmguard.measure.cgroups import available_cpus
 from shmguard.model.fix import shm_changes
 from shmguard.torch.tuning.budget import read_budget
@@ -137,13 +138,9 @@ def container_settings(trial: Trial, budget: Budget, policy: Policy) -> Settings
             )
     else:
         peak = max(trial.peak_shm or 0, 1) * ranks
-        sized = shm_size_for(
-            peak,
-            policy,
-            floor=(trial.predicted_peak or 0) * ranks or None,
-            floor_basis="the DataLoader model's peak",
-            what="measured peak",
-        )
+        predicted = (trial.predicted_peak or 0) * ranks
+        model = Need(predicted, "the DataLoader model's peak") if predicted else None
+        sized = choose_shm(ShmEvidence(measured=Need(peak, "measured peak"), model=model), policy)
         shm, shm_basis = sized.bytes, sized.basis
     if shm > budget.shm:  # (never for num_workers=0: sized within the budget above)
         shm = budget.shm
