@@ -105,7 +105,7 @@ def test_require_in_the_entrypoint_refuses_the_default_64_mib(image: tuple[Runti
         "shmguard run: --require 1 GiB not met: /dev/shm has 64 MiB free, below the 1 GiB "
         "required (--require); not starting sh -c 'echo ran; df -k /dev/shm'"
     ) in r.stderr
-    assert "docker run --shm-size=1280m IMAGE ..." in r.stderr  # the fix for Docker
+    assert "docker run --shm-size=1536m IMAGE ..." in r.stderr  # the fix for Docker
     r = _docker(rt, *run, "--shm-size=2g", tag, "sh", "-c", "echo ran; df -k /dev/shm")
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[0] == "ran"

@@ -23,7 +23,7 @@ from shmguard.inspect.shm import statvfs_from_json
 from shmguard.lint.doctor import DoctorOptions, diagnose
 from shmguard.model import Setting
 from shmguard.triage import explain_streams
-from shmguard.units import GiB, MiB
+from shmguard.units import GiB, MiB, round_up
 
 
 def _shm_change(fix: object) -> int:
@@ -157,7 +157,7 @@ def test_one_loader_gets_one_size_from_every_command() -> None:
     sizes["probe"] = probed.shm_size
     seen = observed_loader(4, BATCH, FAST_PEAK)
     assert seen is not None and seen.prediction.peak == pred.peak
-    assert start_level(seen, FAST_PEAK) == FAST_PEAK
+    assert start_level(seen, FAST_PEAK) == round_up(int(FAST_PEAK * 1.05), MiB)
     # run --watch (and watch): the model for the loader the watcher saw
     watched = model_size(4, BATCH, FAST_PEAK)
     assert watched is not None

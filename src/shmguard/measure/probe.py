@@ -120,7 +120,7 @@ class _Search:
     def from_model(self, model: ObservedLoader, peak: int, confirm: int) -> int:
         """Search around the model's steady level (module docstring, step 2); returns the
         number of passes in a row at ``hi``."""
-        level = start_level(model, peak)
+        level = start_level(model, peak, self.tolerance)
         if self.trial(level, "predict"):
             self.hi = level
             below = level - self.step(level)
@@ -177,16 +177,17 @@ class _Search:
         return streak
 
 
-def start_level(model: ObservedLoader, peak: int) -> int:
+def start_level(model: ObservedLoader, peak: int, tolerance: float = 0.05) -> int:
     """Where the search from the model starts, in whole MiB: the model's steady level for the
-    loader the measuring run saw, or that run's own ``peak`` when the run completed clearly
-    below the steady level (by more than :data:`~shmguard.estimate.observed.SLACK`): that
-    command's queues never fill (a short run, ``numpy_loader --batches 10``), so its measured
-    peak is the evidence about it, and a search from the steady level only bisects down to
-    it (12-15 runs instead of 6)."""
+    loader the measuring run saw, or, when that run completed clearly below the steady level
+    (by more than :data:`~shmguard.estimate.observed.SLACK`), its own ``peak`` plus one
+    ``tolerance`` step: that command's queues never fill (a short run, ``numpy_loader
+    --batches 10``), so its measured peak is the evidence about it (the bracket one step
+    below then tries the peak itself), and a search from the steady level only bisects down
+    to it (12-15 runs instead of 6)."""
     level = model.prediction.steady
     if peak < level * (1 - SLACK):
-        level = peak
+        level = min(level, int(peak * (1 + tolerance)))
     return round_up(max(level, 1), MiB)
 
 
@@ -304,7 +305,7 @@ def probe_command(
             s[0] += int(t.passed)
             s[1] += 1
         rates = tuple(SizeStats(k, v[0], v[1]) for k, v in sorted(stats.items()))
-        if model is not None and start_level(model, base.peak) < model.prediction.steady:
+        if model is not None and start_level(model, base.peak, tolerance) < model.prediction.steady:
             start = (
                 f"from the measured peak {format_iec(base.peak)}, below the steady level of "
                 f"{model.basis}"
