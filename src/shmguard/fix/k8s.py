@@ -33,16 +33,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from shmguard.fix.names import LEGACY_VOLUME_NAMES as LEGACY_VOLUME_NAMES
+from shmguard.fix.names import VOLUME_NAME as VOLUME_NAME
 from shmguard.model.fix import Change, shm_changes
 from shmguard.sources.k8s import PodSpec
 from shmguard.sources.k8s_model import Container, is_dev_shm, quantity_bytes, text
 from shmguard.units import format_k8s_quantity
-
-#: The name of the memory-backed emptyDir every shmguard writer adds (check --fix, recommend,
-#: the webhook, the Kyverno mutate, the snippets).
-VOLUME_NAME = "dshm"
-#: Names older releases' webhook gave the volume it added (pods created then still carry it).
-LEGACY_VOLUME_NAMES = ("shmguard-dshm",)
 
 #: A JSONPatch (RFC 6902) operation.
 Op = dict[str, Any]

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from shmguard.fix.k8s import VOLUME_NAME
+from shmguard.fix.names import VOLUME_NAME
 from shmguard.fix.runtime import compose_entry, run_flag
 from shmguard.model.fix import RUNTIMES, Change, Setting
 from shmguard.units import format_ecs_mib, format_k8s_quantity
