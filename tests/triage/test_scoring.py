@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 from _triage_helpers import diagnose_text
 
-from shmguard.triage.model import Diagnosis, FixPlan, Result, Signature, SizeChoice
+from shmguard.estimate.policy import Sized
+from shmguard.triage.model import Diagnosis, FixPlan, Result, Signature
 from shmguard.triage.scoring import accepts, checks_in, score
 
 BUS = "RuntimeError: DataLoader worker (pid 7) is killed by signal: Bus error.\n"
@@ -54,7 +55,7 @@ def _result(
 ) -> Result:
     fix = None
     if shm_size is not None:
-        size = SizeChoice(shm_size, "a starting point")
+        size = Sized(shm_size, "a starting point", "documented")
         fix = FixPlan("Give it more /dev/shm.", None, size, None, (), (), (), ())
     return Result(
         id=f"sig-{kind}",

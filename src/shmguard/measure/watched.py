@@ -22,13 +22,13 @@ from pathlib import Path
 
 from shmguard.estimate.decide import ShmEvidence, choose_shm
 from shmguard.estimate.observed import observed_loader
-from shmguard.estimate.policy import Policy
+from shmguard.estimate.policy import Policy, Sized
 from shmguard.measure.hang import HangDetector
 from shmguard.measure.outcome import Cause, classify
 from shmguard.measure.sampler import ShmSampler, Timeline
 from shmguard.measure.supervise import ChildExit, Supervisor
 from shmguard.triage import explain_streams
-from shmguard.triage.model import Diagnosis, SizeChoice
+from shmguard.triage.model import Diagnosis
 from shmguard.triage.stall import (
     StallVerdict,
     failed_torch_sizes,
@@ -153,7 +153,7 @@ def shm_mount_line(mounts: Path = Path("/proc/self/mounts"), target: str = "/dev
 
 def model_size(
     creators: int, largest: int, peak: int, policy: Policy | None = None
-) -> SizeChoice | None:
+) -> Sized | None:
     """The /dev/shm size for the DataLoader a watcher saw: ``creators`` workers making
     ``largest``-byte batches, ``peak`` bytes at most (a run that filled /dev/shm peaks at its
     size, so the model's peak says what it would have needed), through the sizing policy;
@@ -165,8 +165,7 @@ def model_size(
         return None
     need = seen.need()
     context = need.context.replace("the measuring run saw", "shmguard saw", 1)
-    sized = choose_shm(ShmEvidence(model=replace(need, context=context)), policy)
-    return SizeChoice(sized.bytes, sized.basis)
+    return choose_shm(ShmEvidence(model=replace(need, context=context)), policy)
 
 
 def diagnose_output(
@@ -176,7 +175,7 @@ def diagnose_output(
     *,
     runtime: str | None = None,
     policy: Policy | None = None,
-    shm_size: SizeChoice | None = None,
+    shm_size: Sized | None = None,
 ) -> Diagnosis:
     """The classifier's diagnosis of a command's output tails and /dev/shm mount lines, as
     ``explain`` makes it for those three inputs (one incident): named ``stderr``, ``stdout``
@@ -307,7 +306,7 @@ def watch_command(
 
 def _loader_size(
     sampler: ShmSampler | None, detector: HangDetector | None, policy: Policy | None
-) -> SizeChoice | None:
+) -> Sized | None:
     """:func:`model_size` for what the owner scans saw, with the failed allocations' zero-block
     ``torch_*`` files added: their names carry the worker's pid and their size the bytes it
     asked for (a loader that fails within a scan interval leaves only those). Files already

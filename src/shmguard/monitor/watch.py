@@ -21,13 +21,12 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from shmguard.estimate.policy import ALERT_PERCENT, Policy
+from shmguard.estimate.policy import ALERT_PERCENT, Policy, Sized
 from shmguard.measure.owners import OwnerTracker
 from shmguard.measure.sampler import ShmSampler
 from shmguard.measure.watched import model_size
 from shmguard.model.host import HoldersScan
 from shmguard.monitor.target import CgroupMemory, WatchTarget
-from shmguard.triage.model import SizeChoice
 from shmguard.triage.stall import ShmObservation, StallVerdict, failed_torch_sizes, stall_verdict
 
 #: statvfs period between refreshes (inotify wakes it early on writes; 10 Hz keeps the cost
@@ -87,7 +86,7 @@ class WatchSnapshot:
     failed_allocations: tuple[tuple[str, int], ...]
     quiet: float
     stall: StallVerdict
-    fix_size: SizeChoice | None
+    fix_size: Sized | None
     history: tuple[int, ...]
     errors: tuple[str, ...]
 
@@ -226,7 +225,7 @@ class Monitor:
             errors=(*reading.errors, *self._errors),
         )
 
-    def _fix_size(self, failed: tuple[tuple[str, int], ...], peak: int) -> SizeChoice | None:
+    def _fix_size(self, failed: tuple[tuple[str, int], ...], peak: int) -> Sized | None:
         """The DataLoader model's size for the workers and batch bytes seen: the torch blocks
         the owner scans saw plus the failed allocations' files (their names carry the worker's
         pid, their size the bytes asked for), as ``run --watch`` sizes it."""

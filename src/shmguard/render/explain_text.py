@@ -278,7 +278,7 @@ def _fix(
         line(f"Size and configuration: as for {printed[key]} above.", indent=5)
     elif f.shm_size is not None:
         printed[key] = n
-        line(f"Size: {format_iec(f.shm_size.bytes)}, {f.shm_size.method}.", indent=5)
+        line(f"Size: {format_iec(f.shm_size.bytes)}, {f.shm_size.basis}.", indent=5)
         if f.memory_limit is not None:
             line(
                 f"Memory limit: {format_iec(f.memory_limit)} (the limit the log shows plus the "

@@ -16,6 +16,7 @@ from pathlib import PurePath
 from typing import Any
 
 from shmguard import __version__
+from shmguard.estimate.policy import Sized
 from shmguard.model.fact import Fact
 from shmguard.model.fix import Change
 from shmguard.render.snippets import render_snippets
@@ -26,7 +27,9 @@ def to_data(obj: Any) -> Any:
 
     A dataclass with fix values (a ``changes`` field of :class:`~shmguard.model.fix.Change`)
     also gets ``snippets``: the values written in every runtime's syntax by the one snippet
-    renderer, so scripts need not render them.
+    renderer, so scripts need not render them. A size decision
+    (:class:`~shmguard.estimate.policy.Sized`) also keeps ``method``, the name version 1 of
+    the schemas gave its basis sentence (explain's ``fix.shm_size``), beside ``basis``.
     """
     if isinstance(obj, Fact):
         if obj.reason is not None:
@@ -37,6 +40,8 @@ def to_data(obj: Any) -> Any:
         changes = getattr(obj, "changes", None)
         if isinstance(changes, tuple) and all(isinstance(c, Change) for c in changes):
             data["snippets"] = to_data(render_snippets(changes) if changes else ())
+        if isinstance(obj, Sized):
+            data["method"] = obj.basis
         return data
     if isinstance(obj, enum.Enum):
         return obj.value

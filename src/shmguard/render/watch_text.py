@@ -45,7 +45,7 @@ def fix_lines(snap: WatchSnapshot) -> list[str]:
     if snap.fix_size is None:
         return []
     size = snap.fix_size
-    lines = [f"fix: give /dev/shm {format_iec(size.bytes)} ({size.method})"]
+    lines = [f"fix: give /dev/shm {format_iec(size.bytes)} ({size.basis})"]
     for s in render_snippets(shm_changes(size.bytes), ("docker", "kubernetes")):
         lines += [f"  {s.title}:", *(f"    {line}" for line in s.text.splitlines())]
     return lines
@@ -151,6 +151,6 @@ def watch_data(snap: WatchSnapshot) -> dict[str, Any]:
     data["fix_size"] = (
         None
         if snap.fix_size is None
-        else {"bytes": snap.fix_size.bytes, "basis": snap.fix_size.method}
+        else {"bytes": snap.fix_size.bytes, "basis": snap.fix_size.basis}
     )
     return data

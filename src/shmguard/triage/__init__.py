@@ -19,11 +19,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from shmguard.estimate.policy import Policy
+from shmguard.estimate.policy import Policy, Sized
 from shmguard.triage.classify import diagnose
 from shmguard.triage.loader import SignatureError, load_catalogue
 from shmguard.triage.matchers import Matcher
-from shmguard.triage.model import Diagnosis, Result, Signature, SizeChoice
+from shmguard.triage.model import Diagnosis, Result, Signature
 from shmguard.triage.text import builtin_catalogue, classify_text, diagnose_text, top_cause
 
 __all__ = [
@@ -46,7 +46,7 @@ def explain_streams(
     *,
     signatures: Sequence[Signature] | None = None,
     runtime: str | None = None,
-    shm_size: int | SizeChoice | None = None,
+    shm_size: int | Sized | None = None,
     backend: str = "auto",
     policy: Policy | None = None,
 ) -> Diagnosis:
@@ -59,7 +59,7 @@ def explain_streams(
         runtime: ``docker``, ``compose``, ``kubernetes``, ``podman``, ``ecs`` or ``app``;
             None infers it from the log.
         shm_size: bytes to use in fixes instead of the chosen size, or a
-            :class:`~shmguard.triage.model.SizeChoice` (bytes and the basis to print).
+            :class:`~shmguard.estimate.policy.Sized` (bytes and the basis to print).
         backend: literal pre-filter, ``auto``, ``ac`` (Aho-Corasick) or ``find``.
         policy: the sizing policy for the fixes (``[tool.shmguard.sizes]``); default
             :class:`~shmguard.estimate.Policy`.

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from shmguard.estimate.policy import Policy
+from shmguard.estimate.policy import Policy, Sized
 from shmguard.triage.fixes import Captured, plan_fix
 from shmguard.triage.matchers import Matcher, Tally
 from shmguard.triage.model import (
@@ -31,7 +31,6 @@ from shmguard.triage.model import (
     Fact,
     InputSummary,
     Result,
-    SizeChoice,
     confidence_rank,
 )
 from shmguard.triage.model import (
@@ -143,7 +142,7 @@ def diagnose(
     matcher: Matcher,
     *,
     runtime: str | None = None,
-    shm_override: int | SizeChoice | None = None,
+    shm_override: int | Sized | None = None,
     policy: Policy | None = None,
 ) -> Diagnosis:
     """Rank what ``matcher`` found and attach fixes.

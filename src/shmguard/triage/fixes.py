@@ -38,9 +38,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from shmguard.estimate.decide import Documented, LogSize, Need, RanShort, ShmEvidence, choose_shm
-from shmguard.estimate.policy import Policy, memory_limit_for
+from shmguard.estimate.policy import Policy, Sized, memory_limit_for
 from shmguard.model.fix import PLATFORM_NOTES, PLATFORMS, RUNTIMES, Change, shm_changes
-from shmguard.triage.model import Evidence, FixPlan, Signature, SizeChoice, SizeRule
+from shmguard.triage.model import Evidence, FixPlan, Signature, SizeRule
 from shmguard.units import format_iec
 
 #: Shown with every shm-size fix: the size above is a starting point, these measure it.
@@ -113,17 +113,16 @@ def choose_size(
     rule: SizeRule,
     captured: Captured,
     facts: Captured,
-    override: int | SizeChoice | None,
+    override: int | Sized | None,
     policy: Policy | None = None,
-) -> SizeChoice:
+) -> Sized:
     """A /dev/shm size in bytes and how it was chosen: the one size decision
     (:func:`~shmguard.estimate.decide.choose_shm`) over :func:`size_evidence`. ``override``:
     bytes given with ``--shm-size``, or a size chosen elsewhere with its own basis (``run
     --watch``: the DataLoader model for the loader its sampler saw)."""
-    if isinstance(override, SizeChoice):
+    if isinstance(override, Sized):
         return override
-    sized = choose_shm(size_evidence(rule, captured, facts, override), policy)
-    return SizeChoice(sized.bytes, sized.basis)
+    return choose_shm(size_evidence(rule, captured, facts, override), policy)
 
 
 def host_ipc_note(ev: Evidence) -> str:
@@ -141,7 +140,7 @@ def plan_fix(
     captured: Captured,
     facts: Captured,
     runtime: str | None,
-    override: int | SizeChoice | None,
+    override: int | Sized | None,
     host_shm: Evidence | None = None,
     policy: Policy | None = None,
     matched: Collection[str] = (),
@@ -167,7 +166,7 @@ def plan_fix(
     if sig.fix is None:
         raise ValueError(f"signature {sig.id} has no fix")
     spec = sig.fix
-    size: SizeChoice | None = None
+    size: Sized | None = None
     memory: int | None = None
     changes: tuple[Change, ...] = ()
     nxt = list(spec.next)

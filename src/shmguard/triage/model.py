@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from shmguard.estimate.policy import Sized
 from shmguard.model.finding import Applicability, Finding, Fix, Location, Severity
 from shmguard.model.fix import PLATFORMS, Change
 
@@ -148,14 +149,6 @@ class Evidence:
 
 
 @dataclass(frozen=True)
-class SizeChoice:
-    """A chosen /dev/shm size in bytes and, in words, how it was chosen."""
-
-    bytes: int
-    method: str
-
-
-@dataclass(frozen=True)
 class FixPlan:
     """The fix printed for one result: for ``runtime`` (None when unknown or only hinted at,
     ``app`` for application-side only, a platform of :data:`~shmguard.model.fix.PLATFORMS`
@@ -165,7 +158,7 @@ class FixPlan:
 
     summary: str
     runtime: str | None
-    shm_size: SizeChoice | None
+    shm_size: Sized | None
     memory_limit: int | None
     changes: tuple[Change, ...]
     runtime_notes: tuple[str, ...]
@@ -210,7 +203,7 @@ class Result:
         location = Location(file=first.file, line=first.line) if first else None
         fix = None
         if self.fix is not None:
-            method = self.fix.shm_size.method if self.fix.shm_size else ""
+            method = self.fix.shm_size.basis if self.fix.shm_size else ""
             fix = Fix(
                 self.fix.summary,
                 " ".join((method, *self.fix.runtime_notes, *self.fix.app)).strip(),
