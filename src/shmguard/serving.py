@@ -10,7 +10,8 @@ or is closed. Why a slow client cannot hold a slot: every connection has a deadl
 (:meth:`Deadlines.set`) and the reaper shuts down the socket of any connection past it,
 whatever it is blocked in (TLS handshake, request line, headers, body); and when every slot is
 taken, a new connection takes the slot of the connection nearest its deadline that is not
-being answered (idle, or still sending its request): a client that sends its request at once
+being answered (idle, or still sending its request), at once (the cut connection's thread
+ends within milliseconds and does not give the slot back): a client that sends its request at once
 is served within milliseconds however many slow clients are connected, while a slow client
 loses its slot to the next arrival. Only connections whose request was read whole and is
 being answered (``busy``) are never taken over.
@@ -37,6 +38,7 @@ class Deadlines:
         self._lock = threading.Lock()
         self._conns: dict[socket.socket, tuple[float, str]] = {}
         self._cut: set[socket.socket] = set()
+        self._handed: set[socket.socket] = set()
 
     def set(self, sock: socket.socket, deadline: float, state: str) -> None:
         """Record ``sock``'s deadline (``time.monotonic()`` seconds) and state."""
@@ -49,11 +51,15 @@ class Deadlines:
             entry = self._conns.get(sock)
         return entry[0] if entry else None
 
-    def drop(self, sock: socket.socket) -> None:
-        """Forget ``sock`` (its connection ended)."""
+    def drop(self, sock: socket.socket) -> bool:
+        """Forget ``sock`` (its connection ended). True when :meth:`evict` handed its slot
+        to a new connection (its thread must not give it back)."""
         with self._lock:
             self._conns.pop(sock, None)
             self._cut.discard(sock)
+            handed = sock in self._handed
+            self._handed.discard(sock)
+            return handed
 
     def alive(self, sock: socket.socket) -> bool:
         """True while ``sock`` is tracked, before its deadline and not cut by
@@ -82,8 +88,10 @@ class Deadlines:
         return len(late)
 
     def evict(self) -> bool:
-        """Shut down the connection nearest its deadline that is not ``BUSY`` (its thread
-        then ends and frees its slot); False when every connection is busy."""
+        """Shut down the connection nearest its deadline that is not ``BUSY``; its slot goes
+        to the caller at once (its thread, which wakes from its read and ends within
+        milliseconds, does not give it back: :meth:`drop`). False when every connection is
+        busy."""
         with self._lock:
             waiting = [
                 (d, s)
@@ -93,6 +101,7 @@ class Deadlines:
             victim = min(waiting, key=lambda e: e[0])[1] if waiting else None
             if victim is not None:
                 self._cut.add(victim)
+                self._handed.add(victim)
         if victim is None:
             return False
         _cut(victim)
@@ -141,8 +150,7 @@ class ConnectionLimits:
         (counted in :attr:`refused`): the caller closes the connection."""
         if self._slots.acquire(blocking=False):
             return True
-        # the evicted connection's thread wakes from its recv and releases its slot
-        if self.deadlines.evict() and self._slots.acquire(timeout=1.0):
+        if self.deadlines.evict():
             self.evicted += 1
             return True
         end = time.monotonic() + wait
@@ -152,9 +160,11 @@ class ConnectionLimits:
         self.refused += 1
         return False
 
-    def release(self) -> None:
-        """Give back the slot of a connection that ended."""
-        self._slots.release()
+    def release(self, sock: socket.socket) -> None:
+        """``sock``'s connection ended: forget it and give back its slot (unless
+        :meth:`Deadlines.evict` handed it over)."""
+        if not self.deadlines.drop(sock):
+            self._slots.release()
 
     def close(self) -> None:
         """Stop the reaper (and any :meth:`admit` waiting)."""

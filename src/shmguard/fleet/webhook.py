@@ -325,12 +325,15 @@ class _Handler(BaseHTTPRequestHandler):
         hooks = self.server.hooks
         deadline = self._deadline(READING, restart=False)
         reserve = min(DECIDE_RESERVE, 0.4 * hooks.options.request_timeout)
+        # busy while it waits: a cut socket would not wake it, so its slot is not taken
+        self._deadline(BUSY, restart=False)
         if not hooks.budget.reserve(length, deadline - reserve):
             msg = f"busy: {hooks.budget.total} bytes of request bodies already in flight"
             self._error(503, "busy", msg)
             self._drain(length, 0.2)
             return
         try:
+            self._deadline(READING, restart=False)
             body = self.rfile.read(length)
             if len(body) < length:
                 self.close_connection = True
@@ -361,7 +364,7 @@ class _HTTPServer(ThreadingHTTPServer):
         try:
             super().process_request(request, client_address)
         except BaseException:
-            limits.release()
+            limits.release(request)
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
@@ -385,10 +388,8 @@ class _HTTPServer(ThreadingHTTPServer):
         except Exception:
             log.exception("webhook connection failed")
         finally:
-            deadlines.drop(request)
-            deadlines.drop(sock)
             self.shutdown_request(sock)
-            hooks.limits.release()
+            hooks.limits.release(sock)
 
 
 class _HTTPServer6(_HTTPServer):

@@ -392,10 +392,15 @@ def _handler_class(limits: ConnectionLimits, seconds: float) -> type[Any]:
                 self.requestline = self.raw_requestline.decode("iso-8859-1").rstrip("\r\n")
                 self.send_error(400, "HTTP/0.9 requests are not supported")
                 return False
-            ok = bool(super().parse_request())
-            if ok:
-                limits.deadlines.set(self.connection, time.monotonic() + seconds, BUSY)
-            return ok
+            if not super().parse_request():
+                return False
+            if not limits.deadlines.alive(self.connection):
+                # cut while its headers came (evicted or late): they ended at the cut, and
+                # nobody waits for the scrape
+                self.close_connection = True
+                return False
+            limits.deadlines.set(self.connection, time.monotonic() + seconds, BUSY)
+            return True
 
     return Handler
 
@@ -487,8 +492,7 @@ def _server_class(limits: ConnectionLimits, timeout: float, ipv6: bool) -> type[
             try:
                 super().process_request(request, client_address)
             except BaseException:
-                limits.deadlines.drop(request)
-                limits.release()
+                limits.release(request)
                 raise
 
         def handle_error(self, request: Any, client_address: Any) -> None:
@@ -501,7 +505,6 @@ def _server_class(limits: ConnectionLimits, timeout: float, ipv6: bool) -> type[
             try:
                 super().process_request_thread(request, client_address)
             finally:
-                limits.deadlines.drop(request)
-                limits.release()
+                limits.release(request)
 
     return Server
