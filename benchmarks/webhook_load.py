@@ -23,12 +23,12 @@ Rows:
   cannot send at the rate; the highest rate that met it;
 * the server's peak RSS (``VmHWM`` of /proc/PID/status) after all of it;
 * ``slowloris``: ``--slow`` clients (default 150) hold connections open, a fifth of them
-  TCP connections that never start TLS, the rest sending a request a byte a second and
-  reconnecting when cut, while ``--probes`` fresh clients (one every 0.4 s) each send a whole
-  review: how many are answered (200, ``allowed``) within 3 s and the worst latency (issue 24:
-  0-2 of 20-72 answered before the connection limits were changed);
+  TCP connections that never start TLS, the rest sending a request a byte a second, each
+  reconnecting when cut or refused, while ``--probes`` fresh clients (one every 0.4 s) each
+  send a whole review: how many are answered (200, ``allowed``) within 3 s and the worst
+  latency (issue 24: 0-2 of 20-72 answered before the connection limits were changed);
 * ``large``: a fresh server, ``--large`` (default 48) clients sending a 1.45 MiB review at
-  once (a pod with thousands of small environment entries: the most objects per byte): the
+  once (a pod with ~80,000 environment variables without a value: the most objects per byte): the
   answers by status, the slowest, and the server's peak RSS against the Deployment's 256Mi
   limit (issue 24: 913 MB and none answered before the body budget).
 
@@ -192,6 +192,7 @@ def slowloris(port: int, ca: Path, slow: int, probes: int) -> dict[str, float]:
     ctx = client_context(ca)
     stop = threading.Event()
     made = [0]
+    body = bodies(1)[0]  # before the slow clients: the corpus takes seconds to read
 
     def open_slow(i: int) -> socket.socket | None:
         try:
@@ -218,6 +219,8 @@ def slowloris(port: int, ca: Path, slow: int, probes: int) -> dict[str, float]:
                         raise OSError
                     if i % 5:
                         s.send(b"X")
+                    elif _closed(s):  # a raw connection cut by the server: open another
+                        raise OSError
                 except (OSError, ssl.SSLError):
                     if s is not None:
                         s.close()
@@ -226,7 +229,6 @@ def slowloris(port: int, ca: Path, slow: int, probes: int) -> dict[str, float]:
     dripper = threading.Thread(target=drip, daemon=True)
     dripper.start()
     time.sleep(1.5)
-    body = bodies(1)[0]
     worst, answered = 0.0, 0
     for _ in range(probes):
         start = time.perf_counter()
@@ -252,9 +254,17 @@ def slowloris(port: int, ca: Path, slow: int, probes: int) -> dict[str, float]:
     return {"answered": answered, "worst": worst, "made": made[0]}
 
 
+def _closed(s: socket.socket) -> bool:
+    """True when the peer closed ``s`` (read without waiting)."""
+    try:
+        return s.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+
+
 def large_review() -> bytes:
-    """An AdmissionReview of about :data:`LARGE` bytes: a training pod with thousands of
-    small environment entries."""
+    """An AdmissionReview of about :data:`LARGE` bytes: a training pod with ~80,000
+    environment variables without values (~25 MiB once parsed)."""
     env = []
     pod = {
         "apiVersion": "v1",
@@ -265,7 +275,7 @@ def large_review() -> bytes:
     base = len(json.dumps(review(pod)))
     i = 0
     while base < LARGE:
-        item = {"name": f"V{i}", "value": "x" * 16}
+        item = {"name": f"V{i}"}  # a variable without a value: valid, and the most dicts
         env.append(item)
         base += len(json.dumps(item)) + 2
         i += 1
@@ -274,11 +284,12 @@ def large_review() -> bytes:
 
 def large(port: int, ca: Path, clients: int) -> dict[str, Any]:
     """``clients`` concurrent :func:`large_review` requests on fresh connections: answers by
-    status (0: no answer within 10 s), the slowest answer (s)."""
+    status (0: no answer within 10 s), the slowest answer (s), the 200s within 3 s."""
     ctx = client_context(ca)
     body = large_review()
     statuses: list[int] = []
     slowest = [0.0]
+    in_time = [0]
     lock = threading.Lock()
     ready = threading.Barrier(clients)
 
@@ -293,8 +304,11 @@ def large(port: int, ca: Path, clients: int) -> dict[str, Any]:
             r = c.getresponse()
             r.read()
             status = r.status
+            took = time.perf_counter() - start
             with lock:
-                slowest[0] = max(slowest[0], time.perf_counter() - start)
+                slowest[0] = max(slowest[0], took)
+                if status == 200 and took <= TIMEOUT:
+                    in_time[0] += 1
         except (OSError, http.client.HTTPException, threading.BrokenBarrierError):
             pass
         finally:
@@ -308,7 +322,7 @@ def large(port: int, ca: Path, clients: int) -> dict[str, Any]:
     for t in threads:
         t.join(timeout=60)
     counts = {s: statuses.count(s) for s in sorted(set(statuses))}
-    return {"bytes": len(body), "counts": counts, "slowest": slowest[0]}
+    return {"bytes": len(body), "counts": counts, "slowest": slowest[0], "in_time": in_time[0]}
 
 
 def row(name: str, r: dict[str, float]) -> str:
@@ -366,7 +380,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             answers = ", ".join(f"{n} x {s or 'none'}" for s, n in r["counts"].items())
             print(
                 f"large: {args.large} concurrent {r['bytes'] / 2**20:.2f} MiB reviews: answers "
-                f"{answers}; slowest {r['slowest'] * 1000:.0f} ms; server peak RSS "
+                f"{answers} ({r['in_time']} x 200 within 3 s); slowest "
+                f"{r['slowest'] * 1000:.0f} ms; server peak RSS "
                 f"{rss / 2**20:.1f} MiB (limit {MEMORY_LIMIT / 2**20:.0f} MiB: "
                 f"{'under' if rss < MEMORY_LIMIT else 'OVER'})"
             )
