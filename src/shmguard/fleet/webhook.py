@@ -246,8 +246,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(code, admission_error(f"{code} {text}", code, self.uid))
 
     def _send(self, code: int, body: bytes, ctype: str = "application/json") -> None:
-        if self.close_connection or not self.server.hooks.ready:
-            self.close_connection = True
+        if not self.server.hooks.ready:
+            self.close_connection = True  # shutting down: no next request on this one
         reason = self.responses.get(code, ("",))[0]
         head = (
             f"HTTP/1.1 {code} {reason}\r\nServer: {self.version_string()}\r\n"
