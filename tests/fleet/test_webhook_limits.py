@@ -294,3 +294,15 @@ def test_a_kept_alive_connection_waits_for_its_next_request_up_to_the_idle_timeo
     assert closed_by_peer(c.sock, 5.0)
     assert 1.5 < time.monotonic() - start < 3.5
     c.close()
+
+
+def test_a_body_budget_below_the_largest_body_is_a_one_line_error(pki: Pki) -> None:
+    files = ["--tls-cert", str(pki.dir / "server.crt"), "--tls-key", str(pki.dir / "server.key")]
+    r = subprocess.run(
+        [sys.executable, "-m", "shmguard", "webhook", *files, "--body-budget", "1Mi"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 2
+    assert r.stderr == "shmguard: error: --body-budget 1Mi: must be at least --max-body (4Mi)\n"
