@@ -16,13 +16,20 @@ with the default owner scan over every process and with ``--pid`` (one process t
 root, in node mode (``--node-root``) over ``--node-pods`` pod volumes as real tmpfs mounts laid
 out as the kubelet lays them out in a private mount namespace (tests/monitor/node_child.py over
 tests/inspect/node_layout.py; target from issue 11: < 10 ms median with 100).
+Then, under hostile connections (issue 24): the exporter's threads and VmSize while
+``--idle`` connections (default 500) each hold a half-sent request, and the latency of one
+scrape then; and the scrape p50/p99 under ``--scrapers`` (default 20) concurrent scrapers, 25
+scrapes each (before the connection limits: 2,000 half-sent requests held 2,004 threads,
+VmSize 17.5 GB, for over a minute; 20 scrapers saw p50 456 ms, p99 750 ms). ``--servers-only``
+runs only these.
 Target from issue 11: < 0.5% of one core at 10 Hz. CPU times come in clock ticks (10 ms), so
 over the default 30 s window one tick is 0.033%: use a longer ``--seconds`` to resolve less.
 
 Other monitors add a row by adding an entry to :data:`MONITORS` (argv after ``-m shmguard``),
 as ``watch --interval 1s`` has; ``--only`` picks rows.
 
-Run: ``python benchmarks/monitor_overhead.py [--seconds 30] [--scrapes 200] [--only exporter]``
+Run: ``python benchmarks/monitor_overhead.py [--seconds 30] [--scrapes 200] [--only exporter]
+[--idle 500] [--scrapers 20] [--servers-only]``
 """
 
 from __future__ import annotations
@@ -32,10 +39,12 @@ import json
 import os
 import re
 import select
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Sequence
@@ -129,6 +138,94 @@ def scrape_latency(extra: Sequence[str], scrapes: int) -> tuple[float, float]:
         proc.wait(10)
 
 
+def _start_exporter() -> tuple[subprocess.Popen[bytes], str]:
+    argv = [sys.executable, "-m", "shmguard", "exporter", "--listen", "127.0.0.1:0"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = _url(proc)
+    if url is None:
+        proc.kill()
+        raise SystemExit("exporter did not start")
+    urllib.request.urlopen(url, timeout=10).read()
+    return proc, url
+
+
+def _vm_size(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmSize:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def idle_connections(count: int) -> dict[str, float]:
+    """Threads and VmSize of an exporter while ``count`` connections each hold a half-sent
+    request (1 s after the last was opened), the time one scrape then takes, and how many of
+    the connections the kernel or the server had closed by then."""
+    proc, url = _start_exporter()
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    socks: list[socket.socket] = []
+    failed = 0
+    try:
+        for _ in range(count):
+            try:
+                s = socket.create_connection(("127.0.0.1", port), timeout=2)
+                s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+                socks.append(s)
+            except OSError:
+                failed += 1
+        time.sleep(1.0)
+        ps = psutil.Process(proc.pid)
+        threads, vm = ps.num_threads(), _vm_size(proc.pid)
+        start = time.perf_counter()
+        urllib.request.urlopen(url, timeout=30).read()
+        scrape = time.perf_counter() - start
+        return {"threads": threads, "vm": vm, "scrape": scrape, "failed": failed}
+    finally:
+        for s in socks:
+            s.close()
+        proc.terminate()
+        proc.wait(10)
+
+
+def concurrent_scrapes(scrapers: int, each: int = 25) -> tuple[float, float]:
+    """(p50, p99) ms of ``scrapers`` threads scraping one exporter ``each`` times at once."""
+    proc, url = _start_exporter()
+    times: list[float] = []
+    lock = threading.Lock()
+    start = threading.Barrier(scrapers)
+
+    def scraper() -> None:
+        start.wait(timeout=30)
+        for _ in range(each):
+            t = time.perf_counter()
+            urllib.request.urlopen(url, timeout=30).read()
+            with lock:
+                times.append((time.perf_counter() - t) * 1000)
+
+    try:
+        threads = [threading.Thread(target=scraper, daemon=True) for _ in range(scrapers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=300)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    times.sort()
+    return statistics.median(times), times[min(len(times) - 1, int(len(times) * 0.99))]
+
+
+def servers(idle: int, scrapers: int) -> None:
+    """The rows under hostile connections."""
+    r = idle_connections(idle)
+    print(
+        f"{idle} idle connections (half-sent requests): {r['threads']:.0f} threads, VmSize "
+        f"{r['vm'] / 2**20:.0f} MiB, a scrape meanwhile {r['scrape'] * 1000:.0f} ms, "
+        f"{r['failed']:.0f} connects refused"
+    )
+    p50, p99 = concurrent_scrapes(scrapers)
+    print(f"{scrapers} concurrent scrapers, 25 scrapes each: p50 {p50:.1f} ms, p99 {p99:.1f} ms")
+
+
 def node_scrape_latency(pods: int, scrapes: int) -> tuple[float, float]:
     """(median, p95) ms of ``scrapes`` node-mode scrapes over ``pods`` real tmpfs pod volumes
     (root: mounts in a private mount namespace)."""
@@ -150,10 +247,16 @@ def main() -> None:
     ap.add_argument("--scrapes", type=int, default=200, help="scrapes for the latency")
     ap.add_argument("--only", action="append", choices=sorted(MONITORS), help="rows to run")
     ap.add_argument("--node-pods", type=int, default=100, help="pod volumes for node mode")
+    ap.add_argument("--idle", type=int, default=500, help="idle connections held at once")
+    ap.add_argument("--scrapers", type=int, default=20, help="concurrent scrapers")
+    ap.add_argument("--servers-only", action="store_true", help="only the connection rows")
     args = ap.parse_args()
     print(
         f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; window {args.seconds:g} s"
     )
+    servers(args.idle, args.scrapers)
+    if args.servers_only:
+        return
     idle = cpu_percent(IDLE, args.seconds)
     print(f"{'idle baseline':<22} {idle:8.3f}% of one core")
     print(f"{'monitor':<22} {'CPU %':>9} {'minus idle':>11} {'target':>10}")

@@ -21,12 +21,24 @@ Rows:
   what a core's worth of webhook serves, whatever else the machine runs;
 * ``step``: the rate raised by halves from 200 until p99 >= 20 ms, an error, or a client that
   cannot send at the rate; the highest rate that met it;
-* the server's peak RSS (``VmHWM`` of /proc/PID/status) after all of it.
+* the server's peak RSS (``VmHWM`` of /proc/PID/status) after all of it;
+* ``slowloris``: ``--slow`` clients (default 150) hold connections open, a fifth of them
+  TCP connections that never start TLS, the rest sending a request a byte a second, each
+  reconnecting when cut or refused, while ``--probes`` fresh clients (one every 0.4 s) each
+  send a whole review: how many are answered (200, ``allowed``) within 3 s and the worst
+  latency (issue 24: 0-2 of 20-72 answered before the connection limits were changed);
+* ``large``: a fresh server, ``--large`` (default 48) clients sending a 1.45 MiB review at
+  once (a pod with ~80,000 environment variables without a value: the most objects per byte): the
+  answers by status, the slowest, and the server's peak RSS against the Deployment's 256Mi
+  limit (issue 24: 913 MB and none answered before the body budget).
 
 Target from issue 13: p99 < 20 ms and no errors at 200 requests/s. The client shares the
 machine with the server (and, here, with other work): its own cost is in every figure.
 
-Run: ``python benchmarks/webhook_load.py [--rate 200] [--connections 50] [--count 3000]``
+The machine's load average is printed first: other work on it shows in every figure.
+
+Run: ``python benchmarks/webhook_load.py [--rate 200] [--connections 50] [--count 3000]
+[--slow 150] [--probes 20] [--large 48] [--only mutate|slowloris|large]``
 """
 
 from __future__ import annotations
@@ -35,7 +47,10 @@ import argparse
 import gc
 import http.client
 import json
+import os
 import queue
+import socket
+import ssl
 import statistics
 import subprocess
 import sys
@@ -44,6 +59,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -61,6 +77,10 @@ from webhook_helpers import (  # noqa: E402
 
 TIMEOUT = 3.0
 TARGET_P99 = 0.020
+#: The Deployment's memory limit (deploy/webhook/deployment.yaml).
+MEMORY_LIMIT = 256 * 2**20
+#: The largest review body an API server sends (an object of at most 1.5 MiB in etcd).
+LARGE = int(1.45 * 2**20)
 
 
 def bodies(limit: int = 400) -> list[bytes]:
@@ -80,6 +100,7 @@ def bodies(limit: int = 400) -> list[bytes]:
 
 
 def start_server(pki_dir: Path) -> tuple[subprocess.Popen[str], int, Path]:
+    pki_dir.mkdir(parents=True, exist_ok=True)
     pki = make_pki(pki_dir)
     proc, port = start_webhook(*pki.issue("server"))
     # the rest of its log goes to a file, as a pod's stderr would
@@ -165,6 +186,145 @@ def run(
     }
 
 
+def slowloris(port: int, ca: Path, slow: int, probes: int) -> dict[str, float]:
+    """``probes`` fresh reviews while ``slow`` slow clients hold connections (see the module
+    docstring): answered within 3 s, worst latency (s), connections the slow clients made."""
+    ctx = client_context(ca)
+    stop = threading.Event()
+    made = [0]
+    body = bodies(1)[0]  # before the slow clients: the corpus takes seconds to read
+
+    def open_slow(i: int) -> socket.socket | None:
+        try:
+            raw = socket.create_connection(("127.0.0.1", port), timeout=5)
+            made[0] += 1
+            if i % 5 == 0:
+                return raw  # never starts TLS
+            s = ctx.wrap_socket(raw, server_hostname="127.0.0.1")
+            s.sendall(b"POST /mutate HTTP/1.1\r\nHost: x\r\n")
+            return s
+        except (OSError, ssl.SSLError):
+            return None
+
+    conns: list[socket.socket | None] = [open_slow(i) for i in range(slow)]
+
+    def drip() -> None:
+        end = time.monotonic() + 120  # bounded however the probes go
+        while not stop.wait(1.0) and time.monotonic() < end:
+            for i, s in enumerate(conns):
+                if stop.is_set():
+                    break
+                try:
+                    if s is None:
+                        raise OSError
+                    if i % 5:
+                        s.send(b"X")
+                    elif _closed(s):  # a raw connection cut by the server: open another
+                        raise OSError
+                except (OSError, ssl.SSLError):
+                    if s is not None:
+                        s.close()
+                    conns[i] = open_slow(i)
+
+    dripper = threading.Thread(target=drip, daemon=True)
+    dripper.start()
+    time.sleep(1.5)
+    worst, answered = 0.0, 0
+    for _ in range(probes):
+        start = time.perf_counter()
+        c = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=10)
+        try:
+            c.request("POST", "/mutate?timeout=3s", body, {"Content-Type": "application/json"})
+            r = c.getresponse()
+            good = r.status == 200 and b'"allowed":true' in r.read()
+        except (OSError, http.client.HTTPException):
+            good = False
+        finally:
+            c.close()
+        took = time.perf_counter() - start
+        if good and took <= TIMEOUT:
+            answered += 1
+        worst = max(worst, took if good else float("inf"))
+        time.sleep(max(0.0, 0.4 - took))
+    stop.set()
+    dripper.join(timeout=10)
+    for s in conns:
+        if s is not None:
+            s.close()
+    return {"answered": answered, "worst": worst, "made": made[0]}
+
+
+def _closed(s: socket.socket) -> bool:
+    """True when the peer closed ``s`` (read without waiting)."""
+    try:
+        return s.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+
+
+def large_review() -> bytes:
+    """An AdmissionReview of about :data:`LARGE` bytes: a training pod with ~80,000
+    environment variables without values (~25 MiB once parsed)."""
+    env = []
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "big"},
+        "spec": {"containers": [{"name": "train", "image": "pytorch/pytorch:2.3.0", "env": env}]},
+    }
+    base = len(json.dumps(review(pod)))
+    i = 0
+    while base < LARGE:
+        item = {"name": f"V{i}"}  # a variable without a value: valid, and the most dicts
+        env.append(item)
+        base += len(json.dumps(item)) + 2
+        i += 1
+    return json.dumps(review(pod)).encode()
+
+
+def large(port: int, ca: Path, clients: int) -> dict[str, Any]:
+    """``clients`` concurrent :func:`large_review` requests, each on a fresh connection (its
+    TLS handshake counted): answers by status (0: no answer within 10 s), the slowest answer
+    (s), the 200s within 3 s."""
+    ctx = client_context(ca)
+    body = large_review()
+    statuses: list[int] = []
+    slowest = [0.0]
+    in_time = [0]
+    lock = threading.Lock()
+    ready = threading.Barrier(clients)
+
+    def one() -> None:
+        c = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=10)
+        status = 0
+        try:
+            ready.wait(timeout=30)  # then connect and send at once, as the API server does
+            start = time.perf_counter()
+            c.request("POST", "/mutate?timeout=3s", body, {"Content-Type": "application/json"})
+            r = c.getresponse()
+            r.read()
+            status = r.status
+            took = time.perf_counter() - start
+            with lock:
+                slowest[0] = max(slowest[0], took)
+                if status == 200 and took <= TIMEOUT:
+                    in_time[0] += 1
+        except (OSError, http.client.HTTPException, threading.BrokenBarrierError):
+            pass
+        finally:
+            c.close()
+        with lock:
+            statuses.append(status)
+
+    threads = [threading.Thread(target=one, daemon=True) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    counts = {s: statuses.count(s) for s in sorted(set(statuses))}
+    return {"bytes": len(body), "counts": counts, "slowest": slowest[0], "in_time": in_time[0]}
+
+
 def row(name: str, r: dict[str, float]) -> str:
     return (
         f"{name:<22} p50 {r['p50'] * 1000:7.2f} ms  p99 {r['p99'] * 1000:7.2f} ms  "
@@ -187,7 +347,49 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--count", type=int, default=3000, help="requests per run")
     ap.add_argument("--step-count", type=int, default=2000, help="requests per step")
     ap.add_argument("--max-rate", type=float, default=6400.0, help="stop stepping here")
+    ap.add_argument("--slow", type=int, default=150, help="slow clients for slowloris")
+    ap.add_argument("--probes", type=int, default=20, help="fresh reviews during slowloris")
+    ap.add_argument("--large", type=int, default=48, help="concurrent 1.45 MiB reviews")
+    ap.add_argument("--only", choices=("mutate", "slowloris", "large"), action="append")
     args = ap.parse_args(argv)
+    only = set(args.only or ("mutate", "slowloris", "large"))
+    print(f"{os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if "mutate" in only:
+        mutate_rows(args)
+    with tempfile.TemporaryDirectory() as tmp:
+        if "slowloris" in only:
+            proc, port, ca = start_server(Path(tmp) / "slow")
+            try:
+                r = slowloris(port, ca, args.slow, args.probes)
+            finally:
+                proc.terminate()
+                proc.wait(timeout=10)
+            print(
+                f"slowloris: {args.slow} slow clients ({r['made']} connections made): "
+                f"{r['answered']} of {args.probes} probes answered within 3 s, worst "
+                + (f"{r['worst'] * 1000:.0f} ms" if r["worst"] != float("inf") else "unanswered")
+            )
+        if "large" in only:
+            proc, port, ca = start_server(Path(tmp) / "large")
+            try:
+                r = large(port, ca, args.large)
+                rss = peak_rss(proc.pid)
+            finally:
+                proc.terminate()
+                proc.wait(timeout=10)
+            answers = ", ".join(f"{n} x {s or 'none'}" for s, n in r["counts"].items())
+            print(
+                f"large: {args.large} concurrent {r['bytes'] / 2**20:.2f} MiB reviews: answers "
+                f"{answers} ({r['in_time']} x 200 within 3 s); slowest "
+                f"{r['slowest'] * 1000:.0f} ms; server peak RSS "
+                f"{rss / 2**20:.1f} MiB (limit {MEMORY_LIMIT / 2**20:.0f} MiB: "
+                f"{'under' if rss < MEMORY_LIMIT else 'OVER'})"
+            )
+    return 0
+
+
+def mutate_rows(args: argparse.Namespace) -> None:
+    """The rate rows (the issue 13 figures)."""
     payloads = bodies()
     # the corpus parse leaves a large heap: collect it, and keep the rest out of the cyclic
     # collector, so the client's own pauses do not count as the server's latency
@@ -247,7 +449,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             proc.wait(timeout=10)
         decisions = sum(1 for _ in (Path(tmp) / "webhook.log").open())
         print(f"server exited {proc.returncode}; {decisions} log lines")
-    return 0
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ command in a subprocess."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -111,7 +112,7 @@ def test_oversized_body_gets_413_unread_and_the_server_goes_on(
     assert ok(server, pki)
 
 
-def test_slowloris_connections_are_cut_and_bounded(serve: Serve, pki: Pki) -> None:
+def test_slowloris_connections_are_cut_and_give_up_their_slots(serve: Serve, pki: Pki) -> None:
     server = serve(max_connections=4, request_timeout=1.0)
     slow = []
     for _ in range(3):  # headers one byte at a time, never finished
@@ -119,18 +120,18 @@ def test_slowloris_connections_are_cut_and_bounded(serve: Serve, pki: Pki) -> No
         s.sendall(b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n")
         slow.append(s)
     raw = socket.create_connection(("127.0.0.1", server.port), timeout=5)  # no TLS handshake
-    # every slot is taken: one more connection is closed at once
-    extra = socket.create_connection(("127.0.0.1", server.port), timeout=5)
-    assert closed_by_peer(extra, 2.0)
-    assert server.refused >= 1
+    # every slot is taken by a client still sending its request: a new one takes one of them
+    assert ok(server, pki)
+    assert server.limits.evicted >= 1 and server.refused == 0
     start = time.monotonic()
     for s in slow:
-        s.sendall(b"X")  # a byte now and then does not extend the deadline
+        with contextlib.suppress(OSError):
+            s.sendall(b"X")  # a byte now and then does not extend the deadline
     assert all(closed_by_peer(s, 3.0) for s in slow)
     assert closed_by_peer(raw, 3.0)
     assert time.monotonic() - start < 3.0
     assert ok(server, pki)
-    for s in (*slow, raw, extra):
+    for s in (*slow, raw):
         s.close()
 
 

@@ -71,6 +71,21 @@ def exporter(
         help="Node mode (a DaemonSet): every pod's shm tmpfs on the node seen below PATH "
         "(/host), named from the kubelet's and the runtime's records.",
     ),
+    max_connections: int = typer.Option(
+        64,
+        "--max-connections",
+        metavar="N",
+        help="Connections served at once (a thread each); when all are taken, a new one "
+        "takes the slot of the oldest that has not sent its request.",
+        min=1,
+    ),
+    request_timeout: str = typer.Option(
+        "10s",
+        "--request-timeout",
+        metavar="DURATION",
+        help="Longest a connection may take to send its request, and again to be answered; "
+        "slower ones are cut.",
+    ),
     config: ConfigOption = None,
 ) -> None:
     """Serve /dev/shm size, use, trailing peak, owners, stalls and cgroup figures to Prometheus.
@@ -82,6 +97,9 @@ def exporter(
     from shmguard.monitor.node_exporter import NodeCollector
 
     host, port = parse_listen(listen)
+    timeout = _duration(request_timeout, "--request-timeout") or 10.0
+    if not 0.1 <= timeout <= 300:
+        fail(f"--request-timeout {request_timeout}: must be from 100ms to 5m")
     every = _duration(interval, "--interval") or (1.0 if node_root else 0.1)
     if not 0.001 <= every <= 60:
         fail(f"--interval {interval}: must be from 1ms to 60s")
@@ -117,7 +135,9 @@ def exporter(
         watched = options.path
     collector.start()
     try:
-        server = ExporterServer(collector, host, port)
+        server = ExporterServer(
+            collector, host, port, max_connections=max_connections, timeout=timeout
+        )
     except OSError as err:
         collector.close()
         fail(f"--listen {listen}: {err.strerror or err}")

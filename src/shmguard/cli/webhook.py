@@ -56,14 +56,34 @@ def webhook(
     max_body: str = typer.Option(
         "4Mi", "--max-body", metavar="SIZE", help="Largest request body; larger ones get 413."
     ),
-    max_connections: int = typer.Option(
-        128, "--max-connections", metavar="N", help="Connections served at once.", min=1
+    body_budget: str = typer.Option(
+        "8Mi",
+        "--body-budget",
+        metavar="SIZE",
+        help="Request bodies read or decided at once, over all connections (at least "
+        "--max-body); a request that finds no room in time gets 503.",
     ),
-    request_timeout: str = typer.Option(
-        "10s",
+    max_connections: int = typer.Option(
+        128,
+        "--max-connections",
+        metavar="N",
+        help="Connections served at once; when all are taken, a new one takes the slot of "
+        "the oldest that is idle or still sending its request.",
+        min=1,
+    ),
+    request_timeout: str | None = typer.Option(
+        None,
         "--request-timeout",
         metavar="DURATION",
-        help="Longest a request may take, the wait for it included; slower ones are cut.",
+        help="Longest a request may take, the TLS handshake and the wait for it included; "
+        "slower ones are cut. Default 2.5s: the webhook configuration's timeoutSeconds (3) "
+        "minus 0.5s; keep it below timeoutSeconds.",
+    ),
+    idle_timeout: str = typer.Option(
+        "30s",
+        "--idle-timeout",
+        metavar="DURATION",
+        help="Longest a kept-alive connection may wait for its next request.",
     ),
     config: ConfigOption = None,
 ) -> None:
@@ -75,14 +95,24 @@ def webhook(
     """
     from shmguard.fleet.admission import DEFAULT_EXCLUDED, WebhookOptions
     from shmguard.fleet.tls import CertError
-    from shmguard.fleet.webhook import WebhookServer, WebhookServerOptions
+    from shmguard.fleet.webhook import (
+        DEFAULT_REQUEST_TIMEOUT,
+        WebhookServer,
+        WebhookServerOptions,
+    )
 
     host, port = parse_listen(listen)
     body = size_option(max_body, "--max-body")
-    assert body is not None
-    timeout = _duration(request_timeout, "--request-timeout") or 10.0
+    budget = size_option(body_budget, "--body-budget")
+    assert body is not None and budget is not None
+    if budget < body:
+        fail(f"--body-budget {body_budget}: must be at least --max-body ({max_body})")
+    timeout = _duration(request_timeout, "--request-timeout") or DEFAULT_REQUEST_TIMEOUT
     if not 0.1 <= timeout <= 300:
         fail(f"--request-timeout {request_timeout}: must be from 100ms to 5m")
+    idle = _duration(idle_timeout, "--idle-timeout") or 30.0
+    if not 0.1 <= idle <= 3600:
+        fail(f"--idle-timeout {idle_timeout}: must be from 100ms to 1h")
     exclude_namespace = exclude_namespace or []
     for ns in exclude_namespace:
         if not ns or len(ns) > 63:
@@ -93,8 +123,10 @@ def webhook(
         host=host,
         port=port,
         max_body=body,
+        body_budget=budget,
         max_connections=max_connections,
         request_timeout=timeout,
+        idle_timeout=idle,
         webhook=WebhookOptions(
             audit=audit,
             excluded_namespaces=frozenset((*DEFAULT_EXCLUDED, *exclude_namespace)),

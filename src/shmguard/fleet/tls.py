@@ -41,8 +41,37 @@ def server_context(cert: Path, key: Path) -> ssl.SSLContext:
     try:
         ctx.load_cert_chain(str(cert), str(key))
     except (ssl.SSLError, OSError) as err:
-        raise CertError(f"{cert} / {key}: {getattr(err, 'reason', None) or err}") from None
+        raise CertError(_load_error(cert, key, err)) from None
     return ctx
+
+
+#: Bytes of each file read to say what it holds (a chain of a few certificates is ~5 KiB).
+_SNIFF = 1 << 20
+
+
+def _holds(path: Path) -> tuple[bool, bool]:
+    """(has a PEM certificate, has a PEM private key) among the first bytes of ``path``."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(_SNIFF)
+    except OSError:
+        return False, False
+    return b"-----BEGIN CERTIFICATE-----" in head, b"PRIVATE KEY-----" in head
+
+
+def _load_error(cert: Path, key: Path, err: Exception) -> str:
+    """One line for a pair OpenSSL refused, naming the files and what is wrong with them
+    (OpenSSL's own text, ``[SSL] PEM lib (_ssl.c:3905)``, names neither)."""
+    cert_has_cert, cert_has_key = _holds(cert)
+    key_has_cert, key_has_key = _holds(key)
+    if not cert_has_cert and cert_has_key and key_has_cert:
+        return f"{cert} holds a private key and {key} a certificate: swap the two files"
+    if not cert_has_cert:
+        return f"{cert}: no PEM certificate (-----BEGIN CERTIFICATE-----) in it"
+    if not key_has_key:
+        return f"{key}: no PEM private key (-----BEGIN ... PRIVATE KEY-----) in it"
+    reason = getattr(err, "reason", None) or err
+    return f"{cert} / {key}: the key does not match the certificate or does not load ({reason})"
 
 
 class CertReloader:

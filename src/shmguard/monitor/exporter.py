@@ -20,6 +20,7 @@ names and meanings: docs/exporter.md.
 from __future__ import annotations
 
 import os
+import socket
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -31,6 +32,7 @@ from shmguard import __version__
 from shmguard.inspect.holders import KINDS, restrict_to_device, scan_holders
 from shmguard.measure.sampler import ShmSampler, Timeline
 from shmguard.monitor.peaks import WindowPeak
+from shmguard.serving import BUSY, IDLE, ConnectionLimits
 from shmguard.triage.stall import (
     ShmObservation,
     failed_torch_blocks,
@@ -363,33 +365,146 @@ class Collector(Protocol):
         """Stop any background work."""
 
 
+#: Connections the exporter serves at once (a thread each).
+MAX_CONNECTIONS = 64
+#: Seconds a connection may take to send its request (idle and header timeout), and again
+#: to be answered (Prometheus's default ``scrape_timeout`` is 10 s too).
+TIMEOUT = 10.0
+
+
+def _handler_class(limits: ConnectionLimits, seconds: float) -> type[Any]:
+    from wsgiref.simple_server import WSGIRequestHandler
+
+    class Handler(WSGIRequestHandler):
+        """One request per connection, as prometheus-client's handler, with deadlines."""
+
+        timeout = seconds  # each blocking read or write (StreamRequestHandler)
+        raw_requestline: bytes
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # prometheus-client's handler is silent too
+
+        def parse_request(self) -> bool:
+            if len(self.raw_requestline.split()) == 2:
+                # HTTP/0.9 has no headers, but http.server reads them anyway: it would wait
+                # for a blank line that never comes
+                self.command, self.request_version = "", "HTTP/1.0"
+                self.requestline = self.raw_requestline.decode("iso-8859-1").rstrip("\r\n")
+                self.send_error(400, "HTTP/0.9 requests are not supported")
+                return False
+            if not super().parse_request():
+                return False
+            if not limits.deadlines.alive(self.connection):
+                # cut while its headers came (evicted or late): they ended at the cut, and
+                # nobody waits for the scrape
+                self.close_connection = True
+                return False
+            limits.deadlines.set(self.connection, time.monotonic() + seconds, BUSY)
+            return True
+
+    return Handler
+
+
 class ExporterServer:
     """The exporter's HTTP server on its own registry (nothing of the process's default
-    registry is exported).
+    registry is exported): prometheus-client's WSGI application (its exposition, content
+    negotiation and ``?name[]=`` filters) on a bounded server.
+
+    Limits (:class:`shmguard.serving.ConnectionLimits`, as the webhook's): at most
+    ``max_connections`` connections are served at once, a thread each; a connection must send
+    its request within ``timeout`` seconds of its accept and is answered within ``timeout``
+    more, else its socket is shut down; when every slot is taken, a new connection takes the
+    slot of the oldest that has not sent its request yet, and when every slot is being
+    answered it waits in the accept loop for up to ``timeout`` (the rest in the kernel's listen
+    backlog of :data:`BACKLOG`) and is then closed. So idle or half-sent connections never hold
+    more than ``max_connections`` threads, and a scraper gets through them at once.
 
     Args:
         collector: a started :class:`ShmCollector` or
             :class:`~shmguard.monitor.node_exporter.NodeCollector`.
         host: address to listen on (``127.0.0.1``, ``::``, ...).
         port: TCP port (0 picks a free one; see :attr:`port`).
+        max_connections: connections served at once.
+        timeout: seconds for a request to arrive, and for its answer.
 
     Raises:
         OSError: the address cannot be bound.
     """
 
-    def __init__(self, collector: Collector, host: str, port: int) -> None:
-        from prometheus_client import CollectorRegistry, start_http_server
+    def __init__(
+        self,
+        collector: Collector,
+        host: str,
+        port: int,
+        *,
+        max_connections: int = MAX_CONNECTIONS,
+        timeout: float = TIMEOUT,
+    ) -> None:
+        from prometheus_client import CollectorRegistry, make_wsgi_app
 
         self.collector = collector
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(collector)
-        self._server, self._thread = start_http_server(port, addr=host, registry=self.registry)
+        self.limits = ConnectionLimits(max_connections, "exporter-reaper")
+        server_class = _server_class(self.limits, timeout, ":" in host)
+        try:
+            self._server = server_class((host, port), _handler_class(self.limits, timeout))
+        except OSError:
+            self.limits.close()
+            raise
+        self._server.set_app(make_wsgi_app(self.registry))
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="exporter-server", daemon=True
+        )
+        self._thread.start()
         self.host = host
         self.port: int = self._server.server_address[1]
 
     def shutdown(self) -> None:
         """Stop serving, then stop the collector's sampler."""
         self._server.shutdown()
+        self.limits.deadlines.reap(time.monotonic(), everything=True)
+        self.limits.close()
         self._server.server_close()
         self._thread.join(timeout=5)
         self.collector.close()
+
+
+#: The exporter's listen backlog: connections waiting for the accept loop beyond it are
+#: refused by the kernel (or their SYN is retried by the client).
+BACKLOG = 128
+
+
+def _server_class(limits: ConnectionLimits, timeout: float, ipv6: bool) -> type[Any]:
+    import socketserver
+    from wsgiref.simple_server import WSGIServer
+
+    class Server(socketserver.ThreadingMixIn, WSGIServer):
+        daemon_threads = True
+        request_queue_size = BACKLOG
+        address_family = socket.AF_INET6 if ipv6 else socket.AF_INET
+
+        def process_request(self, request: Any, client_address: Any) -> None:
+            if not limits.admit(wait=timeout):
+                self.shutdown_request(request)
+                return
+            limits.deadlines.set(request, time.monotonic() + timeout, IDLE)
+            try:
+                super().process_request(request, client_address)
+            except BaseException:
+                limits.release(request)
+                raise
+
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            import sys
+
+            if not isinstance(sys.exc_info()[1], OSError):  # a client gone, a socket reaped
+                super().handle_error(request, client_address)
+
+        def process_request_thread(self, request: Any, client_address: Any) -> None:
+            try:
+                super().process_request_thread(request, client_address)
+            finally:
+                limits.release(request)
+
+    return Server
