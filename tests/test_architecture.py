@@ -45,7 +45,6 @@ def _modules(package: str) -> list[Path]:
                 "shmguard.triage",
             ),
         ),
-        # rules take fact values from model/, never the host
         # the one fix plan: below lint (whose rules build their edits from it), above sources
         (
             "fix",
@@ -60,6 +59,7 @@ def _modules(package: str) -> list[Path]:
                 "shmguard.torch",
             ),
         ),
+        # rules take fact values from model/, never the host
         ("lint", ("shmguard.render", "shmguard.cli", "shmguard.inspect", "shmguard.measure")),
         ("inspect", ("shmguard.render", "shmguard.cli", "shmguard.measure", "shmguard.lint")),
         ("measure", ("shmguard.render", "shmguard.cli", "shmguard.lint")),
@@ -67,6 +67,8 @@ def _modules(package: str) -> list[Path]:
         ("render", ("shmguard.cli",)),
         # the webhook and policies decide from objects, never from this host
         ("fleet", ("shmguard.cli", "shmguard.measure", "shmguard.inspect")),
+        # the bounded HTTP connection scheme of the webhook and the exporter: standard library
+        ("serving", ("shmguard",)),
     ],
 )
 def test_package_does_not_import(package: str, forbidden: tuple[str, ...]) -> None:
