@@ -120,7 +120,14 @@ def test_json_validates_and_runtime_flag() -> None:
     assert d["schema"] == "shmguard.explain/1" and d["runtime"] == "kubernetes"
     assert d["runtime_source"] == "flag" and d["exit_code"] == r.returncode == 1
     fix = d["results"][0]["fix"]
-    assert fix["shm_size"] == {"bytes": 3 * 1024**3, "method": "the size given with --shm-size"}
+    # version 1's keys unchanged; the one size value's fields added beside them
+    size = fix["shm_size"]
+    assert {k: size[k] for k in ("bytes", "method")} == {
+        "bytes": 3 * 1024**3,
+        "method": "the size given with --shm-size",
+    }
+    assert size["basis"] == size["method"] and size["source"] == "flag"
+    assert size["problems"] == [] and size["memory_limit"] is None
     assert [s["runtime"] for s in fix["snippets"]] == ["kubernetes"]
     assert "sizeLimit: 3Gi" in fix["snippets"][0]["text"]
 

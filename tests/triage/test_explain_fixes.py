@@ -32,14 +32,14 @@ def test_need_times_factor(catalogue: Sequence[Signature]) -> None:
     fix = diagnose_text(RAYLET, catalogue).results[0].fix
     assert fix is not None and fix.shm_size is not None
     assert fix.shm_size.bytes == 12 * GiB  # 10.45 GiB, rounded up in 2 GiB steps
-    assert fix.shm_size.method == "1.1 × the 9.5 GiB requested at line 1, rounded up"
+    assert fix.shm_size.basis == "1.1 × the 9.5 GiB requested at line 1, rounded up"
 
 
 def test_twice_the_size_the_log_shows(catalogue: Sequence[Signature]) -> None:
     fix = diagnose_text(EVICTED, catalogue).results[0].fix
     assert fix is not None and fix.shm_size is not None
     assert fix.shm_size.bytes == 2 * GiB
-    assert fix.shm_size.method == "twice the /dev/shm size the log shows (1 GiB, line 1)"
+    assert fix.shm_size.basis == "twice the /dev/shm size the log shows (1 GiB, line 1)"
     assert fix.runtime == "kubernetes"  # the eviction message implies it
     assert [s.runtime for s in fix_snippets(fix)] == ["kubernetes"]
     assert "sizeLimit: 2Gi" in fix_snippets(fix)[0].text
@@ -54,11 +54,11 @@ def test_triton_per_instance_factor(catalogue: Sequence[Signature]) -> None:
 def test_default_with_basis_and_override(catalogue: Sequence[Signature]) -> None:
     fix = diagnose_text(BUS, catalogue).results[0].fix
     assert fix is not None and fix.shm_size is not None
-    assert fix.shm_size.bytes == 8 * GiB and fix.shm_size.method.startswith("a starting point: ")
+    assert fix.shm_size.bytes == 8 * GiB and fix.shm_size.basis.startswith("a starting point: ")
     assert fix_snippets(fix) == render_snippets(shm_changes(8 * GiB))
     fix = diagnose_text(BUS, catalogue, shm_size=3 * GiB, runtime="compose").results[0].fix
     assert fix is not None and fix.shm_size is not None
-    assert fix.shm_size.bytes == 3 * GiB and fix.shm_size.method == "the size given with --shm-size"
+    assert fix.shm_size.bytes == 3 * GiB and fix.shm_size.basis == "the size given with --shm-size"
     assert fix_snippets(fix) == render_snippets(shm_changes(3 * GiB), ["compose"])
 
 
@@ -178,7 +178,7 @@ def test_bare_enospc_gets_a_size_when_the_log_shows_dev_shm_full(
     assert bare.fix is not None and bare.fix.shm_size is not None
     # 8 GiB: the signature's default, more than twice the 64 MiB df shows.
     assert bare.fix.shm_size.bytes == 8 * GiB
-    assert "64 MiB, line 1" in bare.fix.shm_size.method
+    assert "64 MiB, line 1" in bare.fix.shm_size.basis
 
 
 def test_bare_bus_error_gets_no_shm_size_without_shm_evidence(

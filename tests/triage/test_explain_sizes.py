@@ -75,11 +75,11 @@ def test_a_capped_hint_gives_way_to_the_policy(catalogue: Sequence[Signature]) -
     assert d.results[0].id == "ray-object-store-shm"
     assert fix is not None and fix.shm_size is not None
     assert fix.shm_size.bytes == 16 * GiB
-    assert fix.shm_size.method.startswith(
+    assert fix.shm_size.basis.startswith(
         "the usual starting point, more than twice the /dev/shm free space the log shows "
         "(64 MiB, line 1)"
     )
-    assert fix.shm_size.method.endswith(
+    assert fix.shm_size.basis.endswith(
         "; not the size the log itself suggests (~71.68 MiB, line 1): that is within 25% of the "
         "64 MiB the job already had, a tool's hint capped by what it found"
     )
@@ -91,7 +91,7 @@ def test_a_real_suggestion_is_kept(catalogue: Sequence[Signature]) -> None:
     fix = diagnose_text(log, catalogue).results[0].fix
     assert fix is not None and fix.shm_size is not None
     assert fix.shm_size.bytes == 12 * GiB
-    assert fix.shm_size.method == "the size the log itself suggests (~10.24 GiB, line 1)"
+    assert fix.shm_size.basis == "the size the log itself suggests (~10.24 GiB, line 1)"
 
 
 def test_a_request_times_its_factor_must_exceed_what_the_job_had(
@@ -109,7 +109,7 @@ def test_a_request_times_its_factor_must_exceed_what_the_job_had(
     assert _size(d) == 2 * GiB
     fix = d.results[0].fix
     assert fix is not None and fix.shm_size is not None
-    assert fix.shm_size.method == (
+    assert fix.shm_size.basis == (
         "twice the /dev/shm size the log shows (1 GiB, line 1); not 4 × the 64 MiB requested "
         "at line 2: that is no more than the 1 GiB the job already had"
     )
@@ -127,7 +127,7 @@ def test_never_at_or_below_a_failed_request(catalogue: Sequence[Signature]) -> N
     assert _size(d) == shm_size_for(need, Policy()).bytes == 5 * GiB
     fix = d.results[0].fix
     assert fix is not None and fix.shm_size is not None
-    assert fix.shm_size.method.endswith(
+    assert fix.shm_size.basis.endswith(
         "; raised to 5 GiB: the ~3.92 GiB requested at line 1 plus 25%"
     )
 

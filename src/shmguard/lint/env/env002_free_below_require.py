@@ -72,8 +72,8 @@ in a worker's queue feeder thread.
 $ shmguard doctor --require 1g      # inside a 64 MiB /dev/shm
 ERROR   ENV002 shm-free-below-require
         /dev/shm has 64 MiB free, below the 1 GiB required (--require)
-        fix: Give /dev/shm what it holds now plus --require, with 25% headroom: 1.25 GiB.
-          docker run --shm-size=1280m IMAGE ...
+        fix: Give /dev/shm what it holds now plus --require, with 25% headroom: 1.5 GiB.
+          docker run --shm-size=1536m IMAGE ...
 ```
 Exit status 1.
 """,
