@@ -25,6 +25,8 @@ import contextlib
 import socket
 import threading
 import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
 
 #: States of a connection: waiting for its request (or its TLS handshake), reading it, being
 #: answered. Only ``BUSY`` connections are kept when a slot is needed.
@@ -169,3 +171,26 @@ class ConnectionLimits:
     def close(self) -> None:
         """Stop the reaper (and any :meth:`admit` waiting)."""
         self._stop.set()
+
+
+def parse_request_within(
+    handler: BaseHTTPRequestHandler, parse: Callable[[], bool], deadlines: Deadlines
+) -> bool:
+    """``http.server``'s ``parse_request`` for a server on :class:`ConnectionLimits`: an
+    HTTP/0.9 request line (two words, no headers) gets 400 at once, since ``http.server`` would
+    wait for a blank line that never comes; ``parse`` (the base class's ``parse_request``) reads
+    the headers; a connection cut while they came (evicted or past its deadline: they ended at
+    the cut, not at a blank line, and nobody waits for the answer) is closed unanswered.
+    """
+    line: bytes = getattr(handler, "raw_requestline", b"")  # set by handle_one_request
+    if len(line.split()) == 2:
+        handler.command, handler.request_version = "", "HTTP/1.0"
+        handler.requestline = line.decode("iso-8859-1").rstrip("\r\n")
+        handler.send_error(400, "HTTP/0.9 requests are not supported")
+        return False
+    if not parse():
+        return False
+    if not deadlines.alive(handler.connection):
+        handler.close_connection = True
+        return False
+    return True

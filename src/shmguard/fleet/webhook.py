@@ -63,7 +63,7 @@ from shmguard.fleet.admission import (
     decide_admission,
 )
 from shmguard.fleet.tls import CertReloader
-from shmguard.serving import BUSY, IDLE, READING, ConnectionLimits
+from shmguard.serving import BUSY, IDLE, READING, ConnectionLimits, parse_request_within
 from shmguard.units import MiB
 
 log = logging.getLogger("shmguard.webhook")
@@ -224,20 +224,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def parse_request(self) -> bool:
         self._deadline(READING, restart=False)
-        if len(self.raw_requestline.split()) == 2:
-            # HTTP/0.9 has no headers: http.server would wait for them anyway
-            self.command, self.request_version = "", "HTTP/1.0"
-            self.requestline = self.raw_requestline.decode("iso-8859-1").rstrip("\r\n")
-            self.send_error(400, "HTTP/0.9 requests are not supported")
-            return False
-        if not super().parse_request():
-            return False
-        if not self.server.hooks.limits.deadlines.alive(self.connection):
-            # cut while its headers came (evicted or past its deadline): they ended at the
-            # cut, not at a blank line, and nobody is waiting for an answer
-            self.close_connection = True
-            return False
-        return True
+        return parse_request_within(self, super().parse_request, self.server.hooks.limits.deadlines)
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """http.server's errors (400, 414, 431, 501, 505) as AdmissionReview answers."""

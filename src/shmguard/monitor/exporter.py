@@ -32,7 +32,7 @@ from shmguard import __version__
 from shmguard.inspect.holders import KINDS, restrict_to_device, scan_holders
 from shmguard.measure.sampler import ShmSampler, Timeline
 from shmguard.monitor.peaks import WindowPeak
-from shmguard.serving import BUSY, IDLE, ConnectionLimits
+from shmguard.serving import BUSY, IDLE, ConnectionLimits, parse_request_within
 from shmguard.triage.stall import (
     ShmObservation,
     failed_torch_blocks,
@@ -385,19 +385,7 @@ def _handler_class(limits: ConnectionLimits, seconds: float) -> type[Any]:
             pass  # prometheus-client's handler is silent too
 
         def parse_request(self) -> bool:
-            if len(self.raw_requestline.split()) == 2:
-                # HTTP/0.9 has no headers, but http.server reads them anyway: it would wait
-                # for a blank line that never comes
-                self.command, self.request_version = "", "HTTP/1.0"
-                self.requestline = self.raw_requestline.decode("iso-8859-1").rstrip("\r\n")
-                self.send_error(400, "HTTP/0.9 requests are not supported")
-                return False
-            if not super().parse_request():
-                return False
-            if not limits.deadlines.alive(self.connection):
-                # cut while its headers came (evicted or late): they ended at the cut, and
-                # nobody waits for the scrape
-                self.close_connection = True
+            if not parse_request_within(self, super().parse_request, limits.deadlines):
                 return False
             limits.deadlines.set(self.connection, time.monotonic() + seconds, BUSY)
             return True
