@@ -5,13 +5,19 @@ imported as the image, skipping or failing when a runtime is unavailable
 
 Podman (Debian ``podman`` 4.3) needs no daemon: its config is ``default_ulimits = []``,
 cgroupfs and file events, its storage vfs under the temp directory, so nothing outside that
-directory is touched and ``podman system reset`` removes it all afterwards.
+directory is touched and ``podman system reset`` removes it all afterwards. On a host whose
+cgroups are hybrid (v1 controllers, and a cgroup2 at /sys/fs/cgroup/unified that still has a
+controller of its own, such as hugetlb), Podman's default OCI runtime crun refuses every
+container ("cgroups in hybrid mode not supported, drop all controllers from cgroupv2"); runc
+runs there, so the config names runc on such a host when it is installed (Debian's docker.io
+brings it).
 """
 
 from __future__ import annotations
 
 import io
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -108,14 +114,22 @@ def docker() -> Runtime:
     return rt
 
 
+def _hybrid_cgroups(root: Path = Path("/sys/fs/cgroup")) -> bool:
+    """Whether cgroups are hybrid with a controller left on the cgroup2 side (crun's refusal)."""
+    try:
+        return bool((root / "unified" / "cgroup.controllers").read_text().split())
+    except OSError:
+        return False
+
+
 def podman(root: Path) -> Runtime:
     """``podman`` with its config and vfs storage under ``root``; skips (or fails) when it
     does not run."""
     conf, storage = root / "containers.conf", root / "storage.conf"
-    conf.write_text(
-        '[containers]\ndefault_ulimits = []\n[engine]\ncgroup_manager = "cgroupfs"\n'
-        'events_logger = "file"\n'
-    )
+    engine = '[engine]\ncgroup_manager = "cgroupfs"\nevents_logger = "file"\n'
+    if _hybrid_cgroups() and shutil.which("runc"):
+        engine += 'runtime = "runc"\n'
+    conf.write_text("[containers]\ndefault_ulimits = []\n" + engine)
     storage.write_text(
         f'[storage]\ndriver = "vfs"\ngraphroot = "{root}/graph"\nrunroot = "{root}/run"\n'
     )
