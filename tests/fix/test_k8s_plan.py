@@ -13,6 +13,7 @@ import pytest
 from shmguard.fix.k8s import (
     ADD,
     LEGACY_VOLUME_NAMES,
+    RESIZE,
     REUSE,
     VOLUME_NAME,
     ContainerView,
@@ -20,6 +21,7 @@ from shmguard.fix.k8s import (
     PodView,
     VolumeView,
     json_patch,
+    mount_entry,
     plan_pod,
     pod_view,
     raised_request,
@@ -53,7 +55,7 @@ def test_a_pod_without_a_memory_volume_gets_dshm() -> None:
 def test_the_memory_volume_another_container_mounts_at_dev_shm_is_reused() -> None:
     side = ContainerView(1, "side", mounts=(MountView("shm", "/dev/shm/"),))
     c = train()
-    vols = (VolumeView("cache", memory=True), VolumeView("shm", memory=True))
+    vols = (VolumeView("cache", memory=True), VolumeView("shm", True, SHM, True))
     side_cache = ContainerView(2, "c", mounts=(MountView("cache", "/cache"),))
     plan = plan_pod(PodView((c, side, side_cache), volumes=vols), [c, side], SHM)
     assert (plan.volume, plan.action) == ("shm", REUSE)
@@ -67,8 +69,33 @@ def test_an_init_containers_dev_shm_or_an_unmounted_memory_volume_is_reused() ->
     c = train()
     pod = PodView((c,), (init,), (VolumeView("spare", True), VolumeView("w", True)))
     assert plan_pod(pod, [c], SHM).volume == "w"
-    pod = PodView((c,), (), (VolumeView("disk"), VolumeView("spare", True)))
+    pod = PodView((c,), (), (VolumeView("disk"), VolumeView("spare", True, SHM, True)))
     assert (plan_pod(pod, [c], SHM).volume, plan_pod(pod, [c], SHM).action) == ("spare", REUSE)
+
+
+def test_a_reused_volume_keeps_its_size_limit_and_one_without_gets_the_size() -> None:
+    # issue 19: the plan says the size the pod really gets. A reused volume's sizeLimit stays
+    # (never resized silently): the plan's size is it, and the decided size is not_applied.
+    c = train()
+    kept = PodView((c,), (), (VolumeView("shm0", True, 512 * MiB, True),))
+    plan = plan_pod(kept, [c], 2 * GiB)
+    assert (plan.action, plan.size, plan.not_applied) == (REUSE, 512 * MiB, 2 * GiB)
+    assert not plan.writes_volume and json_patch(plan, kept) == [
+        {"op": "add", "path": "/spec/containers/0/volumeMounts", "value": [mount_entry("shm0")]}
+    ]
+    same = plan_pod(kept, [c], 512 * MiB)
+    assert (same.action, same.size, same.not_applied) == (REUSE, 512 * MiB, None)
+    # an unreadable sizeLimit is the user's too: kept, size unknown
+    odd = PodView((c,), (), (VolumeView("shm0", True, None, True),))
+    assert (plan_pod(odd, [c], SHM).action, plan_pod(odd, [c], SHM).size) == (REUSE, None)
+    # no sizeLimit: the plan bounds it at the decided size (what SHM008 asks)
+    bare = PodView((c,), (), (VolumeView("disk"), VolumeView("scratch", True)))
+    plan = plan_pod(bare, [c], 2 * GiB)
+    assert (plan.volume, plan.action, plan.size) == ("scratch", RESIZE, 2 * GiB)
+    assert json_patch(plan, bare) == [
+        {"op": "add", "path": "/spec/volumes/1/emptyDir/sizeLimit", "value": "2Gi"},
+        {"op": "add", "path": "/spec/containers/0/volumeMounts", "value": [mount_entry("scratch")]},
+    ]
 
 
 def test_a_taken_name_gives_the_next_free_one() -> None:

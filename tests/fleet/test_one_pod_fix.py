@@ -12,7 +12,8 @@ import pytest
 import yaml
 from webhook_helpers import review
 
-from shmguard.fleet.admission import decide_admission
+from shmguard.fix.k8s import mount_entry
+from shmguard.fleet.admission import WebhookOptions, decide_admission
 from shmguard.lint.check import CheckOptions, fix_file
 from shmguard.lint.proposal import Proposal, apply_proposals
 from shmguard.model.fix import Change, Setting
@@ -156,4 +157,111 @@ def test_both_reuse_the_pods_memory_volume(sidecar_mounts: bool) -> None:
     assert fixed["spec"]["volumes"] == spec["volumes"]
     assert fixed["spec"]["containers"][0]["volumeMounts"] == [
         {"name": "shm", "mountPath": "/dev/shm"}
+    ]
+
+
+def reused_pod(size_limit: str | None, **annotations: str) -> dict[str, Any]:
+    """An ML container without /dev/shm and a memory emptyDir ``shm0`` (``size_limit``, or
+    none) that no container mounts: the plan reuses it (issue 19, inputs e2-e4)."""
+    empty_dir = {"medium": "Memory"} | ({"sizeLimit": size_limit} if size_limit else {})
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "annotations": annotations},
+        "spec": {
+            "containers": [{"name": "train", "image": "pytorch/pytorch:2.3.0"}],
+            "volumes": [{"name": "shm0", "emptyDir": empty_dir}],
+        },
+    }
+
+
+def findings(obj: dict[str, Any]) -> list[str]:
+    data = yaml.safe_dump(obj, sort_keys=False).encode()
+    return [f.code for f in fix_file(data, "pod.yaml", CheckOptions()).remaining.findings]
+
+
+def test_a_reused_memory_volume_without_a_size_limit_gets_the_size_from_both() -> None:
+    # before: the webhook mounted shm0 unsized (its decision said 2Gi, and check on its
+    # output reported SHM008), while check --fix mounted it and set sizeLimit: 2Gi (SHM008)
+    obj = reused_pod(None, **{"shmguard.io/shm-size": "2Gi"})
+    obj["spec"]["containers"].append({"name": "side", "image": "ghcr.io/acme/vllm-worker:1"})
+    d = decide_admission(review(obj))
+    hooked, fixed = webhook(obj), check_fix(obj)
+    assert hooked["spec"] == fixed["spec"]
+    assert shm(hooked["spec"]) == {
+        "name": "shm0",
+        "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"},
+    }
+    assert "SHM008" not in findings(hooked) and findings(hooked) == findings(fixed)
+    assert d.message == (
+        "mounted the existing memory volume 'shm0' at /dev/shm for train, side, its sizeLimit "
+        "set to 2Gi (shmguard.io/shm-size=2Gi)"
+    )
+    assert d.record["shm_bytes"] == 2 * GiB
+    kv.validate(hooked, "1.37", strict=True)
+
+
+@pytest.mark.parametrize(
+    ("size_limit", "annotations", "decided"),
+    [
+        ("512Mi", {}, "1Gi (sizing policy default)"),
+        ("256Mi", {"shmguard.io/shm-size": "2Gi"}, "2Gi (shmguard.io/shm-size=2Gi)"),
+    ],
+)
+def test_a_reused_volumes_size_limit_is_kept_and_the_decision_says_so(
+    size_limit: str, annotations: dict[str, str], decided: str
+) -> None:
+    # before: both kept the volume's sizeLimit, but the decision said "added /dev/shm 1Gi"
+    # (or 2Gi) and its facts 1 GiB (2 GiB): now the size the pod gets, and that it was reused
+    obj = reused_pod(size_limit, **annotations)
+    d = decide_admission(review(obj))
+    hooked, fixed = webhook(obj), check_fix(obj)
+    assert hooked["spec"] == fixed["spec"]
+    assert shm(hooked["spec"])["emptyDir"]["sizeLimit"] == size_limit
+    said = (
+        f"mounted the existing memory volume 'shm0' (sizeLimit {size_limit}) at /dev/shm for "
+        f"train; {decided} not applied: the volume's sizeLimit is kept"
+    )
+    assert d.message == said
+    assert hooked["metadata"]["annotations"]["shmguard.io/decision"] == said
+    assert d.warnings[0].startswith("shmguard: mounted the existing memory volume 'shm0' (s")
+    assert "not applied" in d.warnings[0]
+    assert d.record["shm_bytes"] == int(size_limit[:-2]) * MiB
+    assert [c.value for c in d.changes if c.setting is Setting.SHM_SIZE] == [
+        int(size_limit[:-2]) * MiB
+    ]
+    # a sizeLimit equal to the decided size: reused, said without "not applied"
+    same = decide_admission(review(reused_pod("1Gi")))
+    assert same.message == (
+        "mounted the existing memory volume 'shm0' (sizeLimit 1Gi) at /dev/shm for train "
+        "(sizing policy default)"
+    )
+    audit = decide_admission(review(obj), WebhookOptions(audit=True))
+    assert audit.message == f"audit: would mount {said.removeprefix('mounted ')}"
+
+
+def test_shm001s_fix_names_the_volume_the_plan_writes() -> None:
+    # before: SHM001's Kubernetes fix always said `name: dshm`, even where the plan picks
+    # dshm-1 (a volume named dshm is taken) or reuses a memory emptyDir
+    taken = guaranteed_pod("8Gi")
+    taken["spec"]["volumes"] = [{"name": "dshm", "configMap": {"name": "c"}}]
+    data = yaml.safe_dump(taken, sort_keys=False).encode()
+    (f,) = [f for f in fix_file(data, "pod.yaml", CheckOptions()).applied if f.code == "SHM001"]
+    assert f.fix is not None and "Add a volume `{name: dshm-1, emptyDir:" in f.fix.description
+    # the ML container mounts shm0 elsewhere (SHM007 leaves it to SHM001), a sidecar mounts
+    # it at /dev/shm: the plan reuses shm0, and the fix says so (before: "Add a volume dshm")
+    obj = reused_pod("2Gi")
+    obj["spec"]["containers"][0]["volumeMounts"] = [{"name": "shm0", "mountPath": "/cache"}]
+    side = {"name": "side", "image": "busybox"}
+    obj["spec"]["containers"].append(side | {"volumeMounts": [mount_entry("shm0")]})
+    data = yaml.safe_dump(obj, sort_keys=False).encode()
+    fixes = [
+        f.fix for f in fix_file(data, "pod.yaml", CheckOptions()).applied if f.code == "SHM001"
+    ]
+    assert [(x.title, x.description) for x in fixes if x is not None] == [
+        (
+            "Mount the memory emptyDir 'shm0' at /dev/shm",
+            "Mount the pod's memory-backed emptyDir `shm0` at /dev/shm in the container (its "
+            "sizeLimit 2Gi kept).",
+        )
     ]

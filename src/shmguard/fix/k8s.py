@@ -17,7 +17,9 @@ What the plan decides:
   (main or init), else a memory emptyDir no container mounts, is reused (an emptyDir is shared
   by the pod's containers; only the mount is added); otherwise one is added, named
   :data:`VOLUME_NAME` (``dshm``, the name config_formats.md 4.2 and 12 find conventional), or
-  ``dshm-<n>`` with the smallest n no volume of the pod uses;
+  ``dshm-<n>`` with the smallest n no volume of the pod uses; a reused volume without
+  ``sizeLimit`` gets the size (:data:`RESIZE`), one with a ``sizeLimit`` keeps it
+  (:data:`REUSE`: the plan's size is what the pod gets, the decided one ``not_applied``);
 * the containers: each container that needs /dev/shm and mounts nothing there gets a mount;
 * memory: when a raise is asked, each such container with a memory limit gets the raised limit,
   and where its ``requests.memory`` equals its ``limits.memory`` the request rises with it
@@ -82,10 +84,14 @@ class ContainerView:
 
 @dataclass(frozen=True)
 class VolumeView:
-    """``volumes[]``: its name and whether it is a memory-backed emptyDir."""
+    """``volumes[]``: its name, whether it is a memory-backed emptyDir, its ``emptyDir``
+    ``sizeLimit`` in bytes (None when absent or unreadable) and whether the key is there at
+    all (``has_size_limit``: an unreadable one is the user's too, never overwritten)."""
 
     name: str | None
     memory: bool = False
+    size_limit: int | None = None
+    has_size_limit: bool = False
 
 
 @dataclass(frozen=True)
@@ -128,8 +134,8 @@ class PodFix:
         volume: the memory-backed emptyDir mounted at /dev/shm.
         action: :data:`ADD` (written whole with ``sizeLimit``), :data:`REUSE` (left as it is:
             only mounts are added) or :data:`RESIZE` (its ``sizeLimit`` set).
-        size: the /dev/shm size in bytes, None when /dev/shm stays as it is (only memory
-            changes).
+        size: the /dev/shm size in bytes the pod gets, None when /dev/shm stays as it is
+            (only memory changes) or when a reused volume's ``sizeLimit`` is unreadable.
         containers: the containers that change, in the pod's order.
     """
 
@@ -137,6 +143,9 @@ class PodFix:
     action: str
     size: int | None
     containers: tuple[ContainerFix, ...]
+    #: the size that was decided, in bytes, when the plan keeps an existing volume's other
+    #: ``sizeLimit`` (``size`` is then that sizeLimit: what the pod gets); else None.
+    not_applied: int | None = None
 
     @property
     def writes_volume(self) -> bool:
@@ -162,7 +171,7 @@ def raised_request(limit: int | None, request: int | None, new_limit: int) -> in
     return None
 
 
-def reusable_volume(pod: PodView) -> str | None:
+def reusable(pod: PodView) -> VolumeView | None:
     """A memory-backed emptyDir of ``pod`` a fix can mount instead of adding one: one that a
     container (main or init) mounts at /dev/shm, else one no container mounts at all."""
     mounted: dict[str, list[str | None]] = {}
@@ -170,11 +179,17 @@ def reusable_volume(pod: PodView) -> str | None:
         for m in c.mounts:
             if m.name is not None:
                 mounted.setdefault(m.name, []).append(m.path)
-    memory = [v.name for v in pod.volumes if v.memory and v.name]
-    for name in memory:
-        if any(is_dev_shm(p) for p in mounted.get(name, ())):
-            return name
-    return next((name for name in memory if name not in mounted), None)
+    memory = [v for v in pod.volumes if v.memory and v.name]
+    for v in memory:
+        if any(is_dev_shm(p) for p in mounted.get(v.name or "", ())):
+            return v
+    return next((v for v in memory if v.name not in mounted), None)
+
+
+def reusable_volume(pod: PodView) -> str | None:
+    """The name of :func:`reusable`'s volume, or None."""
+    v = reusable(pod)
+    return v.name if v is not None else None
 
 
 def free_name(pod: PodView) -> str:
@@ -197,8 +212,13 @@ def plan_pod(
     """The plan giving each container of ``needs`` (containers of ``pod``) that mounts nothing
     at /dev/shm a mount of one memory-backed emptyDir of ``size`` bytes (see the module
     docstring for which); with ``raise_limit`` (current limit bytes -> new limit bytes) each
-    such container's memory limit is raised, and its request with it where they were equal."""
-    reuse = reusable_volume(pod)
+    such container's memory limit is raised, and its request with it where they were equal.
+
+    A reused volume without ``sizeLimit`` gets ``size`` (:data:`RESIZE`: the tmpfs is bounded,
+    as SHM008 asks). One with a ``sizeLimit`` keeps it (:data:`REUSE`: a user's volume is never
+    resized silently): the plan's ``size`` is that sizeLimit, what the pod gets, and
+    ``not_applied`` is ``size`` when the two differ."""
+    reuse = reusable(pod)
     fixes = []
     for c in needs:
         if c.shm_volume is not None:
@@ -210,8 +230,11 @@ def plan_pod(
                 limit = new
                 request = raised_request(c.memory_limit, c.memory_request, new)
         fixes.append(ContainerFix(c, True, limit, request))
-    if reuse is not None:
-        return PodFix(reuse, REUSE, size, tuple(fixes))
+    if reuse is not None and reuse.name:
+        if not reuse.has_size_limit:
+            return PodFix(reuse.name, RESIZE, size, tuple(fixes))
+        kept = reuse.size_limit
+        return PodFix(reuse.name, REUSE, kept, tuple(fixes), None if kept == size else size)
     return PodFix(free_name(pod), ADD, size, tuple(fixes))
 
 
@@ -239,16 +262,32 @@ def add(value: Any, *parts: str | int) -> Op:
 def json_patch(plan: PodFix, pod: PodView, base: tuple[str, ...] = ("spec",)) -> list[Op]:
     """The JSONPatch (RFC 6902, only ``add``) operations that apply ``plan`` to the pod
     described by ``pod``, whose spec is at ``base``: the volume (appended with ``/-``, or the
-    ``volumes`` list added), then for each container its mount, its memory limit and request.
+    ``volumes`` list added; for a :data:`RESIZE` plan, the reused volume's
+    ``emptyDir/sizeLimit``), then for each container its mount, its memory limit and request.
     ``add`` on an existing member replaces its value (RFC 6902 section 4.1).
 
     Raises:
-        ValueError: for a :data:`RESIZE` plan (the webhook never resizes).
+        ValueError: for a :data:`RESIZE` plan whose volume is not a memory emptyDir of
+            ``pod`` without ``sizeLimit`` (a JSONPatch never overwrites a user's size).
     """
-    if plan.action == RESIZE:
-        raise ValueError("a JSONPatch adds a /dev/shm volume, it does not resize one")
     ops: list[Op] = []
-    if plan.writes_volume:
+    if plan.action == RESIZE and plan.size is not None:
+        index = next(
+            (
+                i
+                for i, v in enumerate(pod.volumes)
+                if v.name == plan.volume and v.memory and not v.has_size_limit
+            ),
+            None,
+        )
+        if index is None:
+            raise ValueError(
+                f"a JSONPatch does not resize {plan.volume!r}: no memory emptyDir of the pod "
+                "without a sizeLimit"
+            )
+        quantity = format_k8s_quantity(plan.size)
+        ops.append(add(quantity, *base, "volumes", index, "emptyDir", "sizeLimit"))
+    elif plan.writes_volume:
         assert plan.size is not None
         vol = volume_entry(plan.volume, format_k8s_quantity(plan.size))
         if pod.has_volume_list:
@@ -369,7 +408,12 @@ def pod_view(pod: PodSpec) -> PodView:
         containers=tuple(_container_view(c, i) for i, c in enumerate(pod.containers)),
         init_containers=tuple(_container_view(c, i) for i, c in enumerate(pod.init_containers)),
         volumes=tuple(
-            VolumeView(v.name, v.empty_dir is not None and text(v.medium) == "Memory")
+            VolumeView(
+                v.name,
+                v.empty_dir is not None and text(v.medium) == "Memory",
+                quantity_bytes(v.size_limit) if v.size_limit is not None else None,
+                v.size_limit is not None,
+            )
             for v in pod.volumes
         ),
         has_volume_list=pod.node.get("volumes") is not None,

@@ -93,6 +93,16 @@ def _style(pod: PodSpec) -> Style:
     return seq_style(node.key_node("containers"), node.get("containers"))
 
 
+def mount_plan(pod: PodSpec, container: Container, size: int) -> k8s.PodFix | None:
+    """The fix plan (:func:`shmguard.fix.k8s.plan_pod`) giving ``container`` of ``pod`` a
+    /dev/shm of ``size`` bytes, or None when ``container`` is not one of ``pod``'s."""
+    view = k8s.pod_view(pod)
+    where = (view.init_containers, pod.init_containers) if container.init else None
+    views, nodes = where or (view.containers, pod.containers)
+    at = next((i for i, x in enumerate(nodes) if x is container), None)
+    return None if at is None else k8s.plan_pod(view, [views[at]], size)
+
+
 def shm_mount_edits(pod: PodSpec, container: Container, size: int) -> tuple[Edit, ...] | None:
     """The edits that give ``container`` a memory-backed /dev/shm of ``size`` bytes, or None
     when they cannot be placed exactly (anchors, aliases, a ``volumes:`` that is neither a list
@@ -105,15 +115,13 @@ def shm_mount_edits(pod: PodSpec, container: Container, size: int) -> tuple[Edit
         return None
     style = _style(pod)
     edits: list[Edit] = []
-    view = k8s.pod_view(pod)
-    where = (view.init_containers, pod.init_containers) if container.init else None
-    views, nodes = where or (view.containers, pod.containers)
-    at = next((i for i, x in enumerate(nodes) if x is container), None)
-    if at is None:
+    plan = mount_plan(pod, container, size)
+    if plan is None:
         return None
-    plan = k8s.plan_pod(view, [views[at]], size)
     name = plan.volume
-    if plan.writes_volume:
+    # A reused volume without sizeLimit (RESIZE) gets only the mount here: its sizeLimit is
+    # SHM008's fix (safe with a size the user chose), one edit for all the pod's containers.
+    if plan.action == k8s.ADD:
         vol: dict[str, Value] = k8s.volume_entry(name, format_k8s_quantity(size))
         volumes = volumes_node
         if volumes is None and "volumes" not in pod.node:

@@ -27,7 +27,7 @@ from typing import Any
 
 from shmguard.config import ANNOTATIONS
 from shmguard.estimate.policy import Policy
-from shmguard.fix.k8s import Op, json_patch, plan_pod
+from shmguard.fix.k8s import ADD, RESIZE, REUSE, Op, PodFix, json_patch, plan_pod
 from shmguard.fleet import names
 from shmguard.fleet.patch import annotation_ops
 from shmguard.fleet.pods import as_map, json_pod_view, read_containers, strings
@@ -235,9 +235,8 @@ class _Pod:
         )
         raises = {f.container.index: f.memory_limit for f in plan.containers if f.memory_limit}
         requests = [f for f in plan.containers if f.memory_request is not None]
-        message = f"/dev/shm {format_k8s_quantity(size)} ({choice.basis}) for " + ", ".join(
-            c.name or f"#{c.index}" for c in todo
-        )
+        who = ", ".join(c.name or f"#{c.index}" for c in todo)
+        message, short = _what(plan, size, who, choice.basis, _SOURCES[choice.source])
         if raises:
             message += "; memory limit raised to " + ", ".join(
                 format_k8s_quantity(n) for n in raises.values()
@@ -246,38 +245,65 @@ class _Pod:
                 message += " (and requests.memory, which equalled it)"
         elif raise_memory:
             message += "; no memory limit to raise"
+        gets = plan.size if plan.size is not None else size  # a kept sizeLimit, if readable
         notes = tuple(
-            f"/dev/shm {format_iec(size)} leaves container {c.name or c.index} less "
+            f"/dev/shm {format_iec(gets)} leaves container {c.name or c.index} less "
             f"than the {format_iec(policy.memory_margin)} margin under its memory limit"
             for c in todo
             if c.memory_limit is not None
             and c.index not in raises
-            and size + policy.memory_margin > c.memory_limit
+            and gets + policy.memory_margin > c.memory_limit
         )
         changes = plan.changes()
         facts: dict[str, Any] = {
-            "shm_bytes": size,
+            "shm_bytes": plan.size,
             "source": _RECORD_SOURCES.get(choice.source, choice.source),
             "containers": [c.name for c in todo],
             "memory_limits": sorted(raises.values()),
         }
-        short = f"/dev/shm {format_k8s_quantity(size)} for " + ", ".join(
-            c.name or f"#{c.index}" for c in todo
-        )
-        short += f" ({_SOURCES[choice.source]})"
         if raises:
             short += "; memory limit raised"
+        done, would = _VERBS[plan.action]
         if self.options.audit:
-            message = "audit: would add " + message
-            warnings = _warnings(f"audit: would add {short}", *choice.problems, *notes)
+            message = f"audit: would {would} {message}"
+            warnings = _warnings(f"audit: would {would} {short}", *choice.problems, *notes)
             return self.decision("audit", "", message, (), warnings, changes, **facts)
-        message = "added " + message
+        message = f"{done} {message}"
         patch = (
             *json_patch(plan, view),
             *annotation_ops(self.obj, message, overwrite=True),
         )
-        warnings = _warnings(f"added {short}", *choice.problems, *notes)
+        warnings = _warnings(f"{done} {short}", *choice.problems, *notes)
         return self.decision("inject", "", message, patch, warnings, changes, **facts)
+
+
+#: The decision's verb for each plan action (:data:`~shmguard.fix.k8s.ADD`, ``REUSE``,
+#: ``RESIZE``): done, and in audit mode.
+_VERBS = {ADD: ("added", "add"), REUSE: ("mounted", "mount"), RESIZE: ("mounted", "mount")}
+
+
+def _what(plan: PodFix, size: int, who: str, basis: str, source: str) -> tuple[str, str]:
+    """What the plan gives the containers ``who``, after its verb (:data:`_VERBS`): the
+    decision annotation's text and the warning's shorter one. ``size``: the decided bytes;
+    ``basis``: the decision's reason; ``source``: where the size came from, in a few words.
+    A reused volume is named with the size the pod really gets: its own ``sizeLimit``, kept
+    when it has one (the decided size then said not applied), else the decided size."""
+    quantity = format_k8s_quantity(size)
+    if plan.action == ADD:
+        return (
+            f"/dev/shm {quantity} ({basis}) for {who}",
+            f"/dev/shm {quantity} for {who} ({source})",
+        )
+    vol = f"the existing memory volume {plan.volume!r}"
+    if plan.action == RESIZE:
+        what = f"{vol} at /dev/shm for {who}, its sizeLimit set to {quantity}"
+        return f"{what} ({basis})", f"{what} ({source})"
+    kept = f" (sizeLimit {format_k8s_quantity(plan.size)})" if plan.size is not None else ""
+    what = f"{vol}{kept} at /dev/shm for {who}"
+    if plan.not_applied is None and plan.size is not None:
+        return f"{what} ({basis})", f"{what} ({source})"
+    why = "not applied: the volume's sizeLimit is kept"
+    return f"{what}; {quantity} ({basis}) {why}", f"{what}; {quantity} ({source}) {why}"
 
 
 #: How the decision's sources (:attr:`~shmguard.estimate.policy.Sized.source`) read in a

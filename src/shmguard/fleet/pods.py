@@ -150,6 +150,22 @@ def _container_view(raw: object, index: int, init: bool) -> ContainerView:
     )
 
 
+def _volume_view(v: object) -> VolumeView:
+    name = as_map(v).get("name")
+    ed = as_map(as_map(v).get("emptyDir"))
+    limit = ed.get("sizeLimit")
+    try:  # a quantity is a string, or a number (k8s.io/apimachinery resource.Quantity)
+        size = k8s_quantity_bytes(str(limit)) if isinstance(limit, (str, int)) else None
+    except SizeError:
+        size = None
+    return VolumeView(
+        name if isinstance(name, str) else None,
+        ed.get("medium") == "Memory",
+        size,
+        limit is not None,
+    )
+
+
 def json_pod_view(spec: Mapping[str, Any]) -> PodView:
     """The fix plan's view (:class:`~shmguard.fix.k8s.PodView`) of a pod spec as the API
     server sends it: the same facts :func:`shmguard.fix.k8s.pod_view` reads from a manifest."""
@@ -160,12 +176,6 @@ def json_pod_view(spec: Mapping[str, Any]) -> PodView:
         init_containers=tuple(
             _container_view(c, i, True) for i, c in enumerate(as_list(spec.get("initContainers")))
         ),
-        volumes=tuple(
-            VolumeView(
-                name if isinstance(name := as_map(v).get("name"), str) else None,
-                as_map(as_map(v).get("emptyDir")).get("medium") == "Memory",
-            )
-            for v in as_list(spec.get("volumes"))
-        ),
+        volumes=tuple(_volume_view(v) for v in as_list(spec.get("volumes"))),
         has_volume_list=isinstance(spec.get("volumes"), list),
     )

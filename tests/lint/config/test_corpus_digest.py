@@ -45,7 +45,10 @@ CODES = frozenset(
 #: commands came to be matched by token (issue 19): the evidence in 78 SHM001 messages names
 #: the token (``(pytorch)``, was ``(nvcr.io/nvidia/pytorch)``; ``(text-embeddings-inference)``,
 #: was ``(huggingface)``); every other field, each finding and each fixed file unchanged.
-DIGEST = "4f07f89e0f2b9b397abd939368eb0da82e279aa702c31c0f1b3b0f46933a291e"
+#: Recorded again when SHM001's Kubernetes fix came to name the plan's volume (issue 19): one
+#: finding (NVIDIA nim-deploy, a pod with a volume named ``dshm`` already) says ``name:
+#: dshm-1``, which its edit writes (was ``name: dshm``); every edit and fixed file unchanged.
+DIGEST = "46da21e98264d18d524d94a85d876e4b489f4f94571d27f8071144ad0c847073"
 
 
 def _files() -> list[tuple[str, bytes]]:

@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from shmguard.fix.k8s import VOLUME_NAME
-from shmguard.fix.k8s_yaml import shm_mount_edits
+from shmguard.fix.k8s import ADD, RESIZE, VOLUME_NAME
+from shmguard.fix.k8s_yaml import mount_plan, shm_mount_edits
 from shmguard.fix.runtime import compose_entry, run_flag
 from shmguard.lint.config._base import (
     SOURCES,
@@ -104,12 +104,29 @@ def _k8s_fix(unit: Unit, options: CheckOptions, c: Container, wl: Workload) -> F
         return None
     assert unit.pod is not None
     edits = shm_mount_edits(unit.pod, c, size)
+    plan = mount_plan(unit.pod, c, size)
+    name = plan.volume if plan is not None else VOLUME_NAME
+    sizing = (
+        "the sizing policy's default unless --shm-size, the shmguard.io/shm-size annotation or "
+        "the configuration says otherwise; measure the real need with `shmguard measure`"
+    )
+    if plan is not None and plan.action != ADD:  # the pod's memory emptyDir, reused
+        gets = plan.size
+        kept = f" (its sizeLimit {format_k8s_quantity(gets)} kept)" if gets is not None else ""
+        if plan.action == RESIZE:  # its sizeLimit is SHM008's fix, one edit for the pod
+            kept = " (it has no sizeLimit: bound it, as SHM008 says)"
+        return Fix(
+            f"Mount the memory emptyDir {name!r} at /dev/shm",
+            f"Mount the pod's memory-backed emptyDir `{name}` at /dev/shm in the container{kept}.",
+            (Change(Setting.SHM_SIZE, gets, ("kubernetes",)),) if gets is not None else (),
+            edits or (),
+            Applicability.SAFE if edits else Applicability.DISPLAY_ONLY,
+        )
     return Fix(
         f"Mount a {format_iec(size)} memory-backed emptyDir at /dev/shm",
-        f"Add a volume `{{name: {VOLUME_NAME}, emptyDir: {{medium: Memory, sizeLimit: "
+        f"Add a volume `{{name: {name}, emptyDir: {{medium: Memory, sizeLimit: "
         f"{format_k8s_quantity(size)}}}}}` to the pod and mount it at /dev/shm in the container "
-        "(the sizing policy's default unless --shm-size, the shmguard.io/shm-size annotation or "
-        "the configuration says otherwise; measure the real need with `shmguard measure`).",
+        f"({sizing}).",
         (Change(Setting.SHM_SIZE, size, ("kubernetes",)),),
         edits or (),
         Applicability.SAFE if edits else Applicability.DISPLAY_ONLY,
