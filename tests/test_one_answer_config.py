@@ -9,6 +9,12 @@ policy --engine kyverno`` prints, parsed as YAML; no Kyverno engine runs here).
 
 * the ``shmguard.io/shm-size`` annotation: check --fix and the webhook write the same size the
   same way; one neither can read is skipped by both, with a warning naming it;
+* the ``shmguard.io/dataloader`` annotation: check --fix and the webhook write the DataLoader
+  model's size (the predicted peak plus headroom, rounded: what ``shmguard plan`` prints),
+  ``batch_bytes`` read by the one annotation parser; parameters neither can read are skipped
+  by both with a warning naming the annotation; a model's size the memory limit cannot hold
+  beside the margin gets no size from either (check --fix: no fix; the webhook: ``no-room``),
+  while the flag and the size annotation are still taken as given;
 * a flag (``--shm-size``): check --fix and explain take it as given;
 * no evidence at all: the policy's default (1 GiB) in check --fix, the webhook, the Kyverno
   mutate and doctor; under a 1.5 GiB memory limit the same 512 MiB (the limit less the 1 GiB
