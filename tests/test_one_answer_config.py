@@ -9,6 +9,12 @@ policy --engine kyverno`` prints, parsed as YAML; no Kyverno engine runs here).
 
 * the ``shmguard.io/shm-size`` annotation: check --fix and the webhook write the same size the
   same way; one neither can read is skipped by both, with a warning naming it;
+* the ``shmguard.io/dataloader`` annotation: check --fix and the webhook write the DataLoader
+  model's size (the predicted peak plus headroom, rounded: what ``shmguard plan`` prints),
+  ``batch_bytes`` read by the one annotation parser; parameters neither can read are skipped
+  by both with a warning naming the annotation; a model's size the memory limit cannot hold
+  beside the margin gets no size from either (check --fix: no fix; the webhook: ``no-room``),
+  while the flag and the size annotation are still taken as given;
 * a flag (``--shm-size``): check --fix and explain take it as given;
 * no evidence at all: the policy's default (1 GiB) in check --fix, the webhook, the Kyverno
   mutate and doctor; under a 1.5 GiB memory limit the same 512 MiB (the limit less the 1 GiB
@@ -34,7 +40,7 @@ import yaml
 from typer.testing import CliRunner
 
 from shmguard.cli import app
-from shmguard.fleet.admission import decide_admission
+from shmguard.fleet.admission import AdmissionDecision, decide_admission
 from shmguard.units import GiB, MiB, k8s_quantity_bytes, parse_docker_size
 
 ROOT = Path(__file__).resolve().parent
@@ -44,11 +50,15 @@ BUS_ERROR_LOG = ROOT / "fixtures" / "logs" / "torch_2.13" / "S01_f32_bs32_nw4.tx
 DOCKER_HOST = ROOT / "fixtures" / "hosts" / "docker-v2-default"
 
 ANNOTATION = "shmguard.io/shm-size"
+LOADER = "shmguard.io/dataloader"
 
 
-def template(size: str | None, memory_limit: str | None = None) -> dict[str, Any]:
+def template(
+    size: str | None, memory_limit: str | None = None, loader: str | None = None
+) -> dict[str, Any]:
     """A Deployment of one PyTorch container whose pod template carries ``size`` (none for
-    None), with ``memory_limit`` as the container's ``resources.limits.memory``."""
+    None) and the ``shmguard.io/dataloader`` parameters ``loader`` (none for None), with
+    ``memory_limit`` as the container's ``resources.limits.memory``."""
     container: dict[str, Any] = {
         "name": "trainer",
         "image": "pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime",
@@ -57,6 +67,8 @@ def template(size: str | None, memory_limit: str | None = None) -> dict[str, Any
     if memory_limit is not None:
         container["resources"] = {"limits": {"memory": memory_limit}}
     annotations = {} if size is None else {ANNOTATION: size}
+    if loader is not None:
+        annotations[LOADER] = loader
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -80,25 +92,43 @@ def shm_size_limit(pod_spec: dict[str, Any]) -> str:
     return str(vol["emptyDir"]["sizeLimit"])
 
 
-def check_fix(
-    tmp_path: Path, size: str | None, memory_limit: str | None = None, *flags: str
-) -> tuple[str, str]:
-    """``shmguard check --fix`` on the Deployment: (the sizeLimit written, the finding's
-    text output)."""
+def check_fix_spec(
+    tmp_path: Path,
+    size: str | None,
+    memory_limit: str | None = None,
+    *flags: str,
+    loader: str | None = None,
+) -> tuple[dict[str, Any], str]:
+    """``shmguard check --fix`` on the Deployment: (the pod spec after the fix, the
+    findings' text output before it)."""
     path = tmp_path / "deploy.yaml"
-    path.write_text(yaml.safe_dump(template(size, memory_limit), sort_keys=False))
+    path.write_text(yaml.safe_dump(template(size, memory_limit, loader), sort_keys=False))
     r = CliRunner().invoke(app, ["check", *flags, str(path)])
     report = r.stdout
     r = CliRunner().invoke(app, ["check", "--fix", *flags, str(path)])
-    assert r.exit_code == 0, r.stdout + r.stderr
+    assert r.exit_code in (0, 1), r.stdout + r.stderr
     fixed = yaml.safe_load(path.read_text())
-    return shm_size_limit(fixed["spec"]["template"]["spec"]), report
+    return fixed["spec"]["template"]["spec"], report
 
 
-def webhook(size: str | None, memory_limit: str | None = None) -> tuple[str, tuple[str, ...], str]:
-    """The webhook's decision for a CREATE of the pod the template makes: (the sizeLimit its
-    patch writes, its warnings, the decision annotation)."""
-    tpl = template(size, memory_limit)["spec"]["template"]
+def check_fix(
+    tmp_path: Path,
+    size: str | None,
+    memory_limit: str | None = None,
+    *flags: str,
+    loader: str | None = None,
+) -> tuple[str, str]:
+    """``shmguard check --fix`` on the Deployment: (the sizeLimit written, the finding's
+    text output)."""
+    spec, report = check_fix_spec(tmp_path, size, memory_limit, *flags, loader=loader)
+    return shm_size_limit(spec), report
+
+
+def webhook_decision(
+    size: str | None, memory_limit: str | None = None, loader: str | None = None
+) -> tuple[AdmissionDecision, dict[str, Any]]:
+    """The webhook's decision for a CREATE of the pod the template makes, and the pod."""
+    tpl = template(size, memory_limit, loader)["spec"]["template"]
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train-0", **tpl["metadata"]}}
     pod["spec"] = tpl["spec"]
     review = {
@@ -112,7 +142,15 @@ def webhook(size: str | None, memory_limit: str | None = None) -> tuple[str, tup
             "object": pod,
         },
     }
-    d = decide_admission(review)
+    return decide_admission(review), pod
+
+
+def webhook(
+    size: str | None, memory_limit: str | None = None, loader: str | None = None
+) -> tuple[str, tuple[str, ...], str]:
+    """The webhook's decision for a CREATE of the pod the template makes: (the sizeLimit its
+    patch writes, its warnings, the decision annotation)."""
+    d, pod = webhook_decision(size, memory_limit, loader)
     assert d.action == "inject", d.message
     patched = jsonpatch.apply_patch(copy.deepcopy(pod), list(d.patch))
     decision = patched["metadata"]["annotations"]["shmguard.io/decision"]
@@ -165,6 +203,61 @@ def test_an_unreadable_annotation_is_skipped_with_a_warning_in_both(
     (finding,) = [line for line in report.splitlines() if " SHM001 " in line]
     assert f"it gets the runtime's 64 MiB; {warning.removeprefix('shmguard: ')}" in finding
     assert len(finding) < 600  # the 5,000 digits are never echoed
+
+
+#: The example of docs/webhook.md: the DataLoader model's 661.7 MiB peak + 25%, rounded.
+LOADER_896 = "num_workers=8,batch_size=64,sample_shape=3x224x224"
+#: A 49.5 GiB predicted peak: 64 GiB of /dev/shm, which a 16 GiB memory limit cannot hold.
+LOADER_64G = (
+    "num_workers=16,batch_size=256,sample_shape=3x512x512,dtype=float16,prefetch_factor=4,"
+    "persistent_workers=true,loaders=2"
+)
+
+
+@pytest.mark.parametrize(
+    ("loader", "written"),
+    [
+        (LOADER_896, "896Mi"),  # check --fix wrote the 1Gi default before issue 19 fix A
+        # batch_bytes read by the one annotation parser (the webhook skipped `2g` before):
+        # 2 GiB batches predict ~12 GiB, 2,000,000,000-byte ones ~11.18 GiB
+        ("num_workers=2,batch_bytes=2g", "16Gi"),
+        ("num_workers=2,batch_bytes=2Gi", "16Gi"),
+        ("num_workers=2,batch_bytes=2G", "14Gi"),
+    ],
+)
+def test_check_fix_and_the_webhook_size_alike_from_the_dataloader_annotation(
+    tmp_path: Path, loader: str, written: str
+) -> None:
+    fixed, report = check_fix(tmp_path, None, loader=loader)
+    injected, warnings, decision = webhook(None, loader=loader)
+    assert fixed == injected == written
+    assert "sizing model: predicted peak" in decision
+    assert LOADER not in report and not any(LOADER in w for w in warnings)
+
+
+def test_an_unreadable_dataloader_annotation_is_warned_in_both(tmp_path: Path) -> None:
+    fixed, report = check_fix(tmp_path, None, loader="num_workers=lots")
+    injected, warnings, _ = webhook(None, loader="num_workers=lots")
+    assert fixed == injected == "1Gi"
+    why = f"{LOADER} ignored: num_workers='lots': expected a whole number"
+    assert f"shmguard: {why}" in warnings
+    (finding,) = [line for line in report.splitlines() if " SHM001 " in line]
+    assert finding.endswith(f"it gets the runtime's 64 MiB; {why}")
+
+
+def test_a_model_size_over_the_memory_limit_gets_no_size_in_both(tmp_path: Path) -> None:
+    # The model's 64 GiB cannot sit under a 16 GiB limit beside the 1 GiB margin: the
+    # webhook gave 64Gi and check --fix 1Gi before; now neither writes a size.
+    spec, report = check_fix_spec(tmp_path, None, "16Gi", loader=LOADER_64G)
+    assert "volumes" not in spec and "volumeMounts" not in spec["containers"][0]
+    assert " SHM001 " in report
+    d, _ = webhook_decision(None, "16Gi", LOADER_64G)
+    assert (d.action, d.reason) == ("skip", "no-room")
+    assert [op["path"] for op in d.patch] == ["/metadata/annotations/shmguard.io~1decision"]
+    assert "a 64 GiB /dev/shm needs a memory limit of 80Gi" in d.message
+    # the flag and the size annotation are taken as given
+    assert check_fix(tmp_path, None, "16Gi", "--shm-size", "2Gi", loader=LOADER_64G)[0] == "2Gi"
+    assert webhook("2Gi", "16Gi", LOADER_64G)[0] == "2Gi"
 
 
 def kyverno_size() -> str:

@@ -14,7 +14,7 @@ from shmguard.estimate.decide import (
     ShmEvidence,
     choose_shm,
 )
-from shmguard.estimate.policy import ALERT_PERCENT, SOURCES, Policy, Sized
+from shmguard.estimate.policy import ALERT_PERCENT, SOURCES, Policy, Sized, memory_limit_for
 from shmguard.units import DOCKER_DEFAULT_SHM, GiB, MiB
 
 #: Every slot filled: each test below removes the slots above the one it checks.
@@ -156,10 +156,36 @@ def test_no_room_under_the_memory_limit_answers_with_the_limit_to_raise_to() -> 
     # /dev/shm (at least the 1 GiB margin) plus the new size, rounded
     assert got.bytes == GiB and got.memory_limit == 2 * GiB
     assert "the limit must grow" in got.basis
-    # a need is a need: no "no room" answer from measurements (the memory limit is planned
-    # from the measured non-shm use)
-    measured = ShmEvidence(measured=Need(500 * MiB, "m"), memory_limit=GiB)
-    assert choose_shm(measured).memory_limit is None
+
+
+def test_a_need_over_the_memory_limit_is_not_cut_but_answers_no_room() -> None:
+    # A need is never cut to fit; where the limit cannot hold it beside the 1 GiB margin the
+    # answer is the limit to raise to (before issue 19's fix A: a 640 MiB size and None, a
+    # /dev/shm that lets shm alone get the 1 GiB container OOM-killed).
+    for slot in ("measured", "model"):
+        need = Need(500 * MiB, "m")
+        ev = ShmEvidence(memory_limit=GiB, **{slot: need})  # type: ignore[arg-type]
+        got = choose_shm(ev)
+        assert (got.bytes, got.source) == (640 * MiB, slot)
+        assert got.memory_limit == memory_limit_for(640 * MiB, current_limit=GiB)
+        assert got.memory_limit == 1792 * MiB  # the 1 GiB margin + 640 MiB, rounded
+    # a failed request raises the size; the raised size is checked too
+    req = choose_shm(
+        ShmEvidence(request=Need(3 * GiB, "requested at line 3"), memory_limit=4 * GiB)
+    )
+    assert req.source == "request" and req.memory_limit is not None
+    assert req.memory_limit >= req.bytes + Policy().memory_margin
+    # a log's size too
+    log = LogSize(6 * GiB, "the size the log itself suggests (6 GiB, line 1)")
+    assert choose_shm(ShmEvidence(log=log, memory_limit=4 * GiB)).memory_limit is not None
+    # a need that fits beside the margin, or no limit known (measure, plan, probe): no answer
+    fits = ShmEvidence(model=Need(500 * MiB, "m"), memory_limit=2 * GiB)
+    assert choose_shm(fits).memory_limit is None
+    assert choose_shm(ShmEvidence(model=Need(60 * GiB, "m"))).memory_limit is None
+    # the flag and a configured size are taken as given, whatever the limit
+    assert choose_shm(ShmEvidence(flag=8 * GiB, memory_limit=GiB)).memory_limit is None
+    conf = ShmEvidence(configured=("shmguard.io/shm-size", "8Gi"), memory_limit=GiB)
+    assert choose_shm(conf).memory_limit is None
 
 
 def test_every_source_is_in_the_closed_set() -> None:

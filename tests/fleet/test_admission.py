@@ -155,6 +155,46 @@ def test_default_is_capped_by_the_memory_limit_never_the_whole_limit() -> None:
     assert "(a 1 GiB /dev/shm needs a memory limit of 2Gi)" in d.message
 
 
+#: A 49.5 GiB predicted peak: a 64 GiB /dev/shm.
+BIG_LOADER = (
+    "num_workers=16,batch_size=256,sample_shape=3x512x512,dtype=float16,prefetch_factor=4,"
+    "persistent_workers=true,loaders=2"
+)
+
+
+def test_batch_bytes_is_read_by_the_one_annotation_parser() -> None:
+    # `2g` made the webhook skip the whole annotation (k8s_quantity_bytes) before fix A
+    for text, n in (("2g", 2 * GiB), ("2Gi", 2 * GiB), ("2G", 2_000_000_000)):
+        assert loader_request(f"num_workers=2,batch_bytes={text}").batch_bytes == n
+        ann = {"shmguard.io/dataloader": f"num_workers=2,batch_bytes={text}"}
+        d = decide_admission(review(pod(TRAIN, annotations=ann)))
+        want = make_plan(PlanRequest(2, batch_bytes=n)).shm
+        assert want is not None
+        assert (d.record["source"], d.record["shm_bytes"]) == ("model", want.bytes)
+        assert not any("ignored" in w for w in d.warnings)
+    with pytest.raises(ValueError, match="batch_bytes='1m': m is milli"):
+        loader_request("num_workers=2,batch_bytes=1m")
+
+
+def test_a_model_size_over_the_memory_limit_is_no_room_unless_raising() -> None:
+    res = {"limits": {"memory": "16Gi"}, "requests": {"memory": "16Gi"}}
+    c = dict(TRAIN, resources=res)
+    ann = {"shmguard.io/dataloader": BIG_LOADER}
+    d = decide_admission(review(pod(c, annotations=ann)))
+    # before fix A: a 64Gi /dev/shm under the 16Gi limit (its own SHM009 policy flags that)
+    assert (d.action, d.reason) == ("skip", "no-room")
+    assert "a 64 GiB /dev/shm needs a memory limit of 80Gi" in d.message
+    assert "sizing model" in d.message
+    ann[names.RAISE_MEMORY_ANNOTATION] = "true"
+    out = patched(pod(c, annotations=ann))
+    assert shm_mounts(out["spec"])["train"]["emptyDir"]["sizeLimit"] == "64Gi"
+    # the limit raised to what the decision names, and the equal request with it
+    assert out["spec"]["containers"][0]["resources"] == {
+        "limits": {"memory": "80Gi"},
+        "requests": {"memory": "80Gi"},
+    }
+
+
 def test_raise_memory_limit_only_when_asked() -> None:
     c = dict(TRAIN, resources={"limits": {"memory": "8Gi"}, "requests": {"memory": "8Gi"}})
     out = patched(pod(c))

@@ -103,7 +103,7 @@ items:
     launcher, worker = lf.pod_specs
     assert launcher.notes == ("mpi-launcher",) and worker.host_ipc is not None
     wl = pod_container_workload(launcher, launcher.containers[0])
-    assert wl.cls == "container" and wl.loader == {"num_workers": "4"}
+    assert wl.cls == "container" and wl.loader == "num_workers=4"
     assert [e.kind for e in wl.evidence] == ["annotation", "env"]
     assert launcher.annotations["shmguard.io/workload"].path == (
         'items[0].metadata.annotations["shmguard.io/workload"]'

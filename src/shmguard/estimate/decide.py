@@ -35,10 +35,13 @@ Precedence (the first slot that gives a size decides; ``Sized.source`` names it)
 9. ``default``: the policy's default (1 GiB), capped by what ``memory_limit`` leaves after
    the policy's margin (:func:`~shmguard.estimate.policy.default_shm_size`).
 
-"No room": for slots 7-9 (a starting point, not a need), when ``memory_limit`` leaves no room
-for the size beside the policy's margin, ``Sized.memory_limit`` is the limit to raise to
+"No room": for slots 3-9 (a need or a starting point; the flag and a configured size are taken
+as given), when ``memory_limit`` leaves no room for the size beside the policy's margin,
+``Sized.memory_limit`` is the limit to raise to
 (:func:`~shmguard.estimate.policy.memory_limit_for` of the limit and ``current``) and
 ``Sized.bytes`` the size to ship with it; a caller that cannot raise the limit gives no size.
+The default is capped by the limit first, so it has no room only when the cap leaves no more
+than ``current``; a need is never cut to fit.
 """
 
 from __future__ import annotations
@@ -260,8 +263,8 @@ def choose_shm(evidence: ShmEvidence, policy: Policy | None = None) -> Sized:
 
     Returns:
         a :class:`~shmguard.estimate.policy.Sized` with ``source``, ``basis``, ``problems``
-        (configured text that was skipped) and, for a starting point that does not fit under
-        ``evidence.memory_limit``, the ``memory_limit`` to raise to.
+        (configured text that was skipped) and, for a size that does not fit under
+        ``evidence.memory_limit`` beside the margin, the ``memory_limit`` to raise to.
     """
     pol = policy or Policy()
     ev = evidence
@@ -300,9 +303,11 @@ def choose_shm(evidence: ShmEvidence, policy: Policy | None = None) -> Sized:
         basis += f"; raised to {format_iec(n)}: the {format_iec(req.bytes)} {req.what} plus "
         basis += f"{pol.headroom:.0%}"
         source = "request"
+    # Every size from here on (a need or a starting point) is checked against the limit:
+    # tmpfs pages are charged to the memory cgroup, so a size the limit cannot hold beside
+    # the margin gets the job OOM-killed. The flag and a configured size returned above.
     raise_to: int | None = None
-    starting = source in ("ran-short", "documented", "default")
-    if starting and ev.memory_limit is not None and n + pol.memory_margin > ev.memory_limit:
+    if ev.memory_limit is not None and n + pol.memory_margin > ev.memory_limit:
         raise_to = memory_limit_for(
             n, pol, current_limit=ev.memory_limit, current_shm=ev.current or 0
         )

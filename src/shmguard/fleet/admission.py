@@ -25,7 +25,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from shmguard.config import ANNOTATIONS
 from shmguard.estimate.policy import Policy
 from shmguard.fix.k8s import ADD, RESIZE, REUSE, Op, PodFix, json_patch, plan_pod
 from shmguard.fleet import names
@@ -211,12 +210,7 @@ class _Pod:
         raise_memory = self.ann.get(names.RAISE_MEMORY_ANNOTATION, "").lower() == "true"
         policy = self.options.policy
         choice = choose_size(
-            self.ann,
-            todo[0].workload,
-            None if raise_memory or not limits else min(limits),
-            policy,
-            size_key=names.SHM_SIZE_ANNOTATION,
-            loader_key=ANNOTATIONS["dataloader"],
+            todo[0].workload, None if raise_memory or not limits else min(limits), policy
         )
         if choice.memory_limit is not None:  # the decision's "no room" answer
             why = (

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from shmguard.config import ANNOTATIONS
 from shmguard.model.finding import Location
@@ -52,13 +52,15 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Workload:
-    """The workload class (``ml`` or ``container``), the evidence, and the loader parameters,
-    shm size and rule codes not to report (``shmguard.io/ignore``, upper-cased codes or
-    prefixes) stated in ``shmguard.io/`` annotations (empty/None when not stated)."""
+    """The workload class (``ml`` or ``container``), the evidence, and the loader parameters
+    (the ``shmguard.io/dataloader`` text as written, read by
+    :func:`shmguard.sources.loader.loader_request`), shm size and rule codes not to report
+    (``shmguard.io/ignore``, upper-cased codes or prefixes) stated in ``shmguard.io/``
+    annotations (empty/None when not stated)."""
 
     cls: str
     evidence: tuple[Evidence, ...] = ()
-    loader: Mapping[str, str] = field(default_factory=dict)
+    loader: str | None = None
     shm_size: str | None = None
     ignore: tuple[str, ...] = ()
 
@@ -129,7 +131,7 @@ def classify(
     return Workload(
         cls,
         tuple(ev),
-        parse_loader(loader[0]) if loader else {},
+        loader[0] if loader else None,
         shm[0] if shm else None,
         tuple(c.strip().upper() for c in ign[0].split(",") if c.strip()) if ign else (),
     )

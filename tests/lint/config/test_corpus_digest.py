@@ -48,7 +48,11 @@ CODES = frozenset(
 #: Recorded again when SHM001's Kubernetes fix came to name the plan's volume (issue 19): one
 #: finding (NVIDIA nim-deploy, a pod with a volume named ``dshm`` already) says ``name:
 #: dshm-1``, which its edit writes (was ``name: dshm``); every edit and fixed file unchanged.
-DIGEST = "46da21e98264d18d524d94a85d876e4b489f4f94571d27f8071144ad0c847073"
+#: Recorded again when check --fix came to read ``shmguard.io/dataloader`` (issue 19, fix A),
+#: after the volume-name change above: SHM001's and SHM008's fix descriptions name that
+#: annotation; with the old sentences the digest was the value before, so every size, edit and
+#: fixed file is unchanged.
+DIGEST = "aa7624d8cd841ac05c5b85aada313b4bc531853e62c27436f88edd7fc83ecff4"
 
 
 def _files() -> list[tuple[str, bytes]]:

@@ -18,10 +18,10 @@ import yaml
 
 from shmguard.estimate.policy import Policy
 from shmguard.lint.check import CheckOptions, check_loaded, fix_file
-from shmguard.lint.config._base import fix_size
+from shmguard.lint.config._base import fix_size, with_size_problem
 from shmguard.sources.load import load_bytes
 from shmguard.sources.workload import Workload
-from shmguard.units import GiB, format_k8s_quantity, k8s_quantity_bytes
+from shmguard.units import GiB, MiB, format_k8s_quantity, k8s_quantity_bytes
 
 kv = pytest.importorskip("kubernetes_validate")
 
@@ -271,3 +271,15 @@ spec:
     r = fix_file(flow.encode(), "x.yaml", unsafe=True)
     assert b"emptyDir: {medium: Memory, sizeLimit: 1Gi}\n" in r.data
     validate(r.data)
+
+
+def test_fix_size_reads_the_dataloader_annotation_and_the_memory_limit() -> None:
+    # The webhook's and `shmguard plan`'s 896 MiB (check --fix wrote the 1 GiB default before
+    # issue 19 fix A), and no size where the memory limit cannot hold it beside the margin.
+    wl = Workload("ml", loader="num_workers=8,batch_size=64,sample_shape=3x224x224")
+    assert fix_size(CheckOptions(), wl, None) == 896 * MiB
+    assert fix_size(CheckOptions(), wl, 2 * GiB) == 896 * MiB  # 896 MiB + 1 GiB fits
+    assert fix_size(CheckOptions(), wl, int(1.5 * GiB)) is None  # it does not: no room
+    assert fix_size(CheckOptions(shm_size=GiB), wl, int(1.5 * GiB)) == GiB  # taken as given
+    shown = with_size_problem("m", CheckOptions(), Workload("ml", loader="batch_size=8"))
+    assert shown == "m; shmguard.io/dataloader ignored: num_workers is missing"

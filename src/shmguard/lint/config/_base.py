@@ -18,8 +18,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from shmguard.config import ANNOTATIONS
-from shmguard.estimate.decide import ShmEvidence, choose_shm
 from shmguard.estimate.policy import Policy, Sized
 from shmguard.fix.yamledit import line_ending as line_ending
 from shmguard.lint.target import Target
@@ -32,12 +30,12 @@ from shmguard.sources.k8s_model import DEV_SHM as DEV_SHM
 from shmguard.sources.k8s_model import Container, Volume, text
 from shmguard.sources.k8s_model import is_dev_shm as is_dev_shm
 from shmguard.sources.k8s_model import quantity_bytes as quantity_bytes
+from shmguard.sources.loader import workload_sized
 from shmguard.sources.runline import Flag, RunLine
 from shmguard.sources.text import SourceText
 from shmguard.sources.workload import Workload
 from shmguard.sources.yamlnode import YMap, YNode, YScalar
 from shmguard.units import (
-    DOCKER_DEFAULT_SHM,
     SizeError,
     parse_docker_size,
 )
@@ -109,29 +107,15 @@ class CheckOptions:
     proposals: tuple[Proposal, ...] = ()
 
 
-def fix_evidence(
-    options: CheckOptions, workload: Workload, memory_limit: int | None
-) -> ShmEvidence:
-    """What ``check --fix`` knows about a /dev/shm size: ``--shm-size`` (the flag), the
-    ``shmguard.io/shm-size`` annotation or label (read by
-    :func:`~shmguard.units.parse_size_annotation`, as the webhook reads it), the memory limit
-    ``memory_limit`` (bytes, or None) and the runtime's 64 MiB there now."""
-    stated = workload.shm_size
-    return ShmEvidence(
-        flag=options.shm_size,
-        configured=None if stated is None else (ANNOTATIONS["shm-size"], stated),
-        memory_limit=memory_limit,
-        current=DOCKER_DEFAULT_SHM,
-    )
-
-
 def fix_sized(options: CheckOptions, workload: Workload, memory_limit: int | None) -> Sized:
-    """The one size decision (:func:`~shmguard.estimate.decide.choose_shm`) over
-    :func:`fix_evidence`: ``--shm-size``; the annotation; the sizing policy's default (1 GiB
-    unless configured), capped so ``memory_limit`` keeps the policy's margin. ``problems``
-    names an annotation that did not parse; ``memory_limit`` is set ("no room") when the limit
-    leaves no more than the runtime's own 64 MiB beside the margin."""
-    return choose_shm(fix_evidence(options, workload, memory_limit), options.policy)
+    """The one size decision over what ``check --fix`` knows
+    (:func:`~shmguard.sources.loader.workload_sized`, the webhook's evidence): ``--shm-size``;
+    the ``shmguard.io/shm-size`` annotation or label; the DataLoader model's size for the
+    ``shmguard.io/dataloader`` parameters; the sizing policy's default (1 GiB unless
+    configured), capped so ``memory_limit`` (bytes, or None) keeps the policy's margin.
+    ``problems`` names an annotation that could not be read; ``memory_limit`` is set ("no
+    room") when the limit leaves no room for the size beside the margin."""
+    return workload_sized(workload, memory_limit, options.policy, flag=options.shm_size)
 
 
 def fix_size(options: CheckOptions, workload: Workload, memory_limit: int | None) -> int | None:

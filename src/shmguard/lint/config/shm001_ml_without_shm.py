@@ -91,8 +91,8 @@ def _fix(unit: Unit, options: CheckOptions, runtime: str, memory: int | None) ->
     return edit_fix(
         f"Add {flag}",
         f"Give /dev/shm {format_iec(size)} (the sizing policy's default unless --shm-size, the "
-        "shmguard.io/shm-size annotation or the configuration says otherwise; measure the real "
-        "need with `shmguard measure`).",
+        "shmguard.io/shm-size or shmguard.io/dataloader annotation or the configuration says "
+        "otherwise; measure the real need with `shmguard measure`).",
         (change,),
         change_edit(unit, change),
     )
@@ -107,8 +107,9 @@ def _k8s_fix(unit: Unit, options: CheckOptions, c: Container, wl: Workload) -> F
     plan = mount_plan(unit.pod, c, size)
     name = plan.volume if plan is not None else VOLUME_NAME
     sizing = (
-        "the sizing policy's default unless --shm-size, the shmguard.io/shm-size annotation or "
-        "the configuration says otherwise; measure the real need with `shmguard measure`"
+        "the sizing policy's default unless --shm-size, the shmguard.io/shm-size or "
+        "shmguard.io/dataloader annotation or the configuration says otherwise; measure the real "
+        "need with `shmguard measure`"
     )
     if plan is not None and plan.action != ADD:  # the pod's memory emptyDir, reused
         gets = plan.size
@@ -309,8 +310,10 @@ services:
     fix="""\
 Compose: `shm_size: "1g"`; docker/podman: `--shm-size=1g`; Kubernetes: a volume
 `{name: dshm, emptyDir: {medium: Memory, sizeLimit: 1Gi}}` mounted at /dev/shm. The size is
-`check --shm-size`, else the `shmguard.io/shm-size` annotation, else the sizing policy's default
-(1 GiB, `[tool.shmguard.sizes]`), capped so a memory limit keeps its margin.
+`check --shm-size`, else the `shmguard.io/shm-size` annotation, else the DataLoader model's size
+for the `shmguard.io/dataloader` parameters, else the sizing policy's default (1 GiB,
+`[tool.shmguard.sizes]`), capped so a memory limit keeps its margin. Where the memory limit
+would not keep the policy's margin beside the size, no fix is offered.
 """,
     fix_safety="""\
 Safe: `--fix` inserts one entry (Compose `shm_size`: a line at the service's indentation, or

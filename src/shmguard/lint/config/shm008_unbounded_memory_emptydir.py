@@ -83,8 +83,9 @@ def _fix(pod: PodSpec, empty_dir: YNode | None, options: CheckOptions, wl: Workl
     return Fix(
         f"Set sizeLimit: {format_k8s_quantity(size)}",
         f"Bound the tmpfs at {format_iec(size)} (--shm-size, the shmguard.io/shm-size "
-        "annotation, else the sizing policy's default; measure the real need with `shmguard "
-        "measure`), and give the container a memory limit that leaves room beside it.",
+        "annotation, the DataLoader model's size for shmguard.io/dataloader, else the sizing "
+        "policy's default; measure the real need with `shmguard measure`), and give the "
+        "container a memory limit that leaves room beside it.",
         (Change(Setting.SHM_SIZE, size, ("kubernetes",)),),
         (edit,),
         Applicability.SAFE if explicit else Applicability.UNSAFE,
@@ -121,7 +122,8 @@ volumes:
     fix="""\
 Set `sizeLimit` (measured with `shmguard measure`), and a container memory limit that leaves
 room beside it. The fix adds `sizeLimit` as the emptyDir's last key: `check --shm-size`, else
-the `shmguard.io/shm-size` annotation, else the sizing policy's default (1 GiB).
+the `shmguard.io/shm-size` annotation, else the DataLoader model's size for the
+`shmguard.io/dataloader` parameters, else the sizing policy's default (1 GiB).
 """,
     fix_safety="""\
 Safe when the size is yours (`--shm-size` or the `shmguard.io/shm-size` annotation): `--fix`
