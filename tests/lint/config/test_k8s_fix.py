@@ -18,7 +18,7 @@ import yaml
 
 from shmguard.estimate.policy import Policy
 from shmguard.lint.check import CheckOptions, check_loaded, fix_file
-from shmguard.lint.config._base import fix_size, with_size_problem
+from shmguard.lint.config._base import fix_size, fix_sized, with_size_problem
 from shmguard.sources.load import load_bytes
 from shmguard.sources.workload import Workload
 from shmguard.units import GiB, MiB, format_k8s_quantity, k8s_quantity_bytes
@@ -281,5 +281,6 @@ def test_fix_size_reads_the_dataloader_annotation_and_the_memory_limit() -> None
     assert fix_size(CheckOptions(), wl, 2 * GiB) == 896 * MiB  # 896 MiB + 1 GiB fits
     assert fix_size(CheckOptions(), wl, int(1.5 * GiB)) is None  # it does not: no room
     assert fix_size(CheckOptions(shm_size=GiB), wl, int(1.5 * GiB)) == GiB  # taken as given
-    shown = with_size_problem("m", CheckOptions(), Workload("ml", loader="batch_size=8"))
+    sized = fix_sized(CheckOptions(), Workload("ml", loader="batch_size=8"), None)
+    shown = with_size_problem("m", sized)
     assert shown == "m; shmguard.io/dataloader ignored: num_workers is missing"

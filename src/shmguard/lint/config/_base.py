@@ -118,19 +118,24 @@ def fix_sized(options: CheckOptions, workload: Workload, memory_limit: int | Non
     return workload_sized(workload, memory_limit, options.policy, flag=options.shm_size)
 
 
-def fix_size(options: CheckOptions, workload: Workload, memory_limit: int | None) -> int | None:
-    """Bytes of /dev/shm a fix writes (:func:`fix_sized`), or None where there is no room: a
-    larger /dev/shm would need the memory limit raised, which a fix does not do unasked."""
-    sized = fix_sized(options, workload, memory_limit)
+def fix_bytes(sized: Sized) -> int | None:
+    """Bytes of /dev/shm a fix writes for the decision ``sized``, or None where there is no
+    room: a larger /dev/shm would need the memory limit raised, which a fix does not do
+    unasked."""
     return None if sized.memory_limit is not None else sized.bytes
 
 
-def with_size_problem(message: str, options: CheckOptions, workload: Workload) -> str:
-    """``message``, followed by the warning of a ``shmguard.io/shm-size`` that did not parse
-    when the fix's size would have come from it (no ``--shm-size``), so the user sees why the
-    fix writes another size (the webhook puts the same sentence in its warnings)."""
-    problems = fix_sized(options, workload, None).problems
-    return "; ".join((message, *problems))
+def fix_size(options: CheckOptions, workload: Workload, memory_limit: int | None) -> int | None:
+    """:func:`fix_bytes` of :func:`fix_sized`."""
+    return fix_bytes(fix_sized(options, workload, memory_limit))
+
+
+def with_size_problem(message: str, sized: Sized) -> str:
+    """``message``, followed by the warnings of the annotations the decision ``sized`` could
+    not read (a ``shmguard.io/shm-size`` or ``shmguard.io/dataloader`` that does not parse,
+    where no ``--shm-size`` made them moot), so the user sees why the fix writes another size
+    (the webhook puts the same sentences in its warnings)."""
+    return "; ".join((message, *sized.problems))
 
 
 def node_loc(node: YNode) -> Location:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from shmguard.estimate.policy import Sized
 from shmguard.fix.k8s import ADD, RESIZE, VOLUME_NAME
 from shmguard.fix.k8s_yaml import mount_plan, shm_mount_edits
 from shmguard.fix.runtime import compose_entry, run_flag
@@ -28,7 +29,8 @@ from shmguard.lint.config._base import (
     compose_memory_limit,
     container_memory_limit,
     edit_fix,
-    fix_size,
+    fix_bytes,
+    fix_sized,
     ipc_mode,
     is_dev_shm,
     run_memory_limit,
@@ -42,7 +44,7 @@ from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
 from shmguard.model.fix import Change, Setting
 from shmguard.sources.k8s_model import Container, Volume, text
-from shmguard.sources.workload import Workload, strong
+from shmguard.sources.workload import strong
 from shmguard.units import format_iec, format_k8s_quantity
 
 CODE = "SHM001"
@@ -82,8 +84,8 @@ def _evidence(unit: Unit) -> str:
     return f" ({ev[0].what})" if ev else ""
 
 
-def _fix(unit: Unit, options: CheckOptions, runtime: str, memory: int | None) -> Fix | None:
-    size = fix_size(options, unit.workload, memory)
+def _fix(unit: Unit, sized: Sized, runtime: str) -> Fix | None:
+    size = fix_bytes(sized)
     if size is None:
         return None
     change = Change(Setting.SHM_SIZE, size, (runtime,))
@@ -98,8 +100,8 @@ def _fix(unit: Unit, options: CheckOptions, runtime: str, memory: int | None) ->
     )
 
 
-def _k8s_fix(unit: Unit, options: CheckOptions, c: Container, wl: Workload) -> Fix | None:
-    size = fix_size(options, wl, container_memory_limit(c))
+def _k8s_fix(unit: Unit, sized: Sized, c: Container) -> Fix | None:
+    size = fix_bytes(sized)
     if size is None:
         return None
     assert unit.pod is not None
@@ -153,11 +155,8 @@ def _compose(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
         f"service {svc.name!r} is an ML workload{_evidence(unit)} with no shm_size: it gets "
         "Docker's 64 MiB /dev/shm (Podman: 65,536,000 bytes)"
     )
-    yield Violation(
-        with_size_problem(message, options, unit.workload),
-        where,
-        _fix(unit, options, "compose", compose_memory_limit(unit)),
-    )
+    sized = fix_sized(options, unit.workload, compose_memory_limit(unit))
+    yield Violation(with_size_problem(message, sized), where, _fix(unit, sized, "compose"))
 
 
 def _run(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
@@ -175,10 +174,11 @@ def _run(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
         f"{rl.tool} run of an ML workload{_evidence(unit)} without --shm-size or --ipc=host: "
         f"/dev/shm is the default {default}"
     )
+    sized = fix_sized(options, unit.workload, run_memory_limit(unit))
     yield Violation(
-        with_size_problem(message, options, unit.workload),
+        with_size_problem(message, sized),
         span_loc(unit.src, rl.start, rl.start + len(rl.tool.encode())),
-        _fix(unit, options, "podman" if rl.tool == "podman" else "docker", run_memory_limit(unit)),
+        _fix(unit, sized, "podman" if rl.tool == "podman" else "docker"),
     )
 
 
@@ -226,10 +226,9 @@ def _pod(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
             f"{pod.obj.kind} {pod.obj.name or ''}{role}: {who} is an ML workload{ev} with no "
             f"volume at /dev/shm: it gets the runtime's 64 MiB{extra}".replace("  ", " ")
         )
+        sized = fix_sized(options, wl, container_memory_limit(c))
         yield Violation(
-            with_size_problem(message, options, wl),
-            node.location(),
-            _k8s_fix(unit, options, c, wl),
+            with_size_problem(message, sized), node.location(), _k8s_fix(unit, sized, c)
         )
 
 

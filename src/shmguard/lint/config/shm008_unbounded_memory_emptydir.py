@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from shmguard.estimate.policy import Sized
 from shmguard.fix.k8s_yaml import add_size_limit
 from shmguard.lint.config._base import (
     SOURCES,
@@ -28,7 +29,6 @@ from shmguard.model.finding import Applicability, Fix
 from shmguard.model.fix import Change, Setting
 from shmguard.sources.k8s import PodSpec
 from shmguard.sources.k8s_model import text
-from shmguard.sources.workload import Workload
 from shmguard.sources.yamlnode import YMap, YNode
 from shmguard.units import format_iec, format_k8s_quantity
 
@@ -60,15 +60,15 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
             f"volume {v.name!r} (medium: Memory, at /dev/shm in {names}) has no sizeLimit and "
             "the container has no memory limit: the tmpfs is bounded only by node memory"
         )
+        sized = fix_sized(options, wl, None)  # no memory limit: never "no room"
         yield Violation(
-            with_size_problem(message, options, wl),
+            with_size_problem(message, sized),
             v.medium.location() if v.medium is not None else v.node.location(),
-            _fix(pod, v.empty_dir, options, wl),
+            _fix(pod, v.empty_dir, sized),
         )
 
 
-def _fix(pod: PodSpec, empty_dir: YNode | None, options: CheckOptions, wl: Workload) -> Fix:
-    sized = fix_sized(options, wl, None)  # no memory limit: never "no room"
+def _fix(pod: PodSpec, empty_dir: YNode | None, sized: Sized) -> Fix:
     size = sized.bytes
     edit = add_size_limit(pod, empty_dir, size) if isinstance(empty_dir, YMap) else None
     if edit is None:
