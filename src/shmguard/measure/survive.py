@@ -9,7 +9,9 @@ period) with ``stopped_by`` = :data:`~shmguard.measure.outcome.TRIAL_TIME`, whic
 shared memory allocation. Steady means: the peak was last raised at least :func:`settle_time`
 ago, and /dev/shm is not full as the hang detector defines it (nearly full with a failed
 allocation seen). A job whose /dev/shm still grows at ``run_for`` keeps running until it is
-steady, fills up (a failure) or reaches the trial timeout.
+steady, fills up (a failure) or reaches the trial timeout. A job that has not used /dev/shm at
+all yet is still starting (importing its libraries, loading a model): it is not steady before
+:func:`first_use_wait` seconds, so a slow start is not stopped at a peak of 0 B and passed.
 """
 
 from __future__ import annotations
@@ -24,12 +26,21 @@ from shmguard.measure.sampler import ShmSampler
 STOP_GRACE = 5.0
 #: Bounds of the settle time in seconds.
 SETTLE_MIN, SETTLE_MAX = 0.5, 30.0
+#: Seconds beyond ``run_for`` that a run which has not used /dev/shm yet gets, at least.
+FIRST_USE_EXTRA = 10.0
 
 
 def settle_time(run_for: float) -> float:
     """Seconds without a new /dev/shm peak that count as steady: a quarter of ``run_for``,
     at least :data:`SETTLE_MIN`, at most :data:`SETTLE_MAX`."""
     return min(SETTLE_MAX, max(SETTLE_MIN, run_for / 4))
+
+
+def first_use_wait(run_for: float) -> float:
+    """Seconds a run that has not used any /dev/shm yet must last before it counts as steady:
+    3x ``run_for``, at least ``run_for`` + :data:`FIRST_USE_EXTRA` (a job that never uses
+    /dev/shm is stopped then and passes)."""
+    return max(3 * run_for, run_for + FIRST_USE_EXTRA)
 
 
 class SurvivalCheck:
@@ -53,6 +64,7 @@ class SurvivalCheck:
         self.detector = detector
         self.run_for = run_for
         self.settle = settle_time(run_for)
+        self.first_use = first_use_wait(run_for)
         self.clock = clock
         self.started: float | None = None
 
@@ -66,6 +78,11 @@ class SurvivalCheck:
 
     def due(self) -> bool:
         """True once ``run_for`` seconds have passed and /dev/shm is steady."""
-        if self.started is None or self.clock() - self.started < self.run_for:
+        if self.started is None:
             return False
+        elapsed = self.clock() - self.started
+        if elapsed < self.run_for:
+            return False
+        if self.sampler.peak == 0 and elapsed < self.first_use:
+            return False  # still starting: nothing on /dev/shm yet
         return self.steady()
