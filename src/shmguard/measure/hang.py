@@ -28,13 +28,7 @@ def _failure_finder() -> Callable[[bytes], list[int]]:
     :func:`shm_failures` keeps): a cheap test of whether a chunk can report one at all."""
     sigs: tuple[Signature, ...] = builtin_catalogue()
     literals = sorted(
-        {
-            p.literal
-            for s in sigs
-            if is_shm_failure(s.kind, s.role, s.id)
-            for p in s.patterns
-            if not p.marker
-        }
+        {p.literal for s in sigs if is_shm_failure(s) for p in s.patterns if not p.marker}
     )
     find, _backend = make_finder(literals)
     return find
