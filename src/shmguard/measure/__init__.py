@@ -6,8 +6,10 @@
 * :mod:`~shmguard.measure.sampler`: the one /dev/shm sampler (statvfs + owners + RSS + cgroup);
   its typed results in :mod:`~shmguard.measure.timeline`, its slow loop in
   :mod:`~shmguard.measure.owners`; ``ShmSampler.watcher()`` for long-running watchers
-  (:mod:`shmguard.monitor`);
+  (:mod:`shmguard.monitor`, the PyTorch guard);
 * :mod:`~shmguard.measure.outcome`: how a run ended and why (through the triage catalogue);
+* :mod:`~shmguard.measure.stall`: the one stall observer (the failed-block baseline, the progress
+  test, the process tree's CPU time) that every watcher feeds the stall verdict from;
 * :mod:`~shmguard.measure.hang`: hang detection while it runs;
 * :mod:`~shmguard.measure.run` (``measure``) and :mod:`~shmguard.measure.probe` (``probe``);
   the sizes they recommend come from :mod:`shmguard.estimate`.

@@ -15,14 +15,10 @@ from collections.abc import Callable
 from shmguard.measure.outcome import is_shm_failure, shm_failures
 from shmguard.measure.owners import namespace_pids, torch_creator
 from shmguard.measure.sampler import ShmSampler
+from shmguard.measure.stall import StallObserver
 from shmguard.triage.model import Signature
 from shmguard.triage.scanner import make_finder
-from shmguard.triage.stall import (
-    ShmObservation,
-    failed_torch_blocks,
-    failed_torch_sizes,
-    stall_verdict,
-)
+from shmguard.triage.stall import ShmObservation, stall_verdict
 from shmguard.triage.text import builtin_catalogue, classify_text
 
 
@@ -32,13 +28,7 @@ def _failure_finder() -> Callable[[bytes], list[int]]:
     :func:`shm_failures` keeps): a cheap test of whether a chunk can report one at all."""
     sigs: tuple[Signature, ...] = builtin_catalogue()
     literals = sorted(
-        {
-            p.literal
-            for s in sigs
-            if is_shm_failure(s.kind, s.role, s.id)
-            for p in s.patterns
-            if not p.marker
-        }
+        {p.literal for s in sigs if is_shm_failure(s) for p in s.patterns if not p.marker}
     )
     find, _backend = make_finder(literals)
     return find
@@ -69,8 +59,9 @@ class HangDetector:
     Without that evidence, a job that merely holds most of its /dev/shm and idles (a
     ``fallocate`` then a sleep, a slow step) is not a hang: calling it one made probe report
     sizes above the real minimum. No progress means: used bytes
-    unchanged, no output, and the tree's CPU time grew by less than 5% of one core over the
-    window.
+    unchanged, no output, and the tree's CPU time flat (the one stall observer,
+    :class:`~shmguard.measure.stall.StallObserver`: less than 5% of one core over the window,
+    plus 0.05 s).
 
     Args:
         sampler: the running sampler (its slow loop must be on for the CPU criterion).
@@ -93,12 +84,11 @@ class HangDetector:
         self.full_margin = full_margin
         self.clock = clock or time.monotonic
         self.last_output = self.clock()
-        self._cpu_mark: tuple[float, float] | None = None
+        #: the failed-block baseline (taken at the first check) and the CPU mark.
+        self.observer = StallObserver(sampler.path)
         self.alloc_failed = False
         self._carry = b""
         self._pending = b""
-        #: zero-block ``torch_*`` names already there at the first check (old leftovers).
-        self.blocks_before: frozenset[str] | None = None
         self.failed_blocks = 0
         #: bytes the largest of those new failed allocations asked for.
         self.failed_request = 0
@@ -106,6 +96,12 @@ class HangDetector:
         #: exited: the job got past them, so a failure in the output is no evidence either.
         self.failures_past = False
         self._listed = float("-inf")
+
+    @property
+    def blocks_before(self) -> frozenset[str] | None:
+        """Zero-block ``torch_*`` names already there at the first check (old leftovers;
+        None before it)."""
+        return self.observer.before
 
     def saw_output(self, _stream: str = "", chunk: bytes = b"") -> None:
         """Record output activity, and whether it reports a failed shm allocation (use as the
@@ -190,8 +186,7 @@ class HangDetector:
         # did not fit, then waited quietly at a barrier, was stopped as a stall), while the
         # worker of a hung loader lives on, waiting for work.
         self._listed = self.clock()
-        old = self.blocks_before or frozenset()
-        new = [(n, size) for n, size in failed_torch_sizes(self.sampler.path) if n not in old]
+        new = list(self.observer.failed())
         self.failures_past = False
         if new and self.sampler.pids is not None:
             live = namespace_pids(self.sampler.pids())
@@ -205,19 +200,14 @@ class HangDetector:
 
     def __call__(self) -> str | None:
         now = self.clock()
-        if self.blocks_before is None:
-            self.blocks_before = failed_torch_blocks(self.sampler.path)
+        self.observer.take_baseline()
         if not self.full():
-            self._cpu_mark = None
+            self.observer.reset_cpu()
             return None
         snap = self.sampler.latest_owner()
         cpu = snap.cpu_seconds if snap is not None else 0.0
-        if self._cpu_mark is None:
-            self._cpu_mark = (now, cpu)
+        flat = self.observer.cpu_flat(now, cpu)
+        if flat is None:  # the mark was set or moved: no quiet window yet
             return None
-        since, cpu0 = self._cpu_mark
-        if cpu - cpu0 > 0.05 * (now - since) + 0.05:
-            self._cpu_mark = (now, cpu)
-            return None
-        quiet = min(now - since, now - self.last_output, self.sampler.since_change())
+        quiet = min(flat, now - self.last_output, self.sampler.since_change())
         return "hang" if stall_verdict(self.observe(quiet), self.after).stalled else None

@@ -17,7 +17,7 @@ import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from shmguard.triage.model import Result
+from shmguard.triage.model import Result, Signature
 from shmguard.triage.text import classify_text, signature_by_id
 
 
@@ -40,15 +40,6 @@ class Outcome(str, enum.Enum):
         return self in (Outcome.SHM_EXHAUSTED, Outcome.SIGBUS, Outcome.HANG)
 
 
-#: Signature kinds (docs/signatures.md) whose cause is a shared memory allocation that failed
-#: for want of /dev/shm space: PyTorch's DataLoader, a full /dev/shm, NCCL, Triton, Ray.
-SHM_KINDS = frozenset({"dataloader_shm", "shm_full", "nccl_shm", "triton_shm", "ray_shm"})
-#: Signatures of the SIGBUS path: a page that tmpfs could not back was touched (outcome
-#: ``sigbus`` rather than ``shm-exhausted``).
-SIGBUS_SIGNATURES = frozenset({"dataloader-bus-error", "sigbus-generic"})
-#: Signatures of a /dev/shm *state* (a ``df`` row at 95% or more), not of a failed allocation:
-#: like a low-confidence one, it decides only when the run's own sampler saw /dev/shm fill up.
-STATE_SIGNATURES = frozenset({"shm-full-df"})
 #: ``stopped_by`` of a run that was still going, with /dev/shm steady, when its trial time
 #: was up (probe ``--trial-time``; :mod:`shmguard.measure.survive`): shmguard stopped it, and
 #: it passes unless its output reports a failed shared memory allocation.
@@ -84,18 +75,45 @@ class Cause:
         return self.outcome is Outcome.OK
 
 
-def is_shm_failure(kind: str, role: str, sig_id: str) -> bool:
-    """Whether a signature (its ``kind``, ``role`` and ``id``) reports a failed shm allocation
-    (not a state such as a full ``df`` row)."""
-    return role == "cause" and kind in SHM_KINDS and sig_id not in STATE_SIGNATURES
+def is_shm_failure(sig: Signature) -> bool:
+    """Whether a signature reports a failed shm allocation: a cause marked ``shm`` in its file,
+    not ``state_only`` (a full ``df`` row)."""
+    return sig.role == "cause" and sig.shm and not sig.state_only
+
+
+def _signature(sig_id: str | None) -> Signature | None:
+    return signature_by_id().get(sig_id) if sig_id is not None else None
+
+
+def is_shm(sig_id: str | None) -> bool:
+    """The catalogue signature ``sig_id`` is marked ``shm``: its cause is a shared memory
+    allocation that failed for want of /dev/shm space (PyTorch's DataLoader, a full /dev/shm,
+    NCCL, Triton, Ray; docs/signatures.md). False for an id the built-in catalogue lacks."""
+    sig = _signature(sig_id)
+    return sig is not None and sig.shm
+
+
+def is_sigbus(sig_id: str | None) -> bool:
+    """The signature is marked ``sigbus``: the SIGBUS path, a page that tmpfs could not back
+    was touched (outcome ``sigbus`` rather than ``shm-exhausted``)."""
+    sig = _signature(sig_id)
+    return sig is not None and sig.sigbus
+
+
+def is_state_only(sig_id: str | None) -> bool:
+    """The signature is marked ``state_only``: a /dev/shm *state* (a ``df`` row at 95% or
+    more), not a failed allocation; like a low-confidence one, it decides only when the run's
+    own sampler saw /dev/shm fill up."""
+    sig = _signature(sig_id)
+    return sig is not None and sig.state_only
 
 
 def _needs_full(r: Result) -> bool:
     """The signature is a possibility that other evidence must decide (its own confidence is
     ``low``, e.g. a bare ENOSPC), or a state: the run's sampler seeing /dev/shm full decides."""
-    sig = signature_by_id().get(r.id)
+    sig = _signature(r.id)
     own = sig.confidence if sig is not None else r.base_confidence
-    return own == "low" or r.id in STATE_SIGNATURES
+    return own == "low" or is_state_only(r.id)
 
 
 def shm_failures(results: Sequence[Result], *, states: bool = False) -> list[Result]:
@@ -105,16 +123,15 @@ def shm_failures(results: Sequence[Result], *, states: bool = False) -> list[Res
 
     Args:
         results: ranked results of :func:`~shmguard.triage.text.classify_text`.
-        states: also keep :data:`STATE_SIGNATURES` (a ``df`` row showing /dev/shm full).
+        states: also keep the ``state_only`` ones (a ``df`` row showing /dev/shm full).
     """
-    kind = {r.id: r.kind for r in results}
     return [
         r
         for r in results
         if r.role == "cause"
-        and r.kind in SHM_KINDS
-        and (states or r.id not in STATE_SIGNATURES)
-        and (r.explained_by is None or kind.get(r.explained_by) in SHM_KINDS)
+        and is_shm(r.id)
+        and (states or not is_state_only(r.id))
+        and (r.explained_by is None or is_shm(r.explained_by))
     ]
 
 
@@ -130,9 +147,9 @@ def _lines(results: Iterable[Result], limit: int = 5) -> tuple[str, ...]:
 
 def _verdict(r: Result, shm_full: bool) -> Outcome | None:
     """What an unexplained cause says of the run, given whether /dev/shm filled up."""
-    if r.id in SIGBUS_SIGNATURES:
+    if is_sigbus(r.id):
         return Outcome.SIGBUS
-    if r.kind in SHM_KINDS:
+    if is_shm(r.id):
         return Outcome.SHM_EXHAUSTED if shm_full or not _needs_full(r) else None
     if r.kind == "cgroup_oom":
         return Outcome.OOM_KILLED
@@ -192,7 +209,7 @@ def classify(
     causes = [r for r in res if r.role == "cause" and r.explained_by is None]
     top = causes[0] if causes else None
     shm = shm_failures(res, states=True)
-    shm_causes = [r for r in causes if r.kind in SHM_KINDS]
+    shm_causes = [r for r in causes if is_shm(r.id)]
     exits = [r for r in res if r.kind == "worker_exit"]
     ooms = [r for r in res if r.kind == "cgroup_oom"]
 
@@ -262,7 +279,7 @@ def classify(
             sig([r for r in causes if r.kind == "cgroup_oom"]),
         )
     if signal_name == "SIGBUS":
-        bus = [r for r in causes if r.id in SIGBUS_SIGNATURES] or shm_causes
+        bus = [r for r in causes if is_sigbus(r.id)] or shm_causes
         return Cause(
             Outcome.SIGBUS,
             "a process was killed by SIGBUS touching shared memory that /dev/shm could not "
@@ -283,7 +300,7 @@ def classify(
     said = ""
     if top is not None:
         said = f"; the output shows: {top.title}"
-        if top.kind in SHM_KINDS:
+        if is_shm(top.id):
             said += "; /dev/shm did not fill up in this run"
     if signal_name:
         return Cause(
@@ -304,7 +321,7 @@ def _decided(verdict: Outcome, r: Result, res: Sequence[Result], exit_status: in
     """The :class:`Cause` when the output's cause ``r`` decided ``verdict``."""
     exits = [x for x in res if x.kind == "worker_exit"]
     if verdict is Outcome.SIGBUS:
-        bus = [x for x in res if x.id in SIGBUS_SIGNATURES]
+        bus = [x for x in res if is_sigbus(x.id)]
         return Cause(
             verdict,
             r.title,

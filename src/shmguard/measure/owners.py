@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from shmguard.measure.stall import TreeCpu
 from shmguard.measure.timeline import OwnerSnapshot
 
 #: PyTorch's shm block names: ``/torch_<pid>_<random>_<counter>`` (at::MapAllocator;
@@ -97,8 +98,7 @@ class OwnerTracker:
         self.usage_file = usage_file
         self.errors = errors
         self._procs: dict[int, Any] = {}
-        self._cpu_done = 0.0
-        self._cpu_last: dict[int, float] = {}
+        self._cpu = TreeCpu()
         self._torch_largest = 0
         self._torch_creators: set[str] = set()
         #: the tree's processes at the previous scan's start (see :func:`_worker_siblings`).
@@ -149,10 +149,8 @@ class OwnerTracker:
             except psutil.Error:
                 continue
         # An exited process keeps counting with the CPU time it had at its last snapshot.
-        self._cpu_done += sum(c for pid, c in self._cpu_last.items() if pid not in cpu_now)
-        self._cpu_last = cpu_now
+        cpu = self._cpu.add(cpu_now)
         self._procs = live
-        cpu = sum(cpu_now.values())
         usage = None
         if self.usage_file is not None:
             try:
@@ -167,5 +165,5 @@ class OwnerTracker:
             processes=len(pids),
             rss=rss,
             memory_usage=usage,
-            cpu_seconds=cpu + self._cpu_done,
+            cpu_seconds=cpu,
         )

@@ -1,4 +1,5 @@
-"""The one /dev/shm sampler (measure, probe, and later the guard, the entrypoint and the monitor).
+"""The one /dev/shm sampler: measure, probe, ``shmguard run`` (the entrypoint, ``--watch``), the
+PyTorch guard, ``shmguard watch`` and the exporter all read /dev/shm through it.
 
 Two threads:
 
@@ -18,9 +19,12 @@ Two threads:
   process tree, sums the tree's RSS and CPU time (psutil) and reads the memory cgroup's
   current usage.
 
-SCHED_FIFO and the 0.5 ms switch interval are for measuring; :meth:`ShmSampler.watcher` makes
-a sampler that changes neither and keeps a bounded ring of change points, for a watcher inside
-another process (the PyTorch guard) or running for days (``shmguard watch``).
+SCHED_FIFO and the 0.5 ms switch interval are for measuring (measure, probe and ``run``'s own
+sampler); :meth:`ShmSampler.watcher` makes a sampler that changes neither and keeps a bounded
+ring of change points, for a watcher inside another process (the PyTorch guard) or running for
+days (``shmguard watch``, the exporter's samplers). What a watcher keeps between two looks to
+judge a stall (the failed-block baseline, the CPU mark) is the one stall observer's,
+:class:`shmguard.measure.stall.StallObserver`.
 
 The library never prints; callers read :meth:`ShmSampler.reading` (live) or
 :meth:`ShmSampler.stop`'s :class:`~shmguard.measure.timeline.Timeline` (typed values in

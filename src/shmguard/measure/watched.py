@@ -26,14 +26,11 @@ from shmguard.estimate.policy import Policy, Sized
 from shmguard.measure.hang import HangDetector
 from shmguard.measure.outcome import Cause, classify
 from shmguard.measure.sampler import ShmSampler, Timeline
+from shmguard.measure.stall import StallObserver
 from shmguard.measure.supervise import ChildExit, Supervisor
 from shmguard.triage import explain_streams
 from shmguard.triage.model import Diagnosis
-from shmguard.triage.stall import (
-    StallVerdict,
-    failed_torch_sizes,
-    stall_verdict,
-)
+from shmguard.triage.stall import StallVerdict, stall_verdict
 
 _PID = re.compile(r"torch_(\d+)_")
 #: statvfs period of a long-running watcher (the sampler's docstring: 10 ms or more).
@@ -313,13 +310,9 @@ def _loader_size(
     there when watching began are another run's and do not count."""
     if sampler is None:
         return None
-    old = (detector.blocks_before if detector is not None else None) or frozenset()
+    observer = detector.observer if detector is not None else StallObserver(sampler.path)
     creators, largest = sampler.torch_seen()
-    failed = [
-        (m.group(1), size)
-        for name, size in failed_torch_sizes(sampler.path)
-        if name not in old and (m := _PID.match(name))
-    ]
+    failed = [(m.group(1), size) for name, size in observer.failed() if (m := _PID.match(name))]
     creators |= {pid for pid, _ in failed}
     largest = max([largest, *(size for _, size in failed)])
     return model_size(len(creators), largest, sampler.peak, policy)

@@ -5,8 +5,8 @@ kubelet pod volumes, cAdvisor folds shm pages into ``container_memory_cache``, a
 that lists the directory misses PyTorch's unlinked ``torch_*`` files; only ``statvfs`` sees
 them (../shared/research/torch_shm.md, "Monitor: what to sample").
 
-Between scrapes THE sampler (:class:`shmguard.measure.sampler.ShmSampler`, in-process:
-``fast_switch=False``, ``realtime=False``) polls at ``interval`` and on inotify events; every
+Between scrapes THE sampler (:meth:`shmguard.measure.sampler.ShmSampler.watcher`, in-process:
+nothing process-wide changes) polls at ``interval`` and on inotify events; every
 ``bucket`` seconds a fresh sampler takes over (started before the old one stops, so there is
 no gap) and the old one's peak goes into a :class:`~shmguard.monitor.peaks.WindowPeak`. So
 memory stays bounded for days and ``shmguard_shm_peak_bytes`` is the maximum over a fixed
@@ -31,14 +31,10 @@ from typing import Any, Protocol
 from shmguard import __version__
 from shmguard.inspect.holders import KINDS, restrict_to_device, scan_holders
 from shmguard.measure.sampler import ShmSampler, Timeline
+from shmguard.measure.stall import StallObserver, TreeCpu
 from shmguard.monitor.peaks import WindowPeak
 from shmguard.serving import BUSY, IDLE, ConnectionLimits, parse_request_within
-from shmguard.triage.stall import (
-    ShmObservation,
-    failed_torch_blocks,
-    failed_torch_sizes,
-    stall_verdict,
-)
+from shmguard.triage.stall import ShmObservation, stall_verdict
 
 #: Environment variables (Kubernetes downward API) -> constant label names.
 LABEL_ENV = {"namespace": "POD_NAMESPACE", "pod": "POD_NAME", "container": "CONTAINER_NAME"}
@@ -132,16 +128,17 @@ class ShmCollector:
         self._thread: threading.Thread | None = None
         self._last_used: int | None = None
         self._last_change = time.monotonic()
-        self._cpu: tuple[float, float] | None = None
+        #: the failed-block baseline (taken at start) and the CPU mark (one scrape to the next).
+        self._observer = StallObserver(self.path)
+        self._cpu = TreeCpu()
         self._failed_seen: set[str] = set()
-        self._failed_before: frozenset[str] | None = None
         self.scrapes = 0
 
     # ----------------------------------------------------------------- lifecycle
 
     def start(self) -> None:
         """Start sampling between scrapes (a missing /dev/shm is retried every bucket)."""
-        self._failed_before = failed_torch_blocks(self.path)
+        self._observer.take_baseline()
         self._rotate()
         self._thread = threading.Thread(target=self._keeper, name="shm-exporter", daemon=True)
         self._thread.start()
@@ -162,9 +159,7 @@ class ShmCollector:
             self._rotate()
 
     def _new_sampler(self) -> ShmSampler | None:
-        sampler = ShmSampler(
-            self.path, interval=self.options.interval, realtime=False, fast_switch=False
-        )
+        sampler = ShmSampler.watcher(self.path, interval=self.options.interval)
         try:
             sampler.start()
         except OSError:
@@ -202,25 +197,13 @@ class ShmCollector:
         except psutil.Error:
             return []
 
-    def _tree_cpu(self, pids: list[int]) -> float:
-        import psutil
-
-        total = 0.0
-        for pid in pids:
-            try:
-                t = psutil.Process(pid).cpu_times()
-            except psutil.Error:
-                continue
-            total += t.user + t.system
-        return total
-
     def _stalled(self, used: int, total: int, peak: int, pids: list[int] | None) -> bool:
         now = time.monotonic()
-        sizes = dict(failed_torch_sizes(self.path))
         with self._lock:
-            if self._failed_before is None:
-                self._failed_before = frozenset(sizes)
-            new_failed = set(sizes) - self._failed_before
+            self._observer.take_baseline()  # a no-op after start()
+        sizes = dict(self._observer.failed())
+        with self._lock:
+            new_failed = set(sizes)
             # The request that failed did not fit: free space below it counts as near full
             # (a failed allocation frees its partial pages, so a hung job can sit up to one
             # batch below the size; triage/stall.py).
@@ -233,16 +216,10 @@ class ShmCollector:
             sampler = self._sampler
             if sampler is not None and sampler.since_change() < now - self._sampler_t0:
                 self._last_change = max(self._last_change, now - sampler.since_change())
-            if pids:
-                cpu = self._tree_cpu(pids)
-                # The tree's CPU time growing by more than 5% of one core since the last
-                # scrape counts as progress (as measure/hang.py judges it).
-                if (
-                    self._cpu is not None
-                    and cpu - self._cpu[0] > 0.05 * (now - self._cpu[1]) + 0.05
-                ):
-                    self._last_change = now
-                self._cpu = (cpu, now)
+            # The tree's CPU time progressing since the last scrape (the stall observer's
+            # test, as measure/hang.py judges it) counts as progress.
+            if pids and self._observer.cpu_stepped(now, self._cpu.read(pids)):
+                self._last_change = now
             quiet = now - self._last_change
         obs = ShmObservation(
             used=used,

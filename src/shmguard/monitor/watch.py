@@ -6,7 +6,8 @@ The parts are the project's single ones: :meth:`ShmSampler.watcher
 <shmguard.measure.sampler.ShmSampler.watcher>` polls statvfs between refreshes (a spike shorter
 than the refresh is still seen: the alert uses the highest use since the last refresh),
 :class:`~shmguard.measure.owners.OwnerTracker` scans owners and sums the process tree's CPU time
-once per refresh, :func:`~shmguard.triage.stall.stall_verdict` judges a stall from the same
+once per refresh, :class:`~shmguard.measure.stall.StallObserver` keeps the CPU mark and lists
+the failed allocations, :func:`~shmguard.triage.stall.stall_verdict` judges a stall from the same
 three observations ``run --watch`` gives it (near full, failed allocations = zero-block
 ``torch_*`` files, no progress = used bytes unchanged and the CPU flat), and the fix's size is
 :func:`~shmguard.measure.watched.model_size` (the DataLoader model for the workers and batch
@@ -24,10 +25,11 @@ from dataclasses import dataclass
 from shmguard.estimate.policy import ALERT_PERCENT, Policy, Sized
 from shmguard.measure.owners import OwnerTracker
 from shmguard.measure.sampler import ShmSampler
+from shmguard.measure.stall import StallObserver
 from shmguard.measure.watched import model_size
 from shmguard.model.host import HoldersScan
 from shmguard.monitor.target import CgroupMemory, WatchTarget
-from shmguard.triage.stall import ShmObservation, StallVerdict, failed_torch_sizes, stall_verdict
+from shmguard.triage.stall import ShmObservation, StallVerdict, stall_verdict
 
 #: statvfs period between refreshes (inotify wakes it early on writes; 10 Hz keeps the cost
 #: of a days-long watch small).
@@ -161,7 +163,8 @@ class Monitor:
         self._tracker = OwnerTracker(self._holders.pids, self._holders.scan, None, self._errors)
         self._history: deque[int] = deque(maxlen=history)
         self._last = 0.0
-        self._cpu_mark: tuple[float, float] | None = None
+        # No baseline: attached to a running job, every failed allocation's file counts.
+        self._observer = StallObserver(target.shm_path)
 
     def __enter__(self) -> Monitor:
         self.sampler.start()
@@ -181,15 +184,11 @@ class Monitor:
         used, total = reading.used, reading.total
         window_peak = max([used, *(u for _, u in window)])
         owner = self._tracker.snapshot(reading.t, used)
-        # No progress: used bytes unchanged and the tree's CPU grew by less than 5% of a core
-        # (HangDetector's test), measured from the first refresh that saw it flat.
-        if (
-            self._cpu_mark is None
-            or owner.cpu_seconds - self._cpu_mark[1] > 0.05 * (now - self._cpu_mark[0]) + 0.05
-        ):
-            self._cpu_mark = (now, owner.cpu_seconds)
-        quiet = min(reading.since_change, now - self._cpu_mark[0])
-        failed = failed_torch_sizes(self.target.shm_path)
+        # No progress: used bytes unchanged and the tree's CPU flat (the stall observer's
+        # test, HangDetector's), measured from the first refresh that saw it flat.
+        flat = self._observer.cpu_flat(now, owner.cpu_seconds)
+        quiet = min(reading.since_change, 0.0 if flat is None else flat)
+        failed = self._observer.failed()
         largest_failed = max((n for _, n in failed), default=0)
         obs = ShmObservation(
             used=used,

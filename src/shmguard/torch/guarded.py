@@ -219,7 +219,7 @@ class GuardedLoader:
     def _fail(self, it: Any, watch: Watch, err: BaseException, n: int, longest: float) -> None:
         """Raise :class:`ShmExhaustedError` from ``err`` when it is a shm failure; return
         otherwise (the caller re-raises ``err``)."""
-        from shmguard.measure.outcome import SIGBUS_SIGNATURES, shm_failures
+        from shmguard.measure.outcome import is_sigbus, shm_failures
         from shmguard.triage.text import classify_text
 
         state = watch.state()
@@ -228,7 +228,7 @@ class GuardedLoader:
         verdict = watch.observe(0.0, state)
         near = verdict.full or bool(verdict.evidence)
         kind = None
-        if any(r.id in SIGBUS_SIGNATURES for r in failures):
+        if any(is_sigbus(r.id) for r in failures):
             kind = "bus-error"
         elif any(r.confidence != "low" for r in failures) or (failures and near):
             kind = "alloc-failed"

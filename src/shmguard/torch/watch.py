@@ -7,11 +7,10 @@ ask it.
 from __future__ import annotations
 
 import math
-import os
 
 from shmguard.estimate import padded_bytes
 from shmguard.torch.errors import ShmState
-from shmguard.triage.stall import ShmObservation, StallVerdict, failed_torch_blocks, stall_verdict
+from shmguard.triage.stall import ShmObservation, StallVerdict, stall_verdict
 
 #: Default seconds without a batch, on a full /dev/shm, before the guard calls it a hang.
 DEFAULT_STALL_AFTER = 30.0
@@ -25,37 +24,29 @@ def recommended_timeout(longest_wait: float) -> int:
     return max(60, math.ceil(longest_wait) * 10)
 
 
-def failed_files(path: str, before: frozenset[str]) -> tuple[tuple[str, int], ...]:
-    out = []
-    for name in sorted(failed_torch_blocks(path) - before):
-        try:
-            out.append((name, os.stat(os.path.join(path, name)).st_size))
-        except OSError:
-            continue
-    return tuple(out)
-
-
 class Watch:
-    """The watcher thread (the one sampler) and the stall verdict over what it saw."""
+    """The watcher thread (the one sampler, :meth:`ShmSampler.watcher
+    <shmguard.measure.sampler.ShmSampler.watcher>`), the failed-block baseline (the one stall
+    observer, :class:`~shmguard.measure.stall.StallObserver`) and the stall verdict over what
+    they saw."""
 
     def __init__(self, path: str, interval: float, stall_after: float, margin: int) -> None:
+        # Imported here: ``import shmguard.torch`` stays light until a loader is guarded.
         from shmguard.measure.sampler import ShmSampler
+        from shmguard.measure.stall import StallObserver
 
         self.path = path
         self.stall_after = stall_after
         self.margin = margin
-        self.sampler = ShmSampler(
-            path, interval=interval, realtime=False, events=True, fast_switch=False
-        )
-        self.before = failed_torch_blocks(path)
+        self.sampler = ShmSampler.watcher(path, interval=interval)
+        self.observer = StallObserver(path)
+        self.observer.take_baseline()
         self.sampler.start()
         self.baseline = self.sampler.used
 
     def state(self) -> ShmState:
         s = self.sampler
-        return ShmState(
-            self.path, s.used, s.total, s.peak, self.baseline, failed_files(self.path, self.before)
-        )
+        return ShmState(self.path, s.used, s.total, s.peak, self.baseline, self.observer.failed())
 
     def observe(self, waited: float, state: ShmState | None = None) -> StallVerdict:
         state = state or self.state()

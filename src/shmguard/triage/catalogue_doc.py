@@ -40,9 +40,19 @@ for example `mine.toml: patterns[0].regex: invalid regular expression: ...`.
 | `[[boost]]` | `when = [ids]`, `confidence`: raise the confidence when one of them matched |
 | `references` | where the wording and the fix come from |
 | `priority` | 0-100, breaks ties between equally confident causes (default 50) |
+| `host_shm` | `true`: a match means the container shares the host's /dev/shm (IPC namespace) |
+| `shm` | `true`: a shm allocation failed for want of /dev/shm space (see below) |
+| `sigbus` | `true`: the SIGBUS path, a page tmpfs could not back was touched |
+| `state_only` | `true` (with `shm`): a /dev/shm state (a full `df` row), not a failed allocation |
 | `[size]` | `default`, `floor` (`1g`), `need_factor`, `basis`, `runtimes` (get a snippet), `when` |
 | `[fix]` | `summary`, `app`, `next`, `[fix.runtimes]` (a sentence per runtime or platform) |
 | `[[patterns]]` | the wording variants, below |
+
+`shm`, `sigbus` and `state_only` (causes only) are what a match says of
+a run that `measure`, `probe`, `run --watch` or the PyTorch guard watched: with `shm` the run
+failed because /dev/shm was too small (outcome `shm-exhausted`, or `sigbus` with `sigbus`);
+a `state_only` one (or a `low` confidence one) decides that only when the run's own sampler
+saw /dev/shm fill up, and never counts as a failed allocation.
 
 `[size] when = [ids]`: a size is given only when one of those signatures matched too (the
 evidence that /dev/shm is the file system in question); without it the fix says what to
@@ -88,6 +98,9 @@ def render_markdown(sigs: Sequence[Signature]) -> str:
             + (f" (also {', '.join(s.also)})" if s.also else "")
             + "."
         )
+        if s.shm or s.sigbus:
+            out.append("")
+            out.append(f"For a measured or guarded run: {_run_meaning(s)}.")
         if s.runtime:
             out.append("")
             out.append(
@@ -135,6 +148,21 @@ def render_markdown(sigs: Sequence[Signature]) -> str:
             out.append("")
             out.append("References: " + "; ".join(s.references) + ".")
     return "\n".join(out) + "\n"
+
+
+def _run_meaning(s: Signature) -> str:
+    """What a match says of a run ``measure``, ``probe`` or the guard watched (its flags)."""
+    if not s.shm:
+        return "the SIGBUS path"
+    if s.sigbus:
+        how = "the SIGBUS path"
+    elif s.state_only:
+        how = "a state, not a failed allocation: only once the run's own sampler saw it fill up"
+    elif s.confidence == "low":
+        how = "a failed allocation, of low confidence: only once the run's sampler saw it fill up"
+    else:
+        how = "a failed shared-memory allocation"
+    return f"/dev/shm was too small ({how})"
 
 
 def _cell(text: str) -> str:

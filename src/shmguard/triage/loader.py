@@ -48,7 +48,7 @@ MAX_FILE_BYTES = 1 << 20
 _TOP_KEYS = {
     "id", "title", "kind", "also", "role", "confidence", "remedy", "cause", "decide",
     "runtime", "explained_by", "boost", "references", "size", "fix", "priority", "patterns",
-    "host_shm",
+    "host_shm", "shm", "sigbus", "state_only",
 }  # fmt: skip
 _PATTERN_KEYS = {
     "name", "literal", "regex", "variant", "confidence", "note", "runtime", "after",
@@ -141,6 +141,7 @@ def parse_signature(data: Mapping[str, Any], source: str) -> Signature:
     references = tuple(v.strings(data, "references"))
     priority = v.integer(data, "priority", default=50, low=0, high=100)
     host_shm = v.boolean(data, "host_shm")
+    shm, sigbus, state_only = _run_flags(v, data, role)
 
     boosts = []
     for i, b in enumerate(v.tables(data, "boost")):
@@ -196,7 +197,25 @@ def parse_signature(data: Mapping[str, Any], source: str) -> Signature:
         fix=fix,
         priority=priority,
         host_shm=host_shm,
+        shm=shm,
+        sigbus=sigbus,
+        state_only=state_only,
     )
+
+
+def _run_flags(v: Validator, data: Mapping[str, Any], role: str) -> tuple[bool, bool, bool]:
+    """``shm``, ``sigbus``, ``state_only``: what a match says of a measured or guarded run
+    (:class:`~shmguard.triage.model.Signature`); true only on a cause, and a state is neither
+    a SIGBUS nor anything but a /dev/shm one."""
+    flags = {key: v.boolean(data, key) for key in ("shm", "sigbus", "state_only")}
+    for key, on in flags.items():
+        if on and role != "cause":
+            v.fail(key, f"only a signature of role = 'cause' can set it (this one is {role!r})")
+    if flags["state_only"] and not flags["shm"]:
+        v.fail("state_only", "needs shm = true (a state of /dev/shm)")
+    if flags["state_only"] and flags["sigbus"]:
+        v.fail("state_only", "a state is not a SIGBUS; set one of state_only and sigbus")
+    return flags["shm"], flags["sigbus"], flags["state_only"]
 
 
 def check_catalogue(sigs: Iterable[Signature]) -> None:

@@ -113,7 +113,14 @@ class Signature:
     list every candidate). ``explained_by``: more specific signatures that, when they match,
     make this one a consequence rather than a cause. ``source`` is the file it came from.
     ``host_shm``: a match means the container uses the host's IPC namespace, so /dev/shm is
-    the host's and runtime size settings (``--shm-size``, ``shm_size``) do not apply."""
+    the host's and runtime size settings (``--shm-size``, ``shm_size``) do not apply.
+
+    What a match says of a measured or guarded run (:mod:`shmguard.measure.outcome`, the
+    PyTorch guard), causes only: ``shm``, the cause is a shared memory allocation that failed
+    for want of /dev/shm space (the run's outcome is "/dev/shm too small"); ``sigbus``, of
+    the SIGBUS path (a page tmpfs could not back was touched: outcome ``sigbus``);
+    ``state_only``, a /dev/shm *state* (a ``df`` row at 95%), not a failed allocation: it
+    decides only when the run's own sampler saw /dev/shm fill up (needs ``shm``)."""
 
     id: str
     title: str
@@ -134,6 +141,9 @@ class Signature:
     fix: FixSpec | None = None
     priority: int = 50
     host_shm: bool = False
+    shm: bool = False
+    sigbus: bool = False
+    state_only: bool = False
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,10 @@ process, so the verdict rests on three observations, each of which alone is not 
 * **no progress** for ``after`` seconds: used bytes unchanged, no output, and the process
   tree's CPU time flat.
 
-Used by ``measure``/``probe`` (:class:`shmguard.measure.hang.HangDetector`), the PyTorch guard
-and ``run --watch``; each gathers the observations its own way and asks :func:`stall_verdict`.
+Used by ``measure``/``probe`` and ``run --watch`` (:class:`shmguard.measure.hang.HangDetector`),
+``shmguard watch``, the exporter and the PyTorch guard; each reads its sampler, keeps the
+failed-block baseline and the CPU mark in the one stall observer
+(:class:`shmguard.measure.stall.StallObserver`) and asks :func:`stall_verdict`.
 """
 
 from __future__ import annotations
