@@ -131,3 +131,30 @@ def test_annotation_and_label_names_are_defined_once_under_our_prefix() -> None:
     assert ANNOTATIONS["shm-size"] == "shmguard.io/shm-size"
     doc = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text()
     assert all(f"`{n}`" in doc for n in names)
+
+
+CHECK = (
+    '[tool.shmguard]\ntarget = "compose=v1"\n\n[[tool.shmguard.checks]]\ncode = "USR001"\n'
+    'name = "ml-shm-below-2g"\ntemplate = "min-shm-size"\nmessage = "need 2g"\n'
+    'params = { size = "2g" }\n'
+)
+
+
+def test_user_checks_are_read_by_the_lint_layer_through_the_public_loader(tmp_path: Path) -> None:
+    """config.py knows no rule: ``[[checks]]`` become rules through the reader the public
+    ``shmguard.load_config`` (shmguard.lint.settings) passes; without one they are refused."""
+    import shmguard
+    from shmguard.lint.settings import load_config as public_load_config
+
+    (tmp_path / "pyproject.toml").write_text(CHECK)
+    assert shmguard.load_config is public_load_config
+    conf = shmguard.load_config(tmp_path)
+    assert [(r.code, r.name) for r in conf.checks] == [("USR001", "ml-shm-below-2g")]
+    assert conf.target == "compose=v1"
+    with pytest.raises(ConfigError, match=r"tool\.shmguard\.checks: user-defined checks are read"):
+        load_config(tmp_path)
+    # a name of a built-in rule is refused by the reader (it has the registries)
+    builtin = "ml-workload-without-shm-size"  # SHM001's name
+    (tmp_path / "pyproject.toml").write_text(CHECK.replace("ml-shm-below-2g", builtin))
+    with pytest.raises(ConfigError, match=rf"checks\[0\] \(USR001\)\.name: {builtin} is already"):
+        shmguard.load_config(tmp_path)

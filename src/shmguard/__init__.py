@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from shmguard._version import __version__
 
 #: Public name -> the module that defines it.
 _EXPORTS = {
@@ -53,7 +53,7 @@ _EXPORTS = {
     "LABELS": "shmguard.config",
     "Config": "shmguard.config",
     "ConfigError": "shmguard.config",
-    "load_config": "shmguard.config",
+    "load_config": "shmguard.lint.settings",
     # find
     "HostFacts": "shmguard.model.host",
     "inspect_host": "shmguard.inspect.host",
@@ -176,7 +176,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from shmguard.config import ANNOTATIONS, LABELS, Config, ConfigError, load_config
+    from shmguard.config import ANNOTATIONS, LABELS, Config, ConfigError
     from shmguard.estimate import (
         LoaderPrediction,
         LoaderSpec,
@@ -209,6 +209,7 @@ if TYPE_CHECKING:
     from shmguard.inspect.host import inspect_host
     from shmguard.inspect.node import NodeScan, NodeScanner, scan_node
     from shmguard.lint.doctor import DoctorOptions, DoctorReport, diagnose
+    from shmguard.lint.settings import load_config
     from shmguard.model import (
         Applicability,
         Change,

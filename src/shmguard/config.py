@@ -43,17 +43,15 @@ import contextlib
 import fnmatch
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from shmguard.estimate.policy import Policy
 from shmguard.model.finding import FailOn, Severity
+from shmguard.model.target import parse_target
 from shmguard.units import DOCKER_DEFAULT_SHM, SizeError, parse_size_flag
-
-if TYPE_CHECKING:
-    from shmguard.lint.engine import Rule
 
 #: Workload classes a severity can be keyed by: an ordinary container, or a PyTorch / NCCL /
 #: inference workload (``ml``), whose jobs die of a small /dev/shm.
@@ -115,6 +113,13 @@ class ConfigError(ValueError):
     the key (``pyproject.toml: tool.shmguard.severity.ENV001: expected one of info, ...``)."""
 
 
+#: Reads the ``checks`` array (a TOML value) into the user-defined checks' rules, or raises
+#: what ``err(key, message)`` makes; the third argument is the file's name. The lint layer's
+#: :func:`shmguard.lint.settings.read_checks` is the one, which the public
+#: :func:`shmguard.load_config` passes (it knows the rule registries; this module does not).
+ChecksReader = Callable[[object, Callable[[str, str], ConfigError], str], tuple[Any, ...]]
+
+
 @dataclass(frozen=True)
 class Config:
     """What the configuration says; every field has the default of "no file".
@@ -131,9 +136,10 @@ class Config:
         policy: the sizing policy's tunables.
         signatures: extra signature directories for ``explain``, absolute.
         target: ``check``'s assumed tools (``docker-cli=28,compose=v2,podman=4.3``; read by
-            :func:`shmguard.lint.target.parse_target`), or "" for its defaults.
+            :func:`shmguard.model.target.parse_target`), or "" for its defaults.
         checks: the user-defined checks (``[[checks]]``), as rules ``check`` runs after its
-            own (:func:`shmguard.lint.custom.parse_checks`), validated on load.
+            own, validated on load by the :data:`ChecksReader` given to :func:`load_config`
+            (:func:`shmguard.lint.settings.read_checks`: this module knows no rule).
     """
 
     path: Path | None = None
@@ -146,7 +152,7 @@ class Config:
     policy: Policy = field(default_factory=Policy)
     signatures: tuple[Path, ...] = ()
     target: str = ""
-    checks: tuple[Rule[Any, Any], ...] = ()
+    checks: tuple[Any, ...] = ()
     required_shm: int | None = None
 
     def enabled(self, code: str, file: str | None = None) -> bool:
@@ -241,9 +247,16 @@ def _read(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid TOML: nested too deeply") from None
 
 
-def load_config(start: Path | None = None, path: Path | None = None) -> Config:
+def load_config(
+    start: Path | None = None,
+    path: Path | None = None,
+    *,
+    read_checks: ChecksReader | None = None,
+) -> Config:
     """Read the configuration: ``path`` when given, else the nearest one at or above
     ``start`` (default the current directory); the defaults when there is none.
+    ``read_checks`` reads ``[[checks]]`` (:data:`ChecksReader`); without it a configuration
+    that has user-defined checks is refused (:func:`shmguard.load_config` passes it).
 
     Raises:
         ConfigError: unreadable file, unknown key or a value of the wrong kind (one line).
@@ -252,7 +265,7 @@ def load_config(start: Path | None = None, path: Path | None = None) -> Config:
         table: Mapping[str, Any] | None = _read(path)
         if path.name == "pyproject.toml":
             table = _tool_table(table or {}, path)
-        return parse_config(table or {}, path)
+        return parse_config(table or {}, path, read_checks)
     if start is None:
         try:
             start = Path.cwd()
@@ -261,11 +274,14 @@ def load_config(start: Path | None = None, path: Path | None = None) -> Config:
     found = find_config(start)
     if found is None:
         return Config()
-    return parse_config(found[1], found[0])
+    return parse_config(found[1], found[0], read_checks)
 
 
-def parse_config(table: Mapping[str, Any], path: Path) -> Config:
-    """A :class:`Config` from the shmguard table of ``path``.
+def parse_config(
+    table: Mapping[str, Any], path: Path, read_checks: ChecksReader | None = None
+) -> Config:
+    """A :class:`Config` from the shmguard table of ``path`` (``read_checks``: as for
+    :func:`load_config`).
 
     Raises:
         ConfigError: unknown key or a value of the wrong kind (one line naming the key).
@@ -303,7 +319,7 @@ def parse_config(table: Mapping[str, Any], path: Path) -> Config:
         policy=_policy(table.get("sizes", {}), err),
         signatures=_signatures(table.get("explain", {}), err, path),
         target=_target(table.get("target", ""), err),
-        checks=_checks(table.get("checks", []), err, path),
+        checks=_checks(table.get("checks", []), err, path, read_checks),
         required_shm=_exporter(table.get("exporter", {}), err),
     )
 
@@ -329,23 +345,19 @@ def _exporter(table: object, err: Any) -> int | None:
     return size
 
 
-def _checks(value: object, err: Any, path: Path) -> tuple[Rule[Any, Any], ...]:
+def _checks(
+    value: object, err: Any, path: Path, read_checks: ChecksReader | None
+) -> tuple[Any, ...]:
     if value == []:
         return ()
-    from shmguard.lint.config import RULES as SHM
-    from shmguard.lint.custom import parse_checks
-    from shmguard.lint.env import RULES as ENV
-
-    every: tuple[Rule[Any, Any], ...] = (*ENV, *SHM)
-    builtin = {r.code: r.name for r in every}
-    return parse_checks(value, err, path.name, builtin)
+    if read_checks is None:
+        raise err("checks", "user-defined checks are read by shmguard.load_config")
+    return read_checks(value, err, path.name)
 
 
 def _target(value: object, err: Any) -> str:
     if not isinstance(value, str):
         raise err("target", 'must be a string such as "docker-cli=28,compose=v2,podman=4.3"')
-    from shmguard.lint.target import parse_target
-
     try:
         parse_target(value)
     except ValueError as e:

@@ -13,8 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from shmguard.cli import app
-from shmguard.config import Config, ConfigError, load_config
+from shmguard.config import Config, ConfigError
 from shmguard.lint.check import check_loaded
+from shmguard.lint.settings import load_config
 from shmguard.model import Severity
 from shmguard.sources.load import load_bytes
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from shmguard.config import load_config
 from shmguard.lint.check import check_loaded
+from shmguard.lint.settings import load_config
 from shmguard.sources.load import load_bytes
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

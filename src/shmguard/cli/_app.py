@@ -7,7 +7,7 @@ from typing import Any
 import typer
 import typer.core
 
-from shmguard import __version__
+from shmguard._version import __version__
 
 
 class PlainUsage(typer.core.TyperCommand):

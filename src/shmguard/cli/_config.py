@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from shmguard.cli._common import fail
-from shmguard.config import Config, ConfigError, load_config
+from shmguard.config import Config, ConfigError
+from shmguard.lint.settings import load_config
 
 #: The ``--config FILE`` option of the commands that read the configuration.
 ConfigOption = Annotated[
@@ -23,7 +24,7 @@ ConfigOption = Annotated[
 
 
 def settings(path: Path | None) -> Config:
-    """:func:`shmguard.config.load_config` of ``path`` (``--config``) or of the current
+    """:func:`shmguard.lint.settings.load_config` of ``path`` (``--config``) or of the current
     directory upward; a bad file exits 2 with its one-line error."""
     try:
         if path is not None and not path.exists():

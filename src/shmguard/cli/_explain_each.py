@@ -24,6 +24,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, BinaryIO
 
 from shmguard.cli._common import EXIT_USAGE, error_line, fail
+from shmguard.cli._explain_input import input_problem, read_error
 
 if TYPE_CHECKING:
     from shmguard.estimate.policy import Policy
@@ -43,7 +44,6 @@ def explain_per_file(
 ) -> int:
     """Diagnose and print each of ``names`` (``-``: standard input) on its own; return the exit
     status (see the module docstring). ``runtime`` and ``shm_size`` apply to every file."""
-    from shmguard.cli.explain import _input_problem, _read_error
     from shmguard.render.explain_text import top_cause_row
     from shmguard.triage import explain_each
     from shmguard.triage.text import top_cause
@@ -62,7 +62,7 @@ def explain_per_file(
                 reading[:] = [("<stdin>", sys.stdin.buffer)]
                 yield "<stdin>", sys.stdin.buffer
                 continue
-            problem = _input_problem(name)
+            problem = input_problem(name)
             if problem is None:
                 try:
                     f = open(name, "rb")  # noqa: SIM115 - closed right after it is read
@@ -90,7 +90,7 @@ def explain_per_file(
             except OSError as err:
                 # explain_each stops at a read error; the files after it are still in
                 # `inputs`, so start again there (the catalogue is not reloaded).
-                not_read(reading[0][0] if reading else "input", _read_error(reading, err))
+                not_read(reading[0][0] if reading else "input", read_error(reading, err))
 
     def status() -> int:
         if any(err is not None for _, _, err in rows):

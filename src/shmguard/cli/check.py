@@ -364,7 +364,7 @@ def check(
 
 
 def _target(configured: str, given: str | None) -> Any:
-    from shmguard.lint.target import parse_target
+    from shmguard.model.target import parse_target
 
     try:
         return parse_target(given or "", parse_target(configured))

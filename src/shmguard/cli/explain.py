@@ -8,8 +8,6 @@ when any file could not be read. Docs: docs/explain.md.
 
 from __future__ import annotations
 
-import os
-import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +18,7 @@ import typer
 from shmguard.cli._app import app
 from shmguard.cli._common import EXIT_USAGE, console, fail, size_option
 from shmguard.cli._config import settings
+from shmguard.cli._explain_input import input_problem, read_error
 
 _RUNTIME_CHOICES = (
     "docker",
@@ -44,42 +43,11 @@ _RUNTIME_ALIASES = {
 }
 
 
-def _input_problem(name: str) -> str | None:
-    """Why ``name`` is not a log to read, or None when it is a regular file or a pipe: a
-    directory, a device (``/dev/zero`` never ends, a terminal waits for typing) or a socket
-    is not a log."""
-    try:
-        mode = os.stat(name).st_mode
-    except FileNotFoundError:
-        return f"{name}: no such file"
-    except OSError as err:
-        return f"{name}: cannot open: {err.strerror or err}"
-    if stat.S_ISDIR(mode):
-        return f"{name}: is a directory, not a log file"
-    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
-        what = "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
-        return f"{name}: is {what}, not a log file (pipe it in with '-' if you mean it)"
-    return None
-
-
 def _check_input(name: str) -> None:
-    """Exit 2 unless ``name`` is a regular file or a pipe (:func:`_input_problem`)."""
-    problem = _input_problem(name)
+    """Exit 2 unless ``name`` is a regular file or a pipe (:func:`input_problem`)."""
+    problem = input_problem(name)
     if problem is not None:
         fail(problem)
-
-
-def _read_error(reading: list[tuple[str, BinaryIO]], err: OSError) -> str:
-    """One line for a read error: the input's name and, where the stream can say, the byte
-    offset the read started at."""
-    if not reading:
-        return f"{err.filename or 'input'}: read error: {err.strerror or err}"
-    name, stream = reading[0]
-    try:
-        where = f" at byte {stream.tell():,}"
-    except (OSError, ValueError):
-        where = ""
-    return f"{name}: read error{where}: {err.strerror or err}"
 
 
 @app.command()
@@ -191,7 +159,7 @@ def explain(
             streams(), signatures=catalogue, runtime=runtime, shm_size=size, policy=conf.policy
         )
     except OSError as err:
-        fail(_read_error(reading, err))
+        fail(read_error(reading, err))
     except KeyboardInterrupt:
         fail("interrupted", code=130)
 

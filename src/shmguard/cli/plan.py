@@ -48,10 +48,9 @@ def _free_shm() -> tuple[int, int | None]:
     """(free, total) bytes of this machine's /dev/shm (statvfs ``f_bavail``); (0, None) when
     there is no /dev/shm at all (a DataLoader with workers fails there, as ``run --require``
     says); exit 2 when the free space cannot be known (``size=0`` tmpfs, ramfs: no limit)."""
-    from shmguard.inspect._read import read_text
-    from shmguard.inspect.shm import read_shm
+    from shmguard.inspect.shm import read_own_shm
 
-    facts = read_shm(Path(SHM), read_text(Path("/"), "proc/self/mountinfo"))
+    facts = read_own_shm(Path(SHM))
     if facts.exists.value is False:
         return 0, None
     if facts.free.value is None:

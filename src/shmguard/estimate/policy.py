@@ -1,8 +1,9 @@
 """The one sizing policy: how a need becomes a size to ship, and what memory limit goes with it.
 
 Every command that prints or writes a size goes through these functions (doctor, explain,
-measure, probe, and the config checker, the guard and the webhook to come), so one need gives
-one size everywhere. docs/background.md, "How shmguard sizes", states the policy once:
+measure, probe, plan, check and its fixes, watch and rightsize, the guard, tune and the
+admission webhook), so one need gives one size everywhere. docs/background.md, "How shmguard
+sizes", states the policy once:
 
 * **rounding**: up to a clean value, a multiple of a quarter of the largest power of two not
   above it, at least 1 MiB (:func:`clean_size`: 160 MiB stays, 207 MiB -> 224 MiB,
@@ -12,7 +13,7 @@ one size everywhere. docs/background.md, "How shmguard sizes", states the policy
   (25%) on top, then is raised to any floor, then rounded (:func:`shm_size_for`);
 * **alert relation**: a size from a need keeps that need (a peak) strictly below
   :data:`ALERT_PERCENT` (80%) of it: ``watch`` fires at a window peak >= 80%
-  (``monitor.watch.Watcher``'s default threshold) and the shipped ``ShmguardShmAlmostFull``
+  (``monitor.watch.Monitor``'s default threshold) and the shipped ``ShmguardShmAlmostFull``
   alert (deploy/prometheus/shmguard-rules.yaml) at > 80%. ``need x 1.25`` rounded up is
   <= 80% of the size, exactly 80% when no rounding happened; then one more rounding step;
 * **memory limit** (seed section 6.2): non-shm peak + shm size + a margin of 25% of the non-shm
@@ -34,7 +35,7 @@ from shmguard.units import DOCKER_DEFAULT_SHM, GiB, MiB, format_iec, round_up
 #: Fraction added to a measured or stated need.
 DEFAULT_HEADROOM = 0.25
 #: The fill level, in percent, at which shmguard's own alarms go off: ``watch``'s default
-#: ``--threshold`` (a window peak >= 80%, ``monitor.watch.Watcher``) and the shipped Prometheus
+#: ``--threshold`` (a window peak >= 80%, ``monitor.watch.Monitor``) and the shipped Prometheus
 #: rule ``ShmguardShmAlmostFull`` (``used / size > 80`` for 5 minutes,
 #: deploy/prometheus/shmguard-rules.yaml). A size from a need keeps the need strictly below it.
 ALERT_PERCENT = 80

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from shmguard.inspect._read import read_text
 from shmguard.inspect.mounts import MountinfoError, mount_for, parse_mountinfo
 from shmguard.model import Fact
 from shmguard.model.host import LeftoverFile, ShmFacts
@@ -174,6 +175,12 @@ def read_shm(
         target_path, real, exists, *mount, total, used, free, default_of,
         named_files, named_bytes, leftovers, device,
     )  # fmt: skip
+
+
+def read_own_shm(fs_path: Path) -> ShmFacts:
+    """:func:`read_shm` of ``fs_path`` as this process sees it (its own
+    ``/proc/self/mountinfo``): what ``shmguard plan`` compares a loader with."""
+    return read_shm(fs_path, read_text(Path("/"), "proc/self/mountinfo"))
 
 
 def _mount_facts(

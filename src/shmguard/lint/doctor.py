@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 from shmguard.config import Config
 from shmguard.lint.engine import Rule, run_rules
-from shmguard.lint.env._base import DoctorOptions
+from shmguard.lint.env._base import DoctorOptions, shm_fix
 from shmguard.model import Finding
 from shmguard.model.host import HostFacts
 
-__all__ = ["DoctorOptions", "DoctorReport", "diagnose", "workload_of"]
+__all__ = ["DoctorOptions", "DoctorReport", "diagnose", "shm_fix", "workload_of"]
 
 #: Holder kinds (``inspect.holders.classify_shm_name``) that mark a PyTorch / NCCL /
 #: inference workload.

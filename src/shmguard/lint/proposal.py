@@ -48,6 +48,7 @@ from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Edit, Fix
 from shmguard.model.fix import Change, Setting
+from shmguard.model.proposal import Proposal as Proposal
 from shmguard.sources.diagnostics import SourceDiagnostic
 from shmguard.sources.k8s import PodSpec
 from shmguard.sources.k8s_model import Container, Volume, text
@@ -56,44 +57,6 @@ from shmguard.units import format_iec, format_k8s_quantity
 
 CODE = "REC001"
 NAME = "size-differs-from-recommendation"
-
-
-@dataclass(frozen=True)
-class Proposal:
-    """One workload container's proposed sizes, to be written into its manifest.
-
-    Attributes:
-        namespace: the workload's namespace ("" matches any); a manifest object without
-            ``metadata.namespace`` matches any namespace.
-        kind: the workload's kind (``Job/DaemonSet``, a name that cannot tell which, matches
-            both).
-        name: the workload's name.
-        container: the container to give /dev/shm (and the memory limit); "" for a node-mode
-            row, which names ``volume`` instead.
-        volume: the emptyDir's name in node mode, else "".
-        changes: ``shm-size`` (bytes of the emptyDir's ``sizeLimit``) and, when the memory
-            limit is to change, ``memory-limit`` (bytes), for ``kubernetes``.
-        label: how the report names the workload (``ml/Deployment/train``).
-    """
-
-    namespace: str
-    kind: str
-    name: str
-    container: str
-    volume: str
-    changes: tuple[Change, ...]
-    label: str = ""
-
-    def value(self, setting: Setting) -> int | None:
-        """The bytes of ``setting`` in :attr:`changes`, or None."""
-        return next((c.value for c in self.changes if c.setting is setting), None)
-
-    def matches(self, kind: str, name: str | None, namespace: str | None) -> bool:
-        """Whether an object of ``kind``/``name``/``namespace`` is this proposal's workload."""
-        kinds = self.kind.split("/") if self.kind == "Job/DaemonSet" else [self.kind]
-        if kind not in kinds or name != self.name:
-            return False
-        return not (namespace and self.namespace and namespace != self.namespace)
 
 
 def matching(pod: PodSpec, proposals: Sequence[Proposal]) -> list[Proposal]:

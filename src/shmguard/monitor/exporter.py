@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from shmguard import __version__
+from shmguard._version import __version__
 from shmguard.inspect.holders import KINDS, restrict_to_device, scan_holders
 from shmguard.measure.sampler import ShmSampler, Timeline
 from shmguard.measure.stall import StallObserver, TreeCpu

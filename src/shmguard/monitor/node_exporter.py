@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from shmguard import __version__
+from shmguard._version import __version__
 from shmguard.inspect.node import NodeScan, NodeScanner, NodeShmMount
 from shmguard.monitor.peaks import WindowPeak
 

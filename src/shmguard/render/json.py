@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import PurePath
 from typing import Any
 
-from shmguard import __version__
+from shmguard._version import __version__
 from shmguard.estimate.policy import Sized
 from shmguard.model.fact import Fact
 from shmguard.model.fix import Change

@@ -38,7 +38,7 @@ from pathlib import PurePath
 from typing import Any
 from urllib.parse import quote
 
-from shmguard import __version__
+from shmguard._version import __version__
 from shmguard.lint.baseline import fingerprint
 from shmguard.lint.check import FileResult
 from shmguard.lint.docs import render_rules_markdown

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from shmguard.torch.check import LoaderCheck, assess_dataloader, check_dataloader, rebuild_loader
+from shmguard.torch.assessment import LoaderCheck
+from shmguard.torch.check import assess_dataloader, check_dataloader, rebuild_loader
 from shmguard.torch.errors import ShmExhaustedError, ShmGuardError, ShmInsufficientError, ShmState
 from shmguard.torch.guarded import GuardedLoader, guard
 from shmguard.torch.sizing import BatchSizing, shm_leaves, size_batches

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from shmguard.units import format_iec
 
 if TYPE_CHECKING:
-    from shmguard.torch.check import LoaderCheck
+    from shmguard.torch.assessment import LoaderCheck
     from shmguard.torch.fixes import SizeFix
     from shmguard.torch.sizing import BatchSizing
 

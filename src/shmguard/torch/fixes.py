@@ -123,7 +123,7 @@ def size_fix(need: int | None, what: str, policy: Policy, *, too_small: int) -> 
     default size (at least twice ``too_small``, the /dev/shm that ran short): the one size
     decision (:func:`~shmguard.estimate.decide.choose_shm`), never at or below ``too_small``."""
     from shmguard.inspect.host import inspect_host
-    from shmguard.lint.env._base import DoctorOptions, shm_fix
+    from shmguard.lint.doctor import DoctorOptions, shm_fix
     from shmguard.render.snippets import render_snippets
 
     facts = inspect_host(holders=False, gpus=False)

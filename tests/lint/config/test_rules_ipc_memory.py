@@ -73,7 +73,7 @@ def test_shm013_compose_fix_sets_donor_shareable() -> None:
 
 def test_shm013_not_for_podman_compose_or_host_donor() -> None:
     from shmguard.lint.check import CheckOptions
-    from shmguard.lint.target import parse_target
+    from shmguard.model.target import parse_target
 
     opts = CheckOptions(target=parse_target("compose=podman-compose"))
     r = check_loaded(load_bytes(COMPOSE_DONOR.encode(), "c.yaml"), opts)

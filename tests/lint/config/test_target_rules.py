@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from shmguard.cli import app
 from shmguard.lint.check import CheckOptions, check_loaded, fix_file
-from shmguard.lint.target import Target, parse_target
+from shmguard.model.target import Target, parse_target
 from shmguard.sources.compose_types import applied_size, docker_py_parse_bytes, yaml12
 from shmguard.sources.load import load_bytes
 from shmguard.sources.yamlnode import YScalar

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 
 from shmguard.estimate.policy import Policy, Sized
 from shmguard.fix.yamledit import line_ending as line_ending
-from shmguard.lint.target import Target
 from shmguard.model.finding import Applicability, Edit, Fix, Location
 from shmguard.model.fix import Change
+from shmguard.model.target import Target
 from shmguard.sources.compose import ComposeService
 from shmguard.sources.jsonfiles import DaemonConfig, EcsTaskDefinition
 from shmguard.sources.k8s import PodSpec
@@ -41,7 +41,7 @@ from shmguard.units import (
 )
 
 if TYPE_CHECKING:
-    from shmguard.lint.proposal import Proposal
+    from shmguard.model.proposal import Proposal
 
 
 #: Fields of a Compose service that hold a go-units byte value (compose-spec
@@ -96,7 +96,7 @@ class CheckOptions:
     Attributes:
         policy: the sizing policy (default /dev/shm size, memory margin).
         shm_size: the /dev/shm size a fix writes (``check --shm-size``), overriding the policy.
-        target: the tools and versions assumed (``--target``; :mod:`shmguard.lint.target`).
+        target: the tools and versions assumed (``--target``; :mod:`shmguard.model.target`).
         proposals: sizes proposed per workload container (``recommend --manifests``), which
             only :data:`shmguard.lint.proposal.RULE` reads; empty for ``check``.
     """

@@ -5,8 +5,9 @@ and forks every trial's sandbox helper from there.
 is :mod:`shmguard.torch.tuning.zygote`. A fresh trial pays Python's start-up and ``import
 torch`` (2.1 s of a 2.3 s trial on this project's 2-CPU machine) before its first batch; a
 trial forked from here starts with both done. Each trial is still a process of its own in a
-sandbox of its own: the forked helper runs :mod:`shmguard.measure._nsinit` as the script would
-(new mount and PID namespaces, a fresh tmpfs /dev/shm, the trial's cgroups, an init as PID 1),
+sandbox of its own: the forked helper runs the sandbox helper's code as its script would
+(:func:`shmguard.measure.launch.run_helper`: new mount and PID namespaces, a fresh tmpfs
+/dev/shm, the trial's cgroups, an init as PID 1),
 and the command it forks runs :mod:`shmguard.torch.tuning._child` in that process instead of
 executing ``python -m`` anew. A trial that crashes, hangs or is killed takes only its own
 namespace down; this process only forks and waits.
@@ -96,13 +97,13 @@ def run_child(cmd: list[str]) -> int:
 
 def _helper(request: dict[str, Any], fds: list[int], sock: socket.socket) -> NoReturn:
     """The forked sandbox helper: this trial's descriptors and environment, then
-    :func:`shmguard.measure._nsinit.main` with :func:`run_child` instead of ``execvp``."""
-    from shmguard.measure import _nsinit
+    :func:`shmguard.measure.launch.run_helper` with :func:`run_child` instead of ``execvp``."""
+    from shmguard.measure import launch
 
     try:
         sock.close()
-        signal.pthread_sigmask(signal.SIG_BLOCK, _nsinit.WAIT_SET)
-        for sig in _nsinit.FORWARD:
+        signal.pthread_sigmask(signal.SIG_BLOCK, launch.HELPER_SIGNALS)
+        for sig in launch.HELPER_FORWARD:
             signal.signal(sig, signal.SIG_DFL)
         status, gate, out, err = fds
         os.dup2(out, 1)
@@ -113,9 +114,9 @@ def _helper(request: dict[str, Any], fds: list[int], sock: socket.socket) -> NoR
         os.environ.update(request["env"])
         tempfile.tempdir = None  # TMPDIR is the trial's now
         spec = dict(request["spec"], status_fd=status, gate_fd=gate, parent_pid=os.getppid())
-        _nsinit.main(["_nsinit", json.dumps(spec)], run=run_child)
+        launch.run_helper(spec, run_child)
     finally:
-        os._exit(_nsinit.EXIT_SETUP)
+        os._exit(launch.HELPER_EXIT_SETUP)
 
 
 def _shm_held() -> list[str]:
@@ -184,7 +185,7 @@ def main(argv: list[str]) -> None:
     # The point: every trial forked from here has these (with what _child imports late).
     import torch.utils.data  # noqa: F401
 
-    from shmguard.measure import _nsinit  # noqa: F401
+    from shmguard.measure import launch  # noqa: F401 (and the helper's code)
     from shmguard.torch import sizing  # noqa: F401
     from shmguard.torch.tuning import _child  # noqa: F401
 
