@@ -10,7 +10,7 @@ from shmguard.config import Config
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation, run_rules
 from shmguard.model import Location, Severity
 
-DOC = RuleDoc("w", "y", "```\nx\n```", "f", "s")
+DOC = RuleDoc("w", "y", "f", "s", "```\nx\n```")
 
 
 def _check(subject: list[tuple[str, str | None]], _options: None) -> Iterator[Violation]:

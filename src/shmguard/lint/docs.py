@@ -11,7 +11,7 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-from shmguard.lint.engine import Rule
+from shmguard.lint.engine import Example, Rule
 
 _ENV_INTRO = """\
 # Environment rules (`ENV0xx`)
@@ -72,6 +72,22 @@ def _severity(rule: Rule[Any, Any]) -> str:
     return text + (f" ({'; '.join(extra)})" if extra else "")
 
 
+def _block(ex: Example) -> str:
+    return f"```{ex.language}\n{ex.text.rstrip()}\n```"
+
+
+def _examples(rule: Rule[Any, Any]) -> list[str]:
+    """The Example section's lines: the doc's Markdown example, then its whole bad file and
+    its good one (which tests/lint/test_rule_examples.py checks)."""
+    d = rule.doc
+    out = [d.example.strip()] if d.example.strip() else []
+    if d.bad is not None:
+        out.append(f"A `{d.bad.file}` that {rule.code} reports:\n{_block(d.bad)}")
+    if d.good is not None:
+        out.append(f"Use instead:\n{_block(d.good)}")
+    return out
+
+
 def render_rules_markdown(rules: Sequence[Rule[Any, Any]], intro: str = _ENV_INTRO) -> str:
     """The Markdown page for ``rules``: the intro, a table, then one section per rule with
     What it detects / Why is this bad? / Example / Fix / Fix safety."""
@@ -95,7 +111,7 @@ def render_rules_markdown(rules: Sequence[Rule[Any, Any]], intro: str = _ENV_INT
             d.why.strip(),
             "",
             "### Example",
-            d.example.strip(),
+            *_examples(r),
             "",
             "### Fix",
             d.fix.strip(),

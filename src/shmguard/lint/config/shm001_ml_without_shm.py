@@ -39,7 +39,7 @@ from shmguard.lint.config._base import (
     with_size_problem,
 )
 from shmguard.lint.config._predicates import unmounted_shm_volume
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
 from shmguard.model.fix import Change, Setting
@@ -290,22 +290,6 @@ Docker, containerd and CRI-O give a container 64 MiB of /dev/shm and Podman 65,5
 DataLoader workers pass every batch through it and NCCL keeps its intra-node buffers there:
 the job dies with `Bus error`, `No space left on device` or a DataLoader worker killed by
 SIGBUS.""",
-    example="""\
-```yaml
-services:
-  train:
-    image: nvcr.io/nvidia/pytorch:24.01-py3
-    command: torchrun --nproc-per-node 8 train.py
-```
-Use instead:
-```yaml
-services:
-  train:
-    shm_size: "1g"
-    image: nvcr.io/nvidia/pytorch:24.01-py3
-    command: torchrun --nproc-per-node 8 train.py
-```
-""",
     fix="""\
 Compose: `shm_size: "1g"`; docker/podman: `--shm-size=1g`; Kubernetes: a volume
 `{name: dshm, emptyDir: {medium: Memory, sizeLimit: 1Gi}}` mounted at /dev/shm. The size is
@@ -326,6 +310,25 @@ not keep the policy's margin beside the size, no fix is offered. Services and po
 through YAML anchors, TrainJobs (whose pod spec is in the runtime) and `volumes: null` get the
 fix shown, not applied. The disk-backed emptyDir's info finding's fix (`medium: Memory` and a
 `sizeLimit`) is shown, never applied: it moves the pages into the container's memory limit.""",
+    bad=Example(
+        "compose.yaml",
+        """\
+services:
+  train:
+    image: nvcr.io/nvidia/pytorch:24.01-py3
+    command: torchrun --nproc-per-node 8 train.py
+""",
+    ),
+    good=Example(
+        "compose.yaml",
+        """\
+services:
+  train:
+    shm_size: "1g"
+    image: nvcr.io/nvidia/pytorch:24.01-py3
+    command: torchrun --nproc-per-node 8 train.py
+""",
+    ),
 )
 
 RULE = Rule(

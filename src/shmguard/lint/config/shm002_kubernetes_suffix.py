@@ -24,7 +24,7 @@ from shmguard.lint.config._base import (
     replace_scalar,
 )
 from shmguard.lint.config._predicates import k8s_suffixed
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Edit, Fix, Location
 from shmguard.model.fix import Change, Setting
@@ -136,19 +136,6 @@ Compose v1 (docker-py) fails. `2GiB` is accepted by all and not flagged. Sources
 With a current Docker CLI or Compose v2 the command or `docker compose up` fails outright
 (`invalid argument "2Gi" for "--shm-size" flag: invalid suffix: 'gi'`); a file that worked with
 Docker 20.10 or Podman breaks on upgrade.""",
-    example="""\
-```yaml
-services:
-  train:
-    shm_size: 2Gi
-```
-Use instead:
-```yaml
-services:
-  train:
-    shm_size: 2g
-```
-""",
     fix="""\
 Write the same bytes in go-units syntax: `2Gi` -> `2g`, `512Mi` -> `512m` (go-units is binary:
 `1g` = 1 GiB).
@@ -157,6 +144,26 @@ Write the same bytes in go-units syntax: `2Gi` -> `2g`, `512Mi` -> `512m` (go-un
 Safe: the value is replaced inside its quotes with one that means the same bytes to every
 Docker, Compose and Podman version; nothing else in the file changes. On Podman lines (which
 accept the suffix) the finding is info only.""",
+    bad=Example(
+        "compose.yaml",
+        """\
+services:
+  train:
+    image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+    command: python train.py
+    shm_size: 2Gi
+""",
+    ),
+    good=Example(
+        "compose.yaml",
+        """\
+services:
+  train:
+    image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+    command: python train.py
+    shm_size: 2g
+""",
+    ),
 )
 
 RULE = Rule(

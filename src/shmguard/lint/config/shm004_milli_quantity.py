@@ -18,7 +18,7 @@ from shmguard.lint.config._base import (
     pod_quantities,
     replace_scalar,
 )
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.units import MiB, SizeError, format_k8s_quantity, parse_k8s_quantity
 
@@ -70,25 +70,52 @@ with the suffix `m`, which is milli: `64m` = 0.064 bytes. Sources: {SOURCES}.
 The kubelet rounds the quantity up to whole bytes: `sizeLimit: 64m` mounts a tmpfs of
 `size=1`, one 4 KiB page, and the first write over 0.064 bytes also trips emptyDir eviction; a
 memory limit of `512m` is one byte. Docker's `64m` (64 MiB) is the usual source of the mistake.""",
-    example="""\
-```yaml
-emptyDir:
-  medium: Memory
-  sizeLimit: 64m
-```
-Use instead:
-```yaml
-emptyDir:
-  medium: Memory
-  sizeLimit: 64Mi
-```
-""",
     fix="""\
 Write the mebibytes meant: `64m` -> `64Mi`, `1.5m` -> `1536Ki`.
 """,
     fix_safety="""\
 Safe: nobody sizes memory in millibytes; the value becomes the Docker reading of the same text
 (mebibytes), replaced inside its quotes; nothing else changes.""",
+    bad=Example(
+        "pod.yaml",
+        """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: train
+spec:
+  containers:
+    - name: train
+      image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+      command: [python, train.py]
+      volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+  volumes:
+    - name: dshm
+      emptyDir:
+        medium: Memory
+        sizeLimit: 512m
+""",
+    ),
+    good=Example(
+        "pod.yaml",
+        """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: train
+spec:
+  containers:
+    - name: train
+      image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+      command: [python, train.py]
+      volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+  volumes:
+    - name: dshm
+      emptyDir:
+        medium: Memory
+        sizeLimit: 512Mi
+""",
+    ),
 )
 
 RULE = Rule(

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, pod_quantities
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
 
@@ -77,22 +77,6 @@ ones are not flagged: they are valid and may be meant. Info only. Sources: {SOUR
 `16G` is 16,000,000,000 bytes and `16Gi` 17,179,869,184: a /dev/shm `sizeLimit: 16G` next to
 `limits.memory: 16Gi` is about 1.1 GiB smaller than it looks, and sizes compared by eye across
 the two styles mislead. `2E` is two exabytes, a limit that never applies.""",
-    example="""\
-```yaml
-volumes:
-  - name: dshm
-    emptyDir: {medium: Memory, sizeLimit: 16G}
-containers:
-  - name: train
-    resources: {limits: {memory: 64Gi}}
-```
-Use instead:
-```yaml
-volumes:
-  - name: dshm
-    emptyDir: {medium: Memory, sizeLimit: 16Gi}
-```
-""",
     fix="""\
 Write the binary suffix (`16G` -> `16Gi`, `500M` -> `500Mi`) if a power of 1024 is meant; for
 `E`, write the size you mean in `Gi`.
@@ -100,6 +84,44 @@ Write the binary suffix (`16G` -> `16Gi`, `500M` -> `500Mi`) if a power of 1024 
     fix_safety="""\
 Display-only: `16Gi` is a different number of bytes than `16G`, and only the author knows which
 was meant.""",
+    bad=Example(
+        "pod.yaml",
+        """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: train
+spec:
+  containers:
+    - name: train
+      image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+      command: [torchrun, --nproc-per-node=8, train.py]
+      resources: {limits: {memory: 64Gi}}
+      volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+  volumes:
+    - name: dshm
+      emptyDir: {medium: Memory, sizeLimit: 16G}
+""",
+    ),
+    good=Example(
+        "pod.yaml",
+        """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: train
+spec:
+  containers:
+    - name: train
+      image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+      command: [torchrun, --nproc-per-node=8, train.py]
+      resources: {limits: {memory: 64Gi}}
+      volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+  volumes:
+    - name: dshm
+      emptyDir: {medium: Memory, sizeLimit: 16Gi}
+""",
+    ),
 )
 
 RULE = Rule(

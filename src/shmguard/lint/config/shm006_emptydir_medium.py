@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, replace_scalar
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
 from shmguard.sources.yamlnode import YScalar
@@ -66,19 +66,6 @@ An `emptyDir.medium` other than `""`, `Memory`, `HugePages` or `HugePages-<size>
 Kubernetes does not validate the medium on admission, so `kubectl apply` and schema validators
 accept it; the kubelet then fails the volume with `unknown storage medium "memory"` and the pod
 never starts.""",
-    example="""\
-```yaml
-volumes:
-  - name: dshm
-    emptyDir: {medium: memory}
-```
-Use instead:
-```yaml
-volumes:
-  - name: dshm
-    emptyDir: {medium: Memory}
-```
-""",
     fix="""\
 Write `medium: Memory`.
 """,
@@ -86,6 +73,42 @@ Write `medium: Memory`.
 Safe for a case difference (`memory`, `MEMORY`): only the value's text changes. Unsafe for
 `RAM`, `tmpfs` and the like (applied only with `--unsafe-fixes`): that they meant memory is a
 guess, though the only one that makes the pod start.""",
+    bad=Example(
+        "pod.yaml",
+        """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: train
+spec:
+  containers:
+    - name: train
+      image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+      command: [python, train.py]
+      volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+  volumes:
+    - name: dshm
+      emptyDir: {medium: memory, sizeLimit: 2Gi}
+""",
+    ),
+    good=Example(
+        "pod.yaml",
+        """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: train
+spec:
+  containers:
+    - name: train
+      image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+      command: [python, train.py]
+      volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+  volumes:
+    - name: dshm
+      emptyDir: {medium: Memory, sizeLimit: 2Gi}
+""",
+    ),
 )
 
 RULE = Rule(

@@ -23,7 +23,7 @@ from shmguard.lint.config._base import (
     mounts_at_shm,
     with_size_problem,
 )
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
 from shmguard.model.fix import Change, Setting
@@ -103,22 +103,6 @@ The kubelet sizes such a tmpfs to the node's allocatable memory (or the pod limi
 container has one). Files in it are charged to the writer's memory cgroup; without a memory
 limit nothing stops a leaking DataLoader or a full cache from taking the node's memory and
 triggering node-level OOM kills of other pods.""",
-    example="""\
-```yaml
-containers:
-  - name: train
-    volumeMounts: [{name: dshm, mountPath: /dev/shm}]
-volumes:
-  - name: dshm
-    emptyDir: {medium: Memory}
-```
-Use instead:
-```yaml
-volumes:
-  - name: dshm
-    emptyDir: {medium: Memory, sizeLimit: 1Gi}
-```
-""",
     fix="""\
 Set `sizeLimit` (measured with `shmguard measure`), and a container memory limit that leaves
 room beside it. The fix adds `sizeLimit` as the emptyDir's last key: `check --shm-size`, else
@@ -130,6 +114,42 @@ Safe when the size is yours (`--shm-size` or the `shmguard.io/shm-size` annotati
 adds one `sizeLimit` entry, in the mapping's block or flow style, nothing else. Unsafe
 (`--unsafe-fixes`) with the sizing policy's default: the tmpfs was bounded only by node memory,
 and a job that uses more than the default would now fail with ENOSPC or SIGBUS.""",
+    bad=Example(
+        "pod.yaml",
+        """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: train
+spec:
+  containers:
+    - name: train
+      image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+      command: [python, train.py]
+      volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+  volumes:
+    - name: dshm
+      emptyDir: {medium: Memory}
+""",
+    ),
+    good=Example(
+        "pod.yaml",
+        """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: train
+spec:
+  containers:
+    - name: train
+      image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+      command: [python, train.py]
+      volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+  volumes:
+    - name: dshm
+      emptyDir: {medium: Memory, sizeLimit: 1Gi}
+""",
+    ),
 )
 
 RULE = Rule(

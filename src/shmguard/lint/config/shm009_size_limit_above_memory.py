@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, sized_shm_mounts
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Fix
 from shmguard.units import format_iec
@@ -55,23 +55,50 @@ A memory-backed emptyDir mounted at /dev/shm whose `sizeLimit` is larger than th
 tmpfs pages are charged to the memory cgroup of the container that writes them: the container is
 OOM-killed (exit 137, often with no message) before /dev/shm is full, and the kubelet caps the
 tmpfs at the pod's memory limit anyway. The sizeLimit only looks generous.""",
-    example="""\
-```yaml
-containers:
-  - name: train
-    resources: {limits: {memory: 4Gi}}
-    volumeMounts: [{name: dshm, mountPath: /dev/shm}]
-volumes:
-  - name: dshm
-    emptyDir: {medium: Memory, sizeLimit: 16Gi}
-```
-""",
     fix="""\
 Raise the memory limit to the non-shm use plus the sizeLimit plus a margin (the sizing policy:
 25% of the non-shm part, at least 1 GiB), or lower `sizeLimit`.
 """,
     fix_safety="""\
 Display-only: which of the two to change depends on the job.""",
+    bad=Example(
+        "pod.yaml",
+        """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: train
+spec:
+  containers:
+    - name: train
+      image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+      command: [torchrun, --nproc-per-node=4, train.py]
+      resources: {limits: {memory: 4Gi}}
+      volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+  volumes:
+    - name: dshm
+      emptyDir: {medium: Memory, sizeLimit: 16Gi}
+""",
+    ),
+    good=Example(
+        "pod.yaml",
+        """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: train
+spec:
+  containers:
+    - name: train
+      image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+      command: [torchrun, --nproc-per-node=4, train.py]
+      resources: {limits: {memory: 20Gi}}
+      volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+  volumes:
+    - name: dshm
+      emptyDir: {medium: Memory, sizeLimit: 16Gi}
+""",
+    ),
 )
 
 RULE = Rule(

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, flag_loc, ipc_mode
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Fix
 from shmguard.sources.k8s_model import text
@@ -100,21 +100,26 @@ the host IPC is lost. Sources: {SOURCES}.
 The file says /dev/shm has a size, the container gets something else: the host's /dev/shm
 (shared with every host-IPC container, files left behind after exit), the donor's (64 MiB if it
 was never sized) or none at all. `docker inspect` still shows the ShmSize, which hides it.""",
-    example="""\
-```
-docker run --ipc=host --shm-size=16g vllm/vllm-openai
-```
-Use instead:
-```
-docker run --shm-size=16g vllm/vllm-openai
-```
-""",
     fix="""\
 Keep one mechanism: drop the IPC mode for a private /dev/shm of that size (preferred), or drop
 the size to keep the host's. With `service:x`, size the donor (which must be `ipc: shareable`).
 """,
     fix_safety="""\
 Display-only: which of the two settings the author wanted cannot be told from the file.""",
+    bad=Example(
+        "run.sh",
+        """\
+#!/bin/sh
+docker run --ipc=host --shm-size=16g vllm/vllm-openai --model mistralai/Mistral-7B-v0.1
+""",
+    ),
+    good=Example(
+        "run.sh",
+        """\
+#!/bin/sh
+docker run --shm-size=16g vllm/vllm-openai --model mistralai/Mistral-7B-v0.1
+""",
+    ),
 )
 
 RULE = Rule(

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, flag_loc, is_dev_shm
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.sources.compose_types import applied_size
 from shmguard.sources.yamlnode import YScalar
@@ -101,20 +101,25 @@ Sources: {SOURCES}.
 Someone who writes 0 to mean "no special size" gets 64 MiB on Docker, and someone who means
 "unlimited" gets it only on Podman: the same file sizes /dev/shm differently per tool. An
 unlimited tmpfs lets a leaking writer take the container's (or the node's) memory.""",
-    example="""\
-```sh
-podman run --shm-size=0 pytorch/pytorch python train.py
-```
-Use instead:
-```sh
-podman run --shm-size=2g pytorch/pytorch python train.py
-```
-""",
     fix="""\
 Write the size you mean (`--shm-size=2g`, `shm_size: "2g"`, `size=2g`).
 """,
     fix_safety="""\
 Display-only: whether 0 meant the default or no limit is the author's to say.""",
+    bad=Example(
+        "run.sh",
+        """\
+#!/bin/sh
+podman run --shm-size=0 pytorch/pytorch python train.py
+""",
+    ),
+    good=Example(
+        "run.sh",
+        """\
+#!/bin/sh
+podman run --shm-size=2g pytorch/pytorch python train.py
+""",
+    ),
 )
 
 RULE = Rule(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.sources.yamlnode import YScalar
 from shmguard.units import SizeError, parse_docker_size
@@ -69,25 +69,34 @@ Sources: {SOURCES}.
 `docker compose` (v2) stops with `can't set distinct values on 'mem_limit' and
 'deploy.resources.limits.memory'`. Compose v1 and podman-compose take the deploy value without
 a word, so a reader (and a /dev/shm size checked against `mem_limit`) sees the wrong limit.""",
-    example="""\
-```yaml
-services:
-  train:
-    mem_limit: 8g
-    deploy: {resources: {limits: {memory: 16g}}}
-```
-Use instead:
-```yaml
-services:
-  train:
-    deploy: {resources: {limits: {memory: 16g}}}
-```
-""",
     fix="""\
 Keep one of the two (the deploy form works in v2, v1 and podman-compose).
 """,
     fix_safety="""\
 Display-only: which limit is meant is the author's to say.""",
+    bad=Example(
+        "compose.yaml",
+        """\
+services:
+  train:
+    image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+    command: python train.py
+    shm_size: 2g
+    mem_limit: 8g
+    deploy: {resources: {limits: {memory: 16g}}}
+""",
+    ),
+    good=Example(
+        "compose.yaml",
+        """\
+services:
+  train:
+    image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+    command: python train.py
+    shm_size: 2g
+    deploy: {resources: {limits: {memory: 16g}}}
+""",
+    ),
 )
 
 RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, FixAvailability.NONE, ("compose",), WHY, DOC, check)

@@ -18,7 +18,7 @@ from shmguard.lint.config._base import (
     change_edit,
     compose_memory_limit,
 )
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
 from shmguard.model.fix import Change, Setting
@@ -103,20 +103,6 @@ Sources: {SOURCES}.
 `build.shm_size` applies to the containers that build the image, not to the one that runs it:
 the service still gets 64 MiB. Compose v1 (with its default CLI build) and podman-compose do not
 even pass it to the build.""",
-    example="""\
-```yaml
-services:
-  train:
-    build: {context: ., shm_size: 8g}
-```
-Use instead:
-```yaml
-services:
-  train:
-    shm_size: "8g"
-    build: {context: ., shm_size: 8g}
-```
-""",
     fix="""\
 Add `shm_size` at the service level with the bytes written under `build:`, in go-units syntax
 (`8g`, `8589934592` -> `"8g"`, `'512m'` -> `"512m"`); `build.shm_size` stays.
@@ -130,6 +116,25 @@ margin: a /dev/shm that fills would then push the container to its memory limit,
 the limit is your decision. The line goes first in the service, in block or flow style.
 Display-only when the value is a placeholder (`${SHM}`), a block scalar or not a size, or the
 service is reached through a YAML anchor.""",
+    bad=Example(
+        "compose.yaml",
+        """\
+services:
+  train:
+    build: {context: ., shm_size: 8g}
+    command: torchrun --nproc-per-node 4 train.py
+""",
+    ),
+    good=Example(
+        "compose.yaml",
+        """\
+services:
+  train:
+    shm_size: "8g"
+    build: {context: ., shm_size: 8g}
+    command: torchrun --nproc-per-node 4 train.py
+""",
+    ),
 )
 
 RULE = Rule(

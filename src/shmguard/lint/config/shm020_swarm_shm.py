@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, edit_fix, is_dev_shm
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Edit, Fix
 from shmguard.model.fix import Change, Setting
@@ -196,26 +196,6 @@ Behaviour read from docker/cli (`cli/compose/types/types.go`, `cli/compose/conve
 the only warning is one line at deploy time, and a `tmpfs:` entry is dropped silently. PyTorch
 DataLoader workers then fail with `Bus error` or `No space left on device`. A string
 `tmpfs.size` stops the deploy with `tmpfs.size must be a integer`.""",
-    example="""\
-```yaml
-services:
-  train:
-    image: pytorch/pytorch
-    shm_size: 8g
-    deploy:
-      placement: {constraints: [node.labels.gpu == true]}
-```
-Use instead:
-```yaml
-services:
-  train:
-    image: pytorch/pytorch
-    volumes:
-      - {type: tmpfs, target: /dev/shm, tmpfs: {size: 8589934592}}
-    deploy:
-      placement: {constraints: [node.labels.gpu == true]}
-```
-""",
     fix="""\
 Mount a tmpfs volume at /dev/shm with the size as an integer of bytes
 (`{type: tmpfs, target: /dev/shm, tmpfs: {size: 8589934592}}`; `shm_size: 8g` gives the size);
@@ -226,6 +206,29 @@ Safe for a string `tmpfs.size` that go-units reads: the integer is the same byte
 reads alike. Display-only for the rest: adding a volume changes the service's mounts, and
 whether the file also serves `docker compose` (where `shm_size` works) is the author's to say.
 A string size is an error (the deploy fails); the others are warnings.""",
+    bad=Example(
+        "compose.yaml",
+        """\
+services:
+  train:
+    image: pytorch/pytorch
+    shm_size: 8g
+    deploy:
+      placement: {constraints: [node.labels.gpu == true]}
+""",
+    ),
+    good=Example(
+        "compose.yaml",
+        """\
+services:
+  train:
+    image: pytorch/pytorch
+    volumes:
+      - {type: tmpfs, target: /dev/shm, tmpfs: {size: 8589934592}}
+    deploy:
+      placement: {constraints: [node.labels.gpu == true]}
+""",
+    ),
 )
 
 RULE = Rule(

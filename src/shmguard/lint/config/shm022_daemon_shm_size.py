@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, edit_fix, replace_scalar
 from shmguard.lint.config._predicates import k8s_suffixed
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Edit, Fix
 from shmguard.sources.yamlnode import YScalar
@@ -104,15 +104,6 @@ Sources: {SOURCES}.
 A number makes dockerd exit at start with `invalid size: "2147483648"`, so no container runs on
 the host; a `"2Gi"` written for Docker 20.10 stops the daemon after an upgrade. Either way every
 container loses the intended default /dev/shm size.""",
-    example="""\
-```json
-{"default-shm-size": 2147483648}
-```
-Use instead:
-```json
-{"default-shm-size": "2g"}
-```
-""",
     fix="""\
 Write a JSON string in go-units syntax with the same bytes: `2147483648` -> `"2g"`,
 `"2Gi"` -> `"2g"` (go-units is binary: `1g` = 1 GiB).
@@ -122,6 +113,22 @@ Safe for a number of at least 1 MiB (read as bytes, the only unit a bare go-unit
 and for a Kubernetes suffix: the value is replaced in place and means the same bytes, nothing
 else in the file changes. Display-only for a number under 1 MiB (the unit may have been meant
 otherwise) and for a value that is not a number.""",
+    bad=Example(
+        "daemon.json",
+        """\
+{
+  "default-shm-size": 2147483648
+}
+""",
+    ),
+    good=Example(
+        "daemon.json",
+        """\
+{
+  "default-shm-size": "2g"
+}
+""",
+    ),
 )
 
 RULE = Rule(

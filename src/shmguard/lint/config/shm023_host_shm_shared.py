@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, flag_loc, is_dev_shm
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Fix
 from shmguard.sources.workload import strong
@@ -88,14 +88,6 @@ a size. Sources: {SOURCES}.
 The host's /dev/shm is unbounded by the pod (half of the node's RAM by default), shared with
 the host and every other such container: files written there outlive the container, and one job
 can fill it for all. Pod Security Standards Baseline forbids `hostIPC` and `hostPath`.""",
-    example="""\
-```yaml
-spec:
-  hostIPC: true
-  containers:
-    - name: train
-```
-""",
     fix="""\
 Give the pod its own /dev/shm: `emptyDir: {medium: Memory, sizeLimit: 1Gi}` mounted at /dev/shm
 (Compose / docker: `shm_size` / `--shm-size`).
@@ -103,6 +95,39 @@ Give the pod its own /dev/shm: `emptyDir: {medium: Memory, sizeLimit: 1Gi}` moun
     fix_safety="""\
 Display-only: removing host sharing can break a job that relies on it (several containers
 meeting in one /dev/shm), so `--fix` does not do it.""",
+    bad=Example(
+        "pod.yaml",
+        """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: train
+spec:
+  hostIPC: true
+  containers:
+    - name: train
+      image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+      command: [torchrun, --nproc-per-node=4, train.py]
+""",
+    ),
+    good=Example(
+        "pod.yaml",
+        """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: train
+spec:
+  containers:
+    - name: train
+      image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+      command: [torchrun, --nproc-per-node=4, train.py]
+      volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+  volumes:
+    - name: dshm
+      emptyDir: {medium: Memory, sizeLimit: 8Gi}
+""",
+    ),
 )
 
 RULE = Rule(

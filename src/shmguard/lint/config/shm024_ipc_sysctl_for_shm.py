@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, flag_loc, ipc_mode
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Fix, Location
 from shmguard.sources.k8s_model import text
@@ -160,28 +160,6 @@ memory). Sources: {SOURCES}.
 64 MiB. In Kubernetes it is worse: these sysctls are not in the safe set, and the kubelet
 rejects the pod (`SysctlForbidden`) unless the node allows them; with `hostIPC: true` no IPC
 sysctl is accepted at all.""",
-    example="""\
-```yaml
-spec:
-  securityContext:
-    sysctls:
-      - {name: kernel.shmmax, value: "68719476736"}
-  containers:
-    - name: train
-      image: pytorch/pytorch
-```
-Use instead:
-```yaml
-spec:
-  containers:
-    - name: train
-      image: pytorch/pytorch
-      volumeMounts: [{name: dshm, mountPath: /dev/shm}]
-  volumes:
-    - name: dshm
-      emptyDir: {medium: Memory, sizeLimit: 8Gi}
-```
-""",
     fix="""\
 Remove the sysctl and size /dev/shm: a memory-backed emptyDir at /dev/shm with a `sizeLimit`
 (Kubernetes), `shm_size` (Compose), `--shm-size` (docker/podman). Keep it only when the job uses
@@ -189,6 +167,41 @@ System V shared memory and the nodes list it in `--allowed-unsafe-sysctls`.
 """,
     fix_safety="""\
 Display-only: whether the job uses System V IPC limits cannot be told from the file.""",
+    bad=Example(
+        "pod.yaml",
+        """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: train
+spec:
+  securityContext:
+    sysctls:
+      - {name: kernel.shmmax, value: "68719476736"}
+  containers:
+    - name: train
+      image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+      command: [torchrun, --nproc-per-node=4, train.py]
+""",
+    ),
+    good=Example(
+        "pod.yaml",
+        """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: train
+spec:
+  containers:
+    - name: train
+      image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+      command: [torchrun, --nproc-per-node=4, train.py]
+      volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+  volumes:
+    - name: dshm
+      emptyDir: {medium: Memory, sizeLimit: 8Gi}
+""",
+    ),
 )
 
 RULE = Rule(

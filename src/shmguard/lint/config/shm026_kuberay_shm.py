@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, is_dev_shm, quantity_bytes
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
 from shmguard.sources.k8s import PodSpec
@@ -149,29 +149,6 @@ itself unless the container already mounts /dev/shm. A copied-in `dshm` without 
 replaces that bounded volume with an unbounded one; one with the same size is noise that hides
 which volume is in effect. With `plasma-directory` set, KubeRay skips its volume, so /dev/shm is
 the runtime's 64 MiB, too small for PyTorch DataLoader workers in the same container.""",
-    example="""\
-```yaml
-headGroupSpec:
-  template:
-    spec:
-      containers:
-        - name: ray-head
-          resources: {limits: {memory: 32Gi}}
-          volumeMounts: [{name: dshm, mountPath: /dev/shm}]
-      volumes:
-        - name: dshm
-          emptyDir: {medium: Memory}
-```
-Use instead:
-```yaml
-headGroupSpec:
-  template:
-    spec:
-      containers:
-        - name: ray-head
-          resources: {limits: {memory: 32Gi}}
-```
-""",
     fix="""\
 Remove the volume and its /dev/shm mount and let KubeRay add `shared-mem`, or give yours the
 `sizeLimit` you want. With `plasma-directory`, mount a memory emptyDir at /dev/shm yourself.
@@ -179,6 +156,46 @@ Remove the volume and its /dev/shm mount and let KubeRay add `shared-mem`, or gi
     fix_safety="""\
 Display-only: whether the own volume or the plasma directory is deliberate is the author's
 call, and removing list items from a template is left to them.""",
+    bad=Example(
+        "raycluster.yaml",
+        """\
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata:
+  name: train
+spec:
+  headGroupSpec:
+    rayStartParams: {}
+    template:
+      spec:
+        containers:
+          - name: ray-head
+            image: rayproject/ray:2.9.0
+            resources: {limits: {memory: 32Gi}}
+            volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+        volumes:
+          - name: dshm
+            emptyDir: {medium: Memory}
+""",
+    ),
+    good=Example(
+        "raycluster.yaml",
+        """\
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata:
+  name: train
+spec:
+  headGroupSpec:
+    rayStartParams: {}
+    template:
+      spec:
+        containers:
+          - name: ray-head
+            image: rayproject/ray:2.9.0
+            resources: {limits: {memory: 32Gi}}
+""",
+    ),
 )
 
 RULE = Rule(

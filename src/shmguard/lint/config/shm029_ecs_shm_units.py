@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, edit_fix, replace_scalar
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Edit, Fix
 from shmguard.model.fix import Change, Setting
@@ -156,17 +156,6 @@ definition reference; {SOURCES}. Nothing was run against AWS.
 its memory limit, which only the limit bounds, instead of the size meant. A string is refused
 when the task definition is registered. On Fargate the fields are not supported, so the task
 keeps Docker's 64 MiB /dev/shm or fails to register.""",
-    example="""\
-```json
-{"containerDefinitions": [{"name": "train", "image": "pytorch/pytorch",
-  "linuxParameters": {"sharedMemorySize": 2147483648}}]}
-```
-Use instead:
-```json
-{"containerDefinitions": [{"name": "train", "image": "pytorch/pytorch",
-  "linuxParameters": {"sharedMemorySize": 2048}}]}
-```
-""",
     fix="""\
 Write the size as an integer of MiB: bytes divided by 1,048,576 (`2147483648` -> `2048`),
 `"2048"` -> `2048`, `"2g"` -> `2048`. On Fargate, run the task on EC2 capacity to size
@@ -177,6 +166,38 @@ Safe when the bytes are an exact number of MiB (or the string an integer or an e
 size): the value is replaced in place with the same bytes; nothing else changes. Display-only
 otherwise (the MiB value rounded up is shown) and for the Fargate finding, where the launch
 type is the author's choice.""",
+    bad=Example(
+        "task-definition.json",
+        """\
+{
+  "family": "train",
+  "containerDefinitions": [
+    {
+      "name": "train",
+      "image": "pytorch/pytorch",
+      "command": ["python", "train.py"],
+      "linuxParameters": {"sharedMemorySize": 2147483648}
+    }
+  ]
+}
+""",
+    ),
+    good=Example(
+        "task-definition.json",
+        """\
+{
+  "family": "train",
+  "containerDefinitions": [
+    {
+      "name": "train",
+      "image": "pytorch/pytorch",
+      "command": ["python", "train.py"],
+      "linuxParameters": {"sharedMemorySize": 2048}
+    }
+  ]
+}
+""",
+    ),
 )
 
 RULE = Rule(
