@@ -8,6 +8,8 @@ configuration; docs/rules-shm.md renders them (tests/lint/test_rule_docs.py).
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from shmguard.lint.check import check_loaded
@@ -61,3 +63,17 @@ def test_the_examples_are_files_of_a_kind_the_rule_targets(rule: Rule[object, ob
     kinds = {_check(rule.doc.bad)[0], _check(rule.doc.good)[0]}
     targets = {"run-lines" if t.endswith("-run") else t for t in rule.targets}
     assert len(kinds) == 1 and kinds <= targets, (rule.code, kinds, rule.targets)
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_the_bad_examples_fix_applies_as_the_rule_tables_say(rule: Rule[object, object]) -> None:
+    """The fix column of docs/check.md and docs/rules-shm.md (``RuleDoc.applies``, else the
+    rule's fix availability) names the applicability of the bad example's fix."""
+    assert rule.doc.bad is not None
+    said = rule.doc.applies or rule.fix.value
+    for f in _check(rule.doc.bad)[1]:
+        if f.code == rule.code and f.fix is not None:
+            value = f.fix.applicability.value
+            assert re.search(rf"(?<![\w-]){value}(?![\w-])", said), (rule.code, value, said)
+        elif f.code == rule.code:
+            assert rule.fix.value != "always", f"{_where(f)} carries no fix"

@@ -73,6 +73,11 @@ class RuleDoc:
         bad: a whole file the rule reports (configuration rules: tests/lint/test_rule_examples.py
             checks that ``check`` reports the rule in it).
         good: the same file fixed (the test checks that ``check`` reports nothing in it).
+        applies: how the findings' fixes apply, one line for the rule tables (``safe``,
+            ``display-only``, ``safe (your size) / unsafe (the default)``); empty: the
+            rule's :class:`FixAvailability`.
+        variant_words: what each of :attr:`Rule.variants` is, in words for the tables
+            (``"on Podman lines"``); a variant not named here is shown by its name.
     """
 
     what: str
@@ -82,6 +87,8 @@ class RuleDoc:
     example: str = ""
     bad: Example | None = None
     good: Example | None = None
+    applies: str = ""
+    variant_words: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

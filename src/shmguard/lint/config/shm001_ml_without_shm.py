@@ -310,6 +310,8 @@ not keep the policy's margin beside the size, no fix is offered. Services and po
 through YAML anchors, TrainJobs (whose pod spec is in the runtime) and `volumes: null` get the
 fix shown, not applied. The disk-backed emptyDir's info finding's fix (`medium: Memory` and a
 `sizeLimit`) is shown, never applied: it moves the pages into the container's memory limit.""",
+    applies="safe",
+    variant_words={"disk-emptydir": "for a disk-backed emptyDir at /dev/shm"},
     bad=Example(
         "compose.yaml",
         """\

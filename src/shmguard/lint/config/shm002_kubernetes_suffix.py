@@ -144,6 +144,8 @@ Write the same bytes in go-units syntax: `2Gi` -> `2g`, `512Mi` -> `512m` (go-un
 Safe: the value is replaced inside its quotes with one that means the same bytes to every
 Docker, Compose and Podman version; nothing else in the file changes. On Podman lines (which
 accept the suffix) the finding is info only.""",
+    applies="safe",
+    variant_words={"podman-line": "on Podman lines"},
     bad=Example(
         "compose.yaml",
         """\

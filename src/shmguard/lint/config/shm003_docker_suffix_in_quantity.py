@@ -90,6 +90,7 @@ Write the bytes Docker meant in binary quantity syntax: `2g` -> `2Gi`, `512mb` -
     fix_safety="""\
 Safe: go-units units are binary, so `2g` meant 2 GiB and `2Gi` is exactly that; the value is
 replaced inside its quotes and nothing else changes.""",
+    applies="safe",
     bad=Example(
         "pod.yaml",
         """\

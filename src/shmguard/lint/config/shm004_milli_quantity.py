@@ -76,6 +76,7 @@ Write the mebibytes meant: `64m` -> `64Mi`, `1.5m` -> `1536Ki`.
     fix_safety="""\
 Safe: nobody sizes memory in millibytes; the value becomes the Docker reading of the same text
 (mebibytes), replaced inside its quotes; nothing else changes.""",
+    applies="safe",
     bad=Example(
         "pod.yaml",
         """\

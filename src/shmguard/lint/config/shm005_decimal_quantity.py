@@ -84,6 +84,7 @@ Write the binary suffix (`16G` -> `16Gi`, `500M` -> `500Mi`) if a power of 1024 
     fix_safety="""\
 Display-only: `16Gi` is a different number of bytes than `16G`, and only the author knows which
 was meant.""",
+    applies="display-only",
     bad=Example(
         "pod.yaml",
         """\

@@ -73,6 +73,7 @@ Write `medium: Memory`.
 Safe for a case difference (`memory`, `MEMORY`): only the value's text changes. Unsafe for
 `RAM`, `tmpfs` and the like (applied only with `--unsafe-fixes`): that they meant memory is a
 guess, though the only one that makes the pod start.""",
+    applies="safe / unsafe",
     bad=Example(
         "pod.yaml",
         """\

@@ -108,6 +108,7 @@ Safe: `--fix` adds one `volumeMounts` entry (last in the container's, the key ad
 in the file's block or flow style and line endings; the volume and its `sizeLimit` stay. Its
 pages are charged to the container's memory limit only when written. Containers and pods
 reached through YAML anchors get the fix shown, not applied.""",
+    applies="safe",
     bad=Example(
         "pod.yaml",
         """\

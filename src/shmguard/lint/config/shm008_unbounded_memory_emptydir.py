@@ -114,6 +114,7 @@ Safe when the size is yours (`--shm-size` or the `shmguard.io/shm-size` annotati
 adds one `sizeLimit` entry, in the mapping's block or flow style, nothing else. Unsafe
 (`--unsafe-fixes`) with the sizing policy's default: the tmpfs was bounded only by node memory,
 and a job that uses more than the default would now fail with ENOSPC or SIGBUS.""",
+    applies="safe (your size) / unsafe (the default)",
     bad=Example(
         "pod.yaml",
         """\

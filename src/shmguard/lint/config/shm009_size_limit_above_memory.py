@@ -61,6 +61,7 @@ Raise the memory limit to the non-shm use plus the sizeLimit plus a margin (the 
 """,
     fix_safety="""\
 Display-only: which of the two to change depends on the job.""",
+    applies="display-only",
     bad=Example(
         "pod.yaml",
         """\

@@ -250,6 +250,7 @@ limit takes memory from the host or node (scheduling, other containers), which t
 show. When both `mem_limit` and `deploy.resources.limits.memory` are set the fix is shown only.
 Lowering the /dev/shm size instead is shown, never applied: only a measurement says what the job
 needs.""",
+    applies="unsafe (raise the memory limit)",
     bad=Example(
         "run.sh",
         """\

@@ -106,6 +106,8 @@ the size to keep the host's. With `service:x`, size the donor (which must be `ip
 """,
     fix_safety="""\
 Display-only: which of the two settings the author wanted cannot be told from the file.""",
+    applies="display-only",
+    variant_words={"podman-line-with-ipc-host-or-none": "when Podman refuses it"},
     bad=Example(
         "run.sh",
         """\

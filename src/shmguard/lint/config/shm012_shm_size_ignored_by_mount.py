@@ -83,6 +83,7 @@ Keep one mechanism: `shm_size` alone, or the tmpfs mount with its own `size=`.
 """,
     fix_safety="""\
 Display-only: which of the two the author meant cannot be told from the file.""",
+    applies="display-only",
     bad=Example(
         "compose.yaml",
         """\

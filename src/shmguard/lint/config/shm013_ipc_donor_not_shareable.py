@@ -203,6 +203,7 @@ after the donor's `run`), or rewrites an explicit `private` to `shareable`; a sh
 namespace is still private to the containers that join it. A donor with `ipc: none` has no
 /dev/shm at all: the fix is shown, not applied. Donors reached through YAML anchors get the fix
 shown only.""",
+    applies="safe",
     bad=Example(
         "compose.yaml",
         """\

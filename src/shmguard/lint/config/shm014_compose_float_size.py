@@ -115,6 +115,7 @@ the whole number of bytes that was written, quoted.
 Safe for a whole number of at least 1 MiB: `--fix` replaces the plain scalar with the same
 number quoted, the bytes the author wrote, which every Compose reads alike. A fraction gets no
 applied fix (its intent is unknown).""",
+    applies="safe (a whole number of bytes)",
     bad=Example(
         "compose.yaml",
         """\

@@ -71,6 +71,7 @@ Quote it (`"17179869184"`), or write it with a unit (`"16g"`).
     fix_safety="""\
 Safe: `--fix` quotes the same digits; compose-go reads a digit string with `ParseInt`, so the
 limit is the same number of bytes.""",
+    applies="safe",
     bad=Example(
         "compose.yaml",
         """\

@@ -116,6 +116,7 @@ margin: a /dev/shm that fills would then push the container to its memory limit,
 the limit is your decision. The line goes first in the service, in block or flow style.
 Display-only when the value is a placeholder (`${SHM}`), a block scalar or not a size, or the
 service is reached through a YAML anchor.""",
+    applies="safe (your build size) / unsafe (above the memory limit)",
     bad=Example(
         "compose.yaml",
         """\

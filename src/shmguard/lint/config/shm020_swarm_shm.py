@@ -206,6 +206,8 @@ Safe for a string `tmpfs.size` that go-units reads: the integer is the same byte
 reads alike. Display-only for the rest: adding a volume changes the service's mounts, and
 whether the file also serves `docker compose` (where `shm_size` works) is the author's to say.
 A string size is an error (the deploy fails); the others are warnings.""",
+    applies="safe (string size) / display-only",
+    variant_words={"string-size": "for a string `tmpfs.size`"},
     bad=Example(
         "compose.yaml",
         """\

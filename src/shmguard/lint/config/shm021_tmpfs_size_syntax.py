@@ -170,6 +170,7 @@ Write the size in the kernel's syntax: `size=8g`, `size=1536m`, or `size=50%`.
     fix_safety="""\
 Safe: `--fix` writes the bytes Docker's own size parser reads from the value (`1gb` and `1Gi`
 are 1 GiB, `1.5g` is 1536 MiB) in the kernel's syntax, nothing else.""",
+    applies="safe",
     bad=Example(
         "run.sh",
         """\

@@ -113,6 +113,7 @@ Safe for a number of at least 1 MiB (read as bytes, the only unit a bare go-unit
 and for a Kubernetes suffix: the value is replaced in place and means the same bytes, nothing
 else in the file changes. Display-only for a number under 1 MiB (the unit may have been meant
 otherwise) and for a value that is not a number.""",
+    applies="safe / display-only (a number under 1 MiB)",
     bad=Example(
         "daemon.json",
         """\

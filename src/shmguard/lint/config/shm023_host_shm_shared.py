@@ -95,6 +95,7 @@ Give the pod its own /dev/shm: `emptyDir: {medium: Memory, sizeLimit: 1Gi}` moun
     fix_safety="""\
 Display-only: removing host sharing can break a job that relies on it (several containers
 meeting in one /dev/shm), so `--fix` does not do it.""",
+    applies="display-only",
     bad=Example(
         "pod.yaml",
         """\

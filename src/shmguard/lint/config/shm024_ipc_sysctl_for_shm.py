@@ -167,6 +167,8 @@ System V shared memory and the nodes list it in `--allowed-unsafe-sysctls`.
 """,
     fix_safety="""\
 Display-only: whether the job uses System V IPC limits cannot be told from the file.""",
+    applies="display-only",
+    variant_words={"compose-or-run": "for kernel.shm* in Compose and run lines without host IPC"},
     bad=Example(
         "pod.yaml",
         """\

@@ -101,6 +101,7 @@ if nothing else needs it.
 """,
     fix_safety="""\
 Display-only: the command and the privileges may serve other purposes.""",
+    applies="display-only",
     bad=Example(
         "pod.yaml",
         """\

@@ -156,6 +156,7 @@ Remove the volume and its /dev/shm mount and let KubeRay add `shared-mem`, or gi
     fix_safety="""\
 Display-only: whether the own volume or the plasma directory is deliberate is the author's
 call, and removing list items from a template is left to them.""",
+    applies="display-only",
     bad=Example(
         "raycluster.yaml",
         """\

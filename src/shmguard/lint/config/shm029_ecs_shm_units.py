@@ -166,6 +166,7 @@ Safe when the bytes are an exact number of MiB (or the string an integer or an e
 size): the value is replaced in place with the same bytes; nothing else changes. Display-only
 otherwise (the MiB value rounded up is shown) and for the Fargate finding, where the launch
 type is the author's choice.""",
+    applies="safe (an exact number of MiB) / display-only",
     bad=Example(
         "task-definition.json",
         """\
