@@ -68,3 +68,11 @@ def test_variant_words_name_variants_of_their_rule() -> None:
     for rule in (*RULES, *SHM_RULES):
         unknown = set(rule.doc.variant_words) - set(rule.variants)
         assert not unknown, f"{rule.code}: words for no variant {unknown}"
+
+
+def test_each_rule_module_is_named_after_its_rule() -> None:
+    """``shm001_ml_workload_without_shm_size.py`` holds SHM001 ``ml-workload-without-shm-size``:
+    the code, then the name in snake case."""
+    for rule in (*RULES, *SHM_RULES):
+        module = rule.check.__module__.rsplit(".", 1)[1]
+        assert module == f"{rule.code.lower()}_{rule.name.replace('-', '_')}", rule.code
