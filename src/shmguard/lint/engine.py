@@ -105,9 +105,10 @@ class Violation:
     variant: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Rule(Generic[S, O]):
-    """One rule: metadata plus ``check(subject, options) -> Iterator[Violation]`` (no I/O).
+    """One rule: metadata plus ``check(subject, options) -> Iterator[Violation]`` (no I/O),
+    given by keyword (``Rule(code=CODE, name=NAME, ..., check=check)``).
 
     Attributes:
         code: stable, never reused (``ENV001``).

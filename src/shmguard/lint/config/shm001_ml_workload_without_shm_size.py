@@ -334,14 +334,14 @@ services:
 )
 
 RULE = Rule(
-    CODE,
-    NAME,
-    SUMMARY,
-    SEVERITY,
-    FixAvailability.SOMETIMES,
-    ("compose", "kubernetes", "docker-run", "podman-run"),
-    WHY,
-    DOC,
-    check,
+    code=CODE,
+    name=NAME,
+    summary=SUMMARY,
+    severity=SEVERITY,
+    fix=FixAvailability.SOMETIMES,
+    targets=("compose", "kubernetes", "docker-run", "podman-run"),
+    why=WHY,
+    doc=DOC,
+    check=check,
     variants={"disk-emptydir": Severity.INFO},
 )

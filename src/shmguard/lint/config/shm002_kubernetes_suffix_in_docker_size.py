@@ -169,14 +169,14 @@ services:
 )
 
 RULE = Rule(
-    CODE,
-    NAME,
-    SUMMARY,
-    SEVERITY,
-    FixAvailability.SOMETIMES,
-    ("compose", "docker-run", "podman-run"),
-    WHY,
-    DOC,
-    check,
+    code=CODE,
+    name=NAME,
+    summary=SUMMARY,
+    severity=SEVERITY,
+    fix=FixAvailability.SOMETIMES,
+    targets=("compose", "docker-run", "podman-run"),
+    why=WHY,
+    doc=DOC,
+    check=check,
     variants={"podman-line": Severity.INFO},
 )

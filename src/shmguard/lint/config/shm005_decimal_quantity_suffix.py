@@ -126,13 +126,13 @@ spec:
 )
 
 RULE = Rule(
-    CODE,
-    NAME,
-    SUMMARY,
-    SEVERITY,
-    FixAvailability.NONE,
-    ("kubernetes",),
-    WHY,
-    DOC,
-    check,
+    code=CODE,
+    name=NAME,
+    summary=SUMMARY,
+    severity=SEVERITY,
+    fix=FixAvailability.NONE,
+    targets=("kubernetes",),
+    why=WHY,
+    doc=DOC,
+    check=check,
 )

@@ -153,13 +153,13 @@ spec:
 )
 
 RULE = Rule(
-    CODE,
-    NAME,
-    SUMMARY,
-    SEVERITY,
-    FixAvailability.SOMETIMES,
-    ("kubernetes",),
-    WHY,
-    DOC,
-    check,
+    code=CODE,
+    name=NAME,
+    summary=SUMMARY,
+    severity=SEVERITY,
+    fix=FixAvailability.SOMETIMES,
+    targets=("kubernetes",),
+    why=WHY,
+    doc=DOC,
+    check=check,
 )

@@ -269,13 +269,13 @@ docker run --shm-size=16g --memory=17g pytorch/pytorch python train.py
 )
 
 RULE = Rule(
-    CODE,
-    NAME,
-    SUMMARY,
-    SEVERITY,
-    FixAvailability.SOMETIMES,
-    ("compose", "kubernetes", "docker-run", "podman-run"),
-    WHY,
-    DOC,
-    check,
+    code=CODE,
+    name=NAME,
+    summary=SUMMARY,
+    severity=SEVERITY,
+    fix=FixAvailability.SOMETIMES,
+    targets=("compose", "kubernetes", "docker-run", "podman-run"),
+    why=WHY,
+    doc=DOC,
+    check=check,
 )

@@ -125,14 +125,14 @@ docker run --shm-size=16g vllm/vllm-openai --model mistralai/Mistral-7B-v0.1
 )
 
 RULE = Rule(
-    CODE,
-    NAME,
-    SUMMARY,
-    SEVERITY,
-    FixAvailability.NONE,
-    ("compose", "docker-run", "podman-run"),
-    WHY,
-    DOC,
-    check,
+    code=CODE,
+    name=NAME,
+    summary=SUMMARY,
+    severity=SEVERITY,
+    fix=FixAvailability.NONE,
+    targets=("compose", "docker-run", "podman-run"),
+    why=WHY,
+    doc=DOC,
+    check=check,
     variants={"podman-line-with-ipc-host-or-none": Severity.ERROR},
 )

@@ -108,13 +108,13 @@ services:
 )
 
 RULE = Rule(
-    CODE,
-    NAME,
-    SUMMARY,
-    SEVERITY,
-    FixAvailability.NONE,
-    ("compose", "docker-run", "podman-run"),
-    WHY,
-    DOC,
-    check,
+    code=CODE,
+    name=NAME,
+    summary=SUMMARY,
+    severity=SEVERITY,
+    fix=FixAvailability.NONE,
+    targets=("compose", "docker-run", "podman-run"),
+    why=WHY,
+    doc=DOC,
+    check=check,
 )

@@ -232,13 +232,13 @@ services:
 )
 
 RULE = Rule(
-    CODE,
-    NAME,
-    SUMMARY,
-    SEVERITY,
-    FixAvailability.SOMETIMES,
-    ("compose", "docker-run"),
-    WHY,
-    DOC,
-    check,
+    code=CODE,
+    name=NAME,
+    summary=SUMMARY,
+    severity=SEVERITY,
+    fix=FixAvailability.SOMETIMES,
+    targets=("compose", "docker-run"),
+    why=WHY,
+    doc=DOC,
+    check=check,
 )

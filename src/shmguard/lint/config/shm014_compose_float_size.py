@@ -138,4 +138,14 @@ services:
     ),
 )
 
-RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, FixAvailability.SOMETIMES, ("compose",), WHY, DOC, check)
+RULE = Rule(
+    code=CODE,
+    name=NAME,
+    summary=SUMMARY,
+    severity=SEVERITY,
+    fix=FixAvailability.SOMETIMES,
+    targets=("compose",),
+    why=WHY,
+    doc=DOC,
+    check=check,
+)

@@ -96,4 +96,14 @@ services:
     ),
 )
 
-RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, FixAvailability.ALWAYS, ("compose",), WHY, DOC, check)
+RULE = Rule(
+    code=CODE,
+    name=NAME,
+    summary=SUMMARY,
+    severity=SEVERITY,
+    fix=FixAvailability.ALWAYS,
+    targets=("compose",),
+    why=WHY,
+    doc=DOC,
+    check=check,
+)

@@ -99,4 +99,14 @@ services:
     ),
 )
 
-RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, FixAvailability.NONE, ("compose",), WHY, DOC, check)
+RULE = Rule(
+    code=CODE,
+    name=NAME,
+    summary=SUMMARY,
+    severity=SEVERITY,
+    fix=FixAvailability.NONE,
+    targets=("compose",),
+    why=WHY,
+    doc=DOC,
+    check=check,
+)

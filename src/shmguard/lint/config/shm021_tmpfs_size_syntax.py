@@ -188,13 +188,13 @@ docker run --tmpfs /dev/shm:size=8g pytorch/pytorch python train.py
 )
 
 RULE = Rule(
-    CODE,
-    NAME,
-    SUMMARY,
-    SEVERITY,
-    FixAvailability.SOMETIMES,
-    ("compose", "docker-run", "podman-run"),
-    WHY,
-    DOC,
-    check,
+    code=CODE,
+    name=NAME,
+    summary=SUMMARY,
+    severity=SEVERITY,
+    fix=FixAvailability.SOMETIMES,
+    targets=("compose", "docker-run", "podman-run"),
+    why=WHY,
+    doc=DOC,
+    check=check,
 )

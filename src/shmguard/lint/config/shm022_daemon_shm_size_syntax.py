@@ -133,13 +133,13 @@ otherwise) and for a value that is not a number.""",
 )
 
 RULE = Rule(
-    CODE,
-    NAME,
-    SUMMARY,
-    SEVERITY,
-    FixAvailability.SOMETIMES,
-    ("daemon-json",),
-    WHY,
-    DOC,
-    check,
+    code=CODE,
+    name=NAME,
+    summary=SUMMARY,
+    severity=SEVERITY,
+    fix=FixAvailability.SOMETIMES,
+    targets=("daemon-json",),
+    why=WHY,
+    doc=DOC,
+    check=check,
 )

@@ -132,13 +132,13 @@ spec:
 )
 
 RULE = Rule(
-    CODE,
-    NAME,
-    SUMMARY,
-    SEVERITY,
-    FixAvailability.NONE,
-    ("compose", "kubernetes", "docker-run", "podman-run"),
-    WHY,
-    DOC,
-    check,
+    code=CODE,
+    name=NAME,
+    summary=SUMMARY,
+    severity=SEVERITY,
+    fix=FixAvailability.NONE,
+    targets=("compose", "kubernetes", "docker-run", "podman-run"),
+    why=WHY,
+    doc=DOC,
+    check=check,
 )

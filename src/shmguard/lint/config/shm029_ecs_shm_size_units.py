@@ -202,13 +202,13 @@ type is the author's choice.""",
 )
 
 RULE = Rule(
-    CODE,
-    NAME,
-    SUMMARY,
-    SEVERITY,
-    FixAvailability.SOMETIMES,
-    ("ecs",),
-    WHY,
-    DOC,
-    check,
+    code=CODE,
+    name=NAME,
+    summary=SUMMARY,
+    severity=SEVERITY,
+    fix=FixAvailability.SOMETIMES,
+    targets=("ecs",),
+    why=WHY,
+    doc=DOC,
+    check=check,
 )

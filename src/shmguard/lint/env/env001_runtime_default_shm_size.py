@@ -78,4 +78,14 @@ the fix raises it by the growth of /dev/shm, since shm pages are charged to it.
     fix_safety=HOST_FIX_SAFETY,
 )
 
-RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, FixAvailability.ALWAYS, ("host",), WHY, DOC, check)
+RULE = Rule(
+    code=CODE,
+    name=NAME,
+    summary=SUMMARY,
+    severity=SEVERITY,
+    fix=FixAvailability.ALWAYS,
+    targets=("host",),
+    why=WHY,
+    doc=DOC,
+    check=check,
+)

@@ -90,4 +90,14 @@ else; the `file_system` sharing strategy it also names leaves named files in /de
 job is killed, so clean them up (ENV011 finds them).""",
 )
 
-RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, FixAvailability.ALWAYS, ("host",), WHY, DOC, check)
+RULE = Rule(
+    code=CODE,
+    name=NAME,
+    summary=SUMMARY,
+    severity=SEVERITY,
+    fix=FixAvailability.ALWAYS,
+    targets=("host",),
+    why=WHY,
+    doc=DOC,
+    check=check,
+)

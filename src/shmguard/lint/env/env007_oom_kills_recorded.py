@@ -66,4 +66,14 @@ prefetch factor.
     fix_safety=HOST_FIX_SAFETY,
 )
 
-RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, FixAvailability.SOMETIMES, ("host",), WHY, DOC, check)
+RULE = Rule(
+    code=CODE,
+    name=NAME,
+    summary=SUMMARY,
+    severity=SEVERITY,
+    fix=FixAvailability.SOMETIMES,
+    targets=("host",),
+    why=WHY,
+    doc=DOC,
+    check=check,
+)

@@ -75,4 +75,14 @@ syntax and adds "With --ipc=none there is no /dev/shm whatever the size: use --i
     fix_safety=HOST_FIX_SAFETY,
 )
 
-RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, FixAvailability.ALWAYS, ("host",), WHY, DOC, check)
+RULE = Rule(
+    code=CODE,
+    name=NAME,
+    summary=SUMMARY,
+    severity=SEVERITY,
+    fix=FixAvailability.ALWAYS,
+    targets=("host",),
+    why=WHY,
+    doc=DOC,
+    check=check,
+)

@@ -69,4 +69,14 @@ job_container/tmpfs with a tmpfs `BasePath`.
     fix_safety=HOST_FIX_SAFETY,
 )
 
-RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, FixAvailability.ALWAYS, ("host",), WHY, DOC, check)
+RULE = Rule(
+    code=CODE,
+    name=NAME,
+    summary=SUMMARY,
+    severity=SEVERITY,
+    fix=FixAvailability.ALWAYS,
+    targets=("host",),
+    why=WHY,
+    doc=DOC,
+    check=check,
+)

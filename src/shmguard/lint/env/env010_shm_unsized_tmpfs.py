@@ -80,14 +80,14 @@ bind-mounts the host's /dev/shm), so `--ipc=private` must come with it.
 )
 
 RULE = Rule(
-    CODE,
-    NAME,
-    SUMMARY,
-    SEVERITY,
-    FixAvailability.ALWAYS,
-    ("host",),
-    WHY,
-    DOC,
-    check,
+    code=CODE,
+    name=NAME,
+    summary=SUMMARY,
+    severity=SEVERITY,
+    fix=FixAvailability.ALWAYS,
+    targets=("host",),
+    why=WHY,
+    doc=DOC,
+    check=check,
     variants={"bare-host": Severity.INFO},
 )

@@ -105,14 +105,14 @@ Remove them when no job runs (`rm /dev/shm/torch_*`), then size /dev/shm for the
 )
 
 RULE = Rule(
-    CODE,
-    NAME,
-    SUMMARY,
-    SEVERITY,
-    FixAvailability.ALWAYS,
-    ("host",),
-    WHY,
-    DOC,
-    check,
+    code=CODE,
+    name=NAME,
+    summary=SUMMARY,
+    severity=SEVERITY,
+    fix=FixAvailability.ALWAYS,
+    targets=("host",),
+    why=WHY,
+    doc=DOC,
+    check=check,
     variants={"stalled-job": Severity.ERROR},
 )
