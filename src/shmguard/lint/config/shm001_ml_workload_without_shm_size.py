@@ -47,16 +47,6 @@ from shmguard.sources.k8s_model import Container, Volume, text
 from shmguard.sources.workload import strong
 from shmguard.units import format_iec, format_k8s_quantity
 
-CODE = "SHM001"
-NAME = "ml-workload-without-shm-size"
-SUMMARY = "A PyTorch / NCCL / inference workload with no /dev/shm sizing (64 MiB by default)"
-SEVERITY = Severity.WARNING
-WHY = (
-    "Without a /dev/shm setting the container gets the runtime's 64 MiB; DataLoader workers "
-    "and NCCL fill it and the job dies with a Bus error or 'No space left on device'."
-)
-
-
 #: Compose keys that make a service something that runs (not only an image to build).
 _RUN_KEYS = (
     "command",
@@ -334,13 +324,16 @@ services:
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="SHM001",
+    name="ml-workload-without-shm-size",
+    summary="A PyTorch / NCCL / inference workload with no /dev/shm sizing (64 MiB by default)",
+    severity=Severity.WARNING,
     fix=FixAvailability.SOMETIMES,
     targets=("compose", "kubernetes", "docker-run", "podman-run"),
-    why=WHY,
+    why=(
+        "Without a /dev/shm setting the container gets the runtime's 64 MiB; DataLoader workers "
+        "and NCCL fill it and the job dies with a Bus error or 'No space left on device'."
+    ),
     doc=DOC,
     check=check,
     variants={"disk-emptydir": Severity.INFO},

@@ -31,15 +31,6 @@ from shmguard.model.fix import Change, Setting
 from shmguard.sources.yamlnode import YNode, YScalar, YSeq
 from shmguard.units import format_docker_size
 
-CODE = "SHM002"
-NAME = "kubernetes-suffix-in-docker-size"
-SUMMARY = "A Kubernetes suffix (2Gi) in a Docker/Compose/Podman size, which current Docker rejects"
-SEVERITY = Severity.ERROR
-WHY = (
-    "Docker CLI 23+ and Compose v2 reject `2Gi` (invalid suffix: 'gi') and Compose v1 stops "
-    "with a traceback; only Docker CLI 20.10 and Podman 4.x read it, as binary."
-)
-
 
 def _fix(n: int, edit: Edit | None, what: str) -> Fix:
     new = format_docker_size(n)
@@ -169,13 +160,18 @@ services:
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="SHM002",
+    name="kubernetes-suffix-in-docker-size",
+    summary=(
+        "A Kubernetes suffix (2Gi) in a Docker/Compose/Podman size, which current Docker rejects"
+    ),
+    severity=Severity.ERROR,
     fix=FixAvailability.SOMETIMES,
     targets=("compose", "docker-run", "podman-run"),
-    why=WHY,
+    why=(
+        "Docker CLI 23+ and Compose v2 reject `2Gi` (invalid suffix: 'gi') and Compose v1 stops "
+        "with a traceback; only Docker CLI 20.10 and Podman 4.x read it, as binary."
+    ),
     doc=DOC,
     check=check,
     variants={"podman-line": Severity.INFO},

@@ -23,15 +23,6 @@ from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violat
 from shmguard.model import Severity
 from shmguard.units import SizeError, format_k8s_quantity, parse_docker_size, parse_k8s_quantity
 
-CODE = "SHM003"
-NAME = "docker-suffix-in-quantity"
-SUMMARY = "A Docker-style size (2g, 2GB) in a Kubernetes memory quantity, which the API rejects"
-SEVERITY = Severity.ERROR
-WHY = (
-    "Kubernetes quantities take Ki/Mi/Gi or k/M/G: `2g` or `2GB` fails validation and the "
-    "object is rejected (quantities must match the regular expression ...)."
-)
-
 
 def docker_style(value: str) -> tuple[int, str] | None:
     """(bytes as go-units reads it, the apimachinery error) when ``value`` is not a valid
@@ -132,13 +123,16 @@ spec:
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="SHM003",
+    name="docker-suffix-in-quantity",
+    summary="A Docker-style size (2g, 2GB) in a Kubernetes memory quantity, which the API rejects",
+    severity=Severity.ERROR,
     fix=FixAvailability.SOMETIMES,
     targets=("kubernetes",),
-    why=WHY,
+    why=(
+        "Kubernetes quantities take Ki/Mi/Gi or k/M/G: `2g` or `2GB` fails validation and the "
+        "object is rejected (quantities must match the regular expression ...)."
+    ),
     doc=DOC,
     check=check,
 )

@@ -22,15 +22,6 @@ from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violat
 from shmguard.model import Severity
 from shmguard.units import MiB, SizeError, format_k8s_quantity, parse_k8s_quantity
 
-CODE = "SHM004"
-NAME = "milli-memory-quantity"
-SUMMARY = "A memory quantity in milli (64m = 0.064 bytes) where Mi was meant"
-SEVERITY = Severity.ERROR
-WHY = (
-    "In a Kubernetes quantity `m` is milli: `sizeLimit: 64m` is 0.064 bytes, a one-page "
-    "/dev/shm that is full at once; `memory: 512m` is a limit of one byte."
-)
-
 
 def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
     """Flag ``<n>m`` memory quantities."""
@@ -120,13 +111,16 @@ spec:
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="SHM004",
+    name="milli-memory-quantity",
+    summary="A memory quantity in milli (64m = 0.064 bytes) where Mi was meant",
+    severity=Severity.ERROR,
     fix=FixAvailability.SOMETIMES,
     targets=("kubernetes",),
-    why=WHY,
+    why=(
+        "In a Kubernetes quantity `m` is milli: `sizeLimit: 64m` is 0.064 bytes, a one-page "
+        "/dev/shm that is full at once; `memory: 512m` is a limit of one byte."
+    ),
     doc=DOC,
     check=check,
 )

@@ -18,15 +18,6 @@ from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violat
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
 
-CODE = "SHM005"
-NAME = "decimal-quantity-suffix"
-SUMMARY = "A decimal quantity (16G) beside binary ones (Gi) in a pod, or an exa (E) quantity"
-SEVERITY = Severity.INFO
-WHY = (
-    "Kubernetes reads G as 10^9 and Gi as 2^30: 16G is 7 % less than 16Gi, and E (10^18) "
-    "is no memory size a node has."
-)
-
 _DECIMAL = re.compile(r"^\s*(\d+(?:\.\d+)?)([kMGTP])\s*$")
 _EXA = re.compile(r"^\s*\d+(?:\.\d+)?E\s*$")
 _BINARY = re.compile(r"^\s*\d+(?:\.\d+)?[KMGTPE]i\s*$")
@@ -126,13 +117,16 @@ spec:
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="SHM005",
+    name="decimal-quantity-suffix",
+    summary="A decimal quantity (16G) beside binary ones (Gi) in a pod, or an exa (E) quantity",
+    severity=Severity.INFO,
     fix=FixAvailability.NONE,
     targets=("kubernetes",),
-    why=WHY,
+    why=(
+        "Kubernetes reads G as 10^9 and Gi as 2^30: 16G is 7 % less than 16Gi, and E (10^18) "
+        "is no memory size a node has."
+    ),
     doc=DOC,
     check=check,
 )

@@ -17,14 +17,6 @@ from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
 from shmguard.sources.yamlnode import YScalar
 
-CODE = "SHM006"
-NAME = "emptydir-medium-not-memory"
-SUMMARY = "emptyDir medium not exactly Memory (memory, RAM, tmpfs): the pod never starts"
-SEVERITY = Severity.ERROR
-WHY = (
-    "The API server admits any medium, then the kubelet fails the mount with 'unknown "
-    "storage medium' and the pod stays in ContainerCreating."
-)
 _MEANT_MEMORY = ("ram", "tmpfs", "shm", "mem", "inmemory", "in-memory")
 
 
@@ -113,13 +105,16 @@ spec:
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="SHM006",
+    name="emptydir-medium-not-memory",
+    summary="emptyDir medium not exactly Memory (memory, RAM, tmpfs): the pod never starts",
+    severity=Severity.ERROR,
     fix=FixAvailability.SOMETIMES,
     targets=("kubernetes",),
-    why=WHY,
+    why=(
+        "The API server admits any medium, then the kubelet fails the mount with 'unknown "
+        "storage medium' and the pod stays in ContainerCreating."
+    ),
     doc=DOC,
     check=check,
 )

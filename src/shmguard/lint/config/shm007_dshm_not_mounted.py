@@ -32,15 +32,6 @@ from shmguard.sources.k8s import PodSpec
 from shmguard.sources.k8s_model import Volume
 from shmguard.units import DOCKER_DEFAULT_SHM
 
-CODE = "SHM007"
-NAME = "dshm-not-mounted"
-SUMMARY = "A /dev/shm emptyDir defined in the pod but not mounted at /dev/shm in the ML container"
-SEVERITY = Severity.ERROR
-WHY = (
-    "A pod volume reaches only the containers that mount it: the ML container without the "
-    "mount keeps the runtime's 64 MiB /dev/shm."
-)
-
 
 def _where(pod: PodSpec, v: Volume) -> str:
     users = [
@@ -153,13 +144,18 @@ spec:
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="SHM007",
+    name="dshm-not-mounted",
+    summary=(
+        "A /dev/shm emptyDir defined in the pod but not mounted at /dev/shm in the ML container"
+    ),
+    severity=Severity.ERROR,
     fix=FixAvailability.SOMETIMES,
     targets=("kubernetes",),
-    why=WHY,
+    why=(
+        "A pod volume reaches only the containers that mount it: the ML container without the "
+        "mount keeps the runtime's 64 MiB /dev/shm."
+    ),
     doc=DOC,
     check=check,
 )

@@ -32,15 +32,6 @@ from shmguard.sources.k8s_model import text
 from shmguard.sources.yamlnode import YMap, YNode
 from shmguard.units import format_iec, format_k8s_quantity
 
-CODE = "SHM008"
-NAME = "unbounded-memory-emptydir"
-SUMMARY = "Memory emptyDir at /dev/shm with neither sizeLimit nor a memory limit"
-SEVERITY = Severity.WARNING
-WHY = (
-    "With neither a sizeLimit nor a memory limit the tmpfs is as large as the node's "
-    "allocatable memory: a leaking writer takes the node's memory, not just its own."
-)
-
 
 def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
     """Flag a memory emptyDir at /dev/shm without sizeLimit, mounted by containers without a
@@ -154,13 +145,16 @@ spec:
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="SHM008",
+    name="unbounded-memory-emptydir",
+    summary="Memory emptyDir at /dev/shm with neither sizeLimit nor a memory limit",
+    severity=Severity.WARNING,
     fix=FixAvailability.SOMETIMES,
     targets=("kubernetes",),
-    why=WHY,
+    why=(
+        "With neither a sizeLimit nor a memory limit the tmpfs is as large as the node's "
+        "allocatable memory: a leaking writer takes the node's memory, not just its own."
+    ),
     doc=DOC,
     check=check,
 )

@@ -17,15 +17,6 @@ from shmguard.model import Severity
 from shmguard.model.finding import Fix
 from shmguard.units import format_iec
 
-CODE = "SHM009"
-NAME = "size-limit-above-memory-limit"
-SUMMARY = "A /dev/shm emptyDir sizeLimit above the container's memory limit"
-SEVERITY = Severity.WARNING
-WHY = (
-    "Shared-memory pages count against the container's memory limit: it is OOM-killed "
-    "before /dev/shm is full, so the sizeLimit promises memory the container cannot use."
-)
-
 
 def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
     """Flag a sizeLimit above the memory limit of a container mounting it at /dev/shm."""
@@ -103,13 +94,16 @@ spec:
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="SHM009",
+    name="size-limit-above-memory-limit",
+    summary="A /dev/shm emptyDir sizeLimit above the container's memory limit",
+    severity=Severity.WARNING,
     fix=FixAvailability.NONE,
     targets=("kubernetes",),
-    why=WHY,
+    why=(
+        "Shared-memory pages count against the container's memory limit: it is OOM-killed "
+        "before /dev/shm is full, so the sizeLimit promises memory the container cannot use."
+    ),
     doc=DOC,
     check=check,
 )

@@ -43,15 +43,6 @@ from shmguard.units import (
     parse_docker_size,
 )
 
-CODE = "SHM010"
-NAME = "shm-size-near-memory-limit"
-SUMMARY = "A /dev/shm size above, or within the policy's margin of, the memory limit"
-SEVERITY = Severity.WARNING
-WHY = (
-    "Shared-memory pages count against the container's memory limit: with /dev/shm as large "
-    "as the limit, the job is OOM-killed before /dev/shm is full."
-)
-
 
 def _docker_bytes(node: YNode | None) -> int | None:
     if not isinstance(node, YScalar) or node.placeholder:
@@ -269,13 +260,16 @@ docker run --shm-size=16g --memory=17g pytorch/pytorch python train.py
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="SHM010",
+    name="shm-size-near-memory-limit",
+    summary="A /dev/shm size above, or within the policy's margin of, the memory limit",
+    severity=Severity.WARNING,
     fix=FixAvailability.SOMETIMES,
     targets=("compose", "kubernetes", "docker-run", "podman-run"),
-    why=WHY,
+    why=(
+        "Shared-memory pages count against the container's memory limit: with /dev/shm as large "
+        "as the limit, the job is OOM-killed before /dev/shm is full."
+    ),
     doc=DOC,
     check=check,
 )

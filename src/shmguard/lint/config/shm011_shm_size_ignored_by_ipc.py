@@ -21,15 +21,6 @@ from shmguard.model import Severity
 from shmguard.model.finding import Fix
 from shmguard.sources.k8s_model import text
 
-CODE = "SHM011"
-NAME = "shm-size-ignored-by-ipc"
-SUMMARY = "shm_size / --shm-size with ipc host, none or container:/service: (silently ignored)"
-SEVERITY = Severity.WARNING
-WHY = (
-    "With ipc host, none or another container's IPC, Docker does not mount a /dev/shm of that "
-    "size: the setting is silently ignored (Podman rejects it with host or none)."
-)
-
 _WHAT = {
     "host": "the host's /dev/shm is used",
     "none": "there is no /dev/shm at all",
@@ -125,13 +116,16 @@ docker run --shm-size=16g vllm/vllm-openai --model mistralai/Mistral-7B-v0.1
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="SHM011",
+    name="shm-size-ignored-by-ipc",
+    summary="shm_size / --shm-size with ipc host, none or container:/service: (silently ignored)",
+    severity=Severity.WARNING,
     fix=FixAvailability.NONE,
     targets=("compose", "docker-run", "podman-run"),
-    why=WHY,
+    why=(
+        "With ipc host, none or another container's IPC, Docker does not mount a /dev/shm of that "
+        "size: the setting is silently ignored (Podman rejects it with host or none)."
+    ),
     doc=DOC,
     check=check,
     variants={"podman-line-with-ipc-host-or-none": Severity.ERROR},

@@ -23,15 +23,6 @@ from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violat
 from shmguard.model import Severity
 from shmguard.model.finding import Fix
 
-CODE = "SHM012"
-NAME = "shm-size-ignored-by-mount"
-SUMMARY = "shm_size / --shm-size beside a tmpfs or bind mount at /dev/shm (the mount wins)"
-SEVERITY = Severity.WARNING
-WHY = (
-    "A tmpfs, bind or volume mounted at /dev/shm replaces the runtime's /dev/shm: the "
-    "shm_size is silently unused and the mount's own size (or the disk) is what the job gets."
-)
-
 _FIX = Fix(
     "Keep one /dev/shm mechanism",
     "Drop the mount at /dev/shm and keep the size (a private tmpfs of that size), or drop the "
@@ -108,13 +99,16 @@ services:
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="SHM012",
+    name="shm-size-ignored-by-mount",
+    summary="shm_size / --shm-size beside a tmpfs or bind mount at /dev/shm (the mount wins)",
+    severity=Severity.WARNING,
     fix=FixAvailability.NONE,
     targets=("compose", "docker-run", "podman-run"),
-    why=WHY,
+    why=(
+        "A tmpfs, bind or volume mounted at /dev/shm replaces the runtime's /dev/shm: the "
+        "shm_size is silently unused and the mount's own size (or the disk) is what the job gets."
+    ),
     doc=DOC,
     check=check,
 )

@@ -38,15 +38,6 @@ from shmguard.sources.text import SourceText
 from shmguard.sources.workload import Workload
 from shmguard.sources.yamlnode import YScalar
 
-CODE = "SHM013"
-NAME = "ipc-donor-not-shareable"
-SUMMARY = "ipc: service:x / --ipc=container:x where x is not ipc: shareable (start fails)"
-SEVERITY = Severity.ERROR
-WHY = (
-    "Docker's default IPC mode is private: a container that joins a donor without "
-    "`ipc: shareable` fails to start with 'non-shareable IPC'."
-)
-
 #: Donor IPC modes a container cannot join: the daemon default (unset), private and none.
 _NOT_SHAREABLE = (None, "private", "none")
 
@@ -232,13 +223,16 @@ services:
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="SHM013",
+    name="ipc-donor-not-shareable",
+    summary="ipc: service:x / --ipc=container:x where x is not ipc: shareable (start fails)",
+    severity=Severity.ERROR,
     fix=FixAvailability.SOMETIMES,
     targets=("compose", "docker-run"),
-    why=WHY,
+    why=(
+        "Docker's default IPC mode is private: a container that joins a donor without "
+        "`ipc: shareable` fails to start with 'non-shareable IPC'."
+    ),
     doc=DOC,
     check=check,
 )

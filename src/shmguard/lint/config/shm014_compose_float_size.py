@@ -21,15 +21,6 @@ from shmguard.model.fix import Change, Setting
 from shmguard.sources.compose_types import applied_size, typed
 from shmguard.sources.yamlnode import YScalar
 
-CODE = "SHM014"
-NAME = "compose-float-size"
-SUMMARY = "Compose shm_size written as a float or a fraction: dropped, truncated or rejected"
-SEVERITY = Severity.ERROR
-WHY = (
-    "A YAML float in shm_size is silently dropped by Compose v2 (the 64 MiB default applies), "
-    "fails at create in Compose v1, and a unitless fraction is one byte."
-)
-
 
 def _intended(node: YScalar) -> int | None:
     """The bytes the author meant: the number written, when it is a whole number of at least
@@ -139,13 +130,16 @@ services:
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="SHM014",
+    name="compose-float-size",
+    summary="Compose shm_size written as a float or a fraction: dropped, truncated or rejected",
+    severity=Severity.ERROR,
     fix=FixAvailability.SOMETIMES,
     targets=("compose",),
-    why=WHY,
+    why=(
+        "A YAML float in shm_size is silently dropped by Compose v2 (the 64 MiB default applies), "
+        "fails at create in Compose v1, and a unitless fraction is one byte."
+    ),
     doc=DOC,
     check=check,
 )

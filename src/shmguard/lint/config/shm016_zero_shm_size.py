@@ -19,15 +19,6 @@ from shmguard.sources.compose_types import applied_size
 from shmguard.sources.yamlnode import YScalar
 from shmguard.units import SizeError, parse_tmpfs_size
 
-CODE = "SHM016"
-NAME = "zero-shm-size"
-SUMMARY = "A /dev/shm size of 0: the default in Docker, unlimited in Podman and in a tmpfs"
-SEVERITY = Severity.WARNING
-WHY = (
-    "0 does not mean 'none': Docker gives its 64 MiB default, Podman and a tmpfs size=0 give "
-    "an unlimited /dev/shm bounded only by memory."
-)
-
 
 def _meaning(outcome: str) -> str:
     if outcome == "unlimited":
@@ -123,13 +114,16 @@ podman run --shm-size=2g pytorch/pytorch python train.py
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="SHM016",
+    name="zero-shm-size",
+    summary="A /dev/shm size of 0: the default in Docker, unlimited in Podman and in a tmpfs",
+    severity=Severity.WARNING,
     fix=FixAvailability.NONE,
     targets=("compose", "docker-run", "podman-run"),
-    why=WHY,
+    why=(
+        "0 does not mean 'none': Docker gives its 64 MiB default, Podman and a tmpfs size=0 give "
+        "an unlimited /dev/shm bounded only by memory."
+    ),
     doc=DOC,
     check=check,
 )

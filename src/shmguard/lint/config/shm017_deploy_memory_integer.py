@@ -16,12 +16,6 @@ from shmguard.model import Severity
 from shmguard.sources.compose_types import typed
 from shmguard.sources.yamlnode import YScalar
 
-CODE = "SHM017"
-NAME = "deploy-memory-integer"
-SUMMARY = "Compose deploy.resources.limits.memory as an integer (the schema wants a string)"
-SEVERITY = Severity.ERROR
-WHY = "Compose v2 and v1 refuse the whole file: deploy.resources.limits.memory must be a string."
-
 
 def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
     """Flag an integer ``deploy.resources.limits.memory`` (and ``reservations.memory``)."""
@@ -97,13 +91,13 @@ services:
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="SHM017",
+    name="deploy-memory-integer",
+    summary="Compose deploy.resources.limits.memory as an integer (the schema wants a string)",
+    severity=Severity.ERROR,
     fix=FixAvailability.ALWAYS,
     targets=("compose",),
-    why=WHY,
+    why="Compose v2 and v1 refuse the whole file: deploy.resources.limits.memory must be a string.",
     doc=DOC,
     check=check,
 )

@@ -17,15 +17,6 @@ from shmguard.model import Severity
 from shmguard.sources.yamlnode import YScalar
 from shmguard.units import SizeError, parse_docker_size
 
-CODE = "SHM018"
-NAME = "mem-limit-differs-from-deploy"
-SUMMARY = "Compose mem_limit and deploy.resources.limits.memory differ"
-SEVERITY = Severity.ERROR
-WHY = (
-    "Compose v2 refuses distinct mem_limit and deploy memory; Compose v1 and podman-compose "
-    "silently apply the deploy value, so the limit you read in mem_limit is not the one set."
-)
-
 
 def _bytes(node: YScalar, legacy: bool) -> int | None:
     try:
@@ -100,13 +91,16 @@ services:
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="SHM018",
+    name="mem-limit-differs-from-deploy",
+    summary="Compose mem_limit and deploy.resources.limits.memory differ",
+    severity=Severity.ERROR,
     fix=FixAvailability.NONE,
     targets=("compose",),
-    why=WHY,
+    why=(
+        "Compose v2 refuses distinct mem_limit and deploy memory; Compose v1 and podman-compose "
+        "silently apply the deploy value, so the limit you read in mem_limit is not the one set."
+    ),
     doc=DOC,
     check=check,
 )

@@ -25,15 +25,6 @@ from shmguard.model.fix import Change, Setting
 from shmguard.sources.yamlnode import YScalar
 from shmguard.units import SizeError, format_iec, parse_docker_size
 
-CODE = "SHM019"
-NAME = "shm-size-only-under-build"
-SUMMARY = "shm_size only under build: (sizes the build, not the running container)"
-SEVERITY = Severity.WARNING
-WHY = (
-    "build.shm_size sizes only the image build's containers; the running service keeps the "
-    "64 MiB default (and Compose v1 and podman-compose drop it even from the build)."
-)
-
 
 def build_size(node: object) -> int | None:
     """The bytes of a ``build.shm_size`` scalar (go-units, as Compose reads it; ``2Gi`` too,
@@ -139,13 +130,16 @@ services:
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="SHM019",
+    name="shm-size-only-under-build",
+    summary="shm_size only under build: (sizes the build, not the running container)",
+    severity=Severity.WARNING,
     fix=FixAvailability.SOMETIMES,
     targets=("compose",),
-    why=WHY,
+    why=(
+        "build.shm_size sizes only the image build's containers; the running service keeps the "
+        "64 MiB default (and Compose v1 and podman-compose drop it even from the build)."
+    ),
     doc=DOC,
     check=check,
 )

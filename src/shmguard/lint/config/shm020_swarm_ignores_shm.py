@@ -34,15 +34,6 @@ from shmguard.sources.k8s_model import dig, text
 from shmguard.sources.yamlnode import YMap, YNode, YScalar
 from shmguard.units import SizeError, parse_docker_size
 
-CODE = "SHM020"
-NAME = "swarm-ignores-shm"
-SUMMARY = "A Compose file for docker stack deploy: shm_size, ipc and tmpfs: ignored by Swarm"
-SEVERITY = Severity.WARNING
-WHY = (
-    "docker stack deploy ignores shm_size, ipc and a service's tmpfs:, so the tasks get the "
-    "64 MiB /dev/shm; only a tmpfs volume with an integer size reaches Swarm."
-)
-
 _COMPOSE_ONLY = ("container_name", "build")
 _SWARM_DEPLOY = ("placement", "update_config", "rollback_config", "endpoint_mode")
 
@@ -234,13 +225,16 @@ services:
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="SHM020",
+    name="swarm-ignores-shm",
+    summary="A Compose file for docker stack deploy: shm_size, ipc and tmpfs: ignored by Swarm",
+    severity=Severity.WARNING,
     fix=FixAvailability.SOMETIMES,
     targets=("compose",),
-    why=WHY,
+    why=(
+        "docker stack deploy ignores shm_size, ipc and a service's tmpfs:, so the tasks get the "
+        "64 MiB /dev/shm; only a tmpfs volume with an integer size reaches Swarm."
+    ),
     doc=DOC,
     check=check,
     variants={"string-size": Severity.ERROR},

@@ -29,15 +29,6 @@ from shmguard.model.fix import Change, Setting
 from shmguard.sources.yamlnode import YScalar
 from shmguard.units import SizeError, parse_docker_size, parse_tmpfs_size
 
-CODE = "SHM021"
-NAME = "tmpfs-size-syntax"
-SUMMARY = "A tmpfs size= at /dev/shm in a syntax the kernel rejects (1gb, 8Gi, 1.5g)"
-SEVERITY = Severity.ERROR
-WHY = (
-    "The kernel parses tmpfs size= itself: 1gb, 8Gi or 1.5g make the mount, and so the "
-    "container start, fail."
-)
-
 
 def kernel_size(n: int) -> str:
     """``n`` bytes in the kernel's syntax: the largest of g/m/k that divides, else bytes."""
@@ -188,13 +179,16 @@ docker run --tmpfs /dev/shm:size=8g pytorch/pytorch python train.py
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="SHM021",
+    name="tmpfs-size-syntax",
+    summary="A tmpfs size= at /dev/shm in a syntax the kernel rejects (1gb, 8Gi, 1.5g)",
+    severity=Severity.ERROR,
     fix=FixAvailability.SOMETIMES,
     targets=("compose", "docker-run", "podman-run"),
-    why=WHY,
+    why=(
+        "The kernel parses tmpfs size= itself: 1gb, 8Gi or 1.5g make the mount, and so the "
+        "container start, fail."
+    ),
     doc=DOC,
     check=check,
 )

@@ -20,15 +20,6 @@ from shmguard.model.finding import Applicability, Edit, Fix
 from shmguard.sources.yamlnode import YScalar
 from shmguard.units import MiB, format_docker_size
 
-CODE = "SHM022"
-NAME = "daemon-shm-size-syntax"
-SUMMARY = 'daemon.json "default-shm-size" as a number or with a Kubernetes suffix (2Gi)'
-SEVERITY = Severity.ERROR
-WHY = (
-    'dockerd reads "default-shm-size" only from a JSON string in go-units syntax: a number '
-    "stops the daemon (invalid size), and 2Gi is rejected by dockerd 23 and later."
-)
-
 
 def _number(node: YScalar) -> int | None:
     """The integer a plain JSON number means (``2147483648``, ``2e9``), or None."""
@@ -133,13 +124,16 @@ otherwise) and for a value that is not a number.""",
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="SHM022",
+    name="daemon-shm-size-syntax",
+    summary='daemon.json "default-shm-size" as a number or with a Kubernetes suffix (2Gi)',
+    severity=Severity.ERROR,
     fix=FixAvailability.SOMETIMES,
     targets=("daemon-json",),
-    why=WHY,
+    why=(
+        'dockerd reads "default-shm-size" only from a JSON string in go-units syntax: a number '
+        "stops the daemon (invalid size), and 2Gi is rejected by dockerd 23 and later."
+    ),
     doc=DOC,
     check=check,
 )

@@ -19,14 +19,6 @@ from shmguard.model.finding import Fix
 from shmguard.sources.workload import strong
 from shmguard.sources.yamlnode import YScalar
 
-CODE = "SHM023"
-NAME = "host-shm-shared"
-SUMMARY = "hostIPC: true, or the host's /dev/shm mounted in (hostPath, bind)"
-SEVERITY = Severity.WARNING
-WHY = (
-    "The host's /dev/shm is shared with every such container and the host: files outlive "
-    "the container, one job can fill it for all, and Pod Security Baseline forbids it."
-)
 _K8S_FIX = Fix(
     "Mount a memory-backed emptyDir at /dev/shm instead",
     "Drop hostIPC / the hostPath and mount `emptyDir: {medium: Memory, sizeLimit: 1Gi}` at "
@@ -132,13 +124,16 @@ spec:
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="SHM023",
+    name="host-shm-shared",
+    summary="hostIPC: true, or the host's /dev/shm mounted in (hostPath, bind)",
+    severity=Severity.WARNING,
     fix=FixAvailability.NONE,
     targets=("compose", "kubernetes", "docker-run", "podman-run"),
-    why=WHY,
+    why=(
+        "The host's /dev/shm is shared with every such container and the host: files outlive "
+        "the container, one job can fill it for all, and Pod Security Baseline forbids it."
+    ),
     doc=DOC,
     check=check,
 )

@@ -25,15 +25,6 @@ from shmguard.model.finding import Fix, Location
 from shmguard.sources.k8s_model import text
 from shmguard.sources.yamlnode import YMap, YNode, YScalar, YSeq
 
-CODE = "SHM024"
-NAME = "ipc-sysctl-for-shm"
-SUMMARY = "IPC sysctls (kernel.shmmax, ...) that do not size /dev/shm (unsafe in Kubernetes)"
-SEVERITY = Severity.ERROR
-WHY = (
-    "kernel.shm*/msg*/sem and fs.mqueue.* are System V IPC limits, not the size of /dev/shm; "
-    "Kubernetes rejects the pod (SysctlForbidden) unless the kubelet allows them."
-)
-
 #: The Kubernetes safe sysctls of the IPC namespace (Kubernetes docs, "Using sysctls in a
 #: Kubernetes Cluster", safe set).
 _SAFE = frozenset({"kernel.shm_rmid_forced"})
@@ -207,13 +198,16 @@ spec:
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="SHM024",
+    name="ipc-sysctl-for-shm",
+    summary="IPC sysctls (kernel.shmmax, ...) that do not size /dev/shm (unsafe in Kubernetes)",
+    severity=Severity.ERROR,
     fix=FixAvailability.NONE,
     targets=("compose", "kubernetes", "docker-run", "podman-run"),
-    why=WHY,
+    why=(
+        "kernel.shm*/msg*/sem and fs.mqueue.* are System V IPC limits, not the size of /dev/shm; "
+        "Kubernetes rejects the pod (SysctlForbidden) unless the kubelet allows them."
+    ),
     doc=DOC,
     check=check,
     variants={"compose-or-run": Severity.INFO},

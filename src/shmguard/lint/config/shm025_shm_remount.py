@@ -18,14 +18,6 @@ from shmguard.model.finding import Fix, Location
 from shmguard.sources.k8s_model import scalars
 from shmguard.sources.yamlnode import YNode, YScalar
 
-CODE = "SHM025"
-NAME = "shm-remount"
-SUMMARY = "mount -o remount,size=... /dev/shm inside the container (needs privileged)"
-SEVERITY = Severity.WARNING
-WHY = (
-    "Remounting /dev/shm needs CAP_SYS_ADMIN and an unconfined AppArmor profile, in practice "
-    "a privileged container; the runtime can size /dev/shm without any of that."
-)
 _REMOUNT = re.compile(
     r"\bmount\b[^;&|\n]*\bremount\b[^;&|\n]*/dev/shm|"
     r"\bmount\b[^;&|\n]*/dev/shm[^;&|\n]*\bremount\b"
@@ -138,13 +130,16 @@ spec:
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="SHM025",
+    name="shm-remount",
+    summary="mount -o remount,size=... /dev/shm inside the container (needs privileged)",
+    severity=Severity.WARNING,
     fix=FixAvailability.NONE,
     targets=("compose", "kubernetes", "docker-run", "podman-run"),
-    why=WHY,
+    why=(
+        "Remounting /dev/shm needs CAP_SYS_ADMIN and an unconfined AppArmor profile, in practice "
+        "a privileged container; the runtime can size /dev/shm without any of that."
+    ),
     doc=DOC,
     check=check,
 )

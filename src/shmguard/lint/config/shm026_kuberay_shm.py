@@ -24,16 +24,6 @@ from shmguard.sources.k8s import PodSpec
 from shmguard.sources.k8s_model import text
 from shmguard.sources.yamlnode import YMap, YNode, YSeq
 
-CODE = "SHM026"
-NAME = "kuberay-shm"
-SUMMARY = "A KubeRay Ray container's own dshm duplicating KubeRay's, or plasma-directory set"
-SEVERITY = Severity.INFO
-WHY = (
-    "KubeRay already mounts a memory emptyDir sized to the Ray container's memory limit at "
-    "/dev/shm; an own one adds nothing (or drops the bound), and plasma-directory makes KubeRay "
-    "skip it, leaving 64 MiB."
-)
-
 _RAY_KINDS = ("RayCluster", "RayJob", "RayService")
 _TEMPLATE = ".template.spec"
 _STEP = re.compile(r"\.?([A-Za-z0-9_-]+)|\[(\d+)\]")
@@ -200,13 +190,17 @@ spec:
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="SHM026",
+    name="kuberay-shm",
+    summary="A KubeRay Ray container's own dshm duplicating KubeRay's, or plasma-directory set",
+    severity=Severity.INFO,
     fix=FixAvailability.NONE,
     targets=("kubernetes",),
-    why=WHY,
+    why=(
+        "KubeRay already mounts a memory emptyDir sized to the Ray container's memory limit at "
+        "/dev/shm; an own one adds nothing (or drops the bound), and plasma-directory makes "
+        "KubeRay skip it, leaving 64 MiB."
+    ),
     doc=DOC,
     check=check,
 )

@@ -26,15 +26,6 @@ from shmguard.sources.k8s_model import scalars, text
 from shmguard.sources.yamlnode import YNode, YScalar
 from shmguard.units import MiB, SizeError, parse_docker_size
 
-CODE = "SHM029"
-NAME = "ecs-shm-size-units"
-SUMMARY = "ECS sharedMemorySize / tmpfs size in bytes or as a string (MiB), or set on Fargate"
-SEVERITY = Severity.ERROR
-WHY = (
-    "ECS reads sharedMemorySize and tmpfs size as an integer of MiB: bytes give a /dev/shm "
-    "of terabytes, a string is refused, and Fargate supports neither field."
-)
-
 #: 1 TiB in MiB: a value at least this large is bytes, not MiB.
 BYTES_LIKE = 1024 * 1024
 
@@ -202,13 +193,16 @@ type is the author's choice.""",
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="SHM029",
+    name="ecs-shm-size-units",
+    summary="ECS sharedMemorySize / tmpfs size in bytes or as a string (MiB), or set on Fargate",
+    severity=Severity.ERROR,
     fix=FixAvailability.SOMETIMES,
     targets=("ecs",),
-    why=WHY,
+    why=(
+        "ECS reads sharedMemorySize and tmpfs size as an integer of MiB: bytes give a /dev/shm "
+        "of terabytes, a string is refused, and Fargate supports neither field."
+    ),
     doc=DOC,
     check=check,
 )

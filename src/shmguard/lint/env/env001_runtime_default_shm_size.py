@@ -23,16 +23,6 @@ from shmguard.model import Severity
 from shmguard.model.host import HostFacts
 from shmguard.units import format_iec
 
-CODE = "ENV001"
-NAME = "runtime-default-shm-size"
-SUMMARY = "/dev/shm is exactly a container runtime's default size (64 MiB; Podman 65,536,000 B)"
-SEVERITY = Severity.WARNING
-WHY = (
-    "PyTorch DataLoader workers pass every batch through /dev/shm; 64 MiB holds three float32 "
-    "batches of 32x3x224x224, so most image jobs with num_workers > 1 crash with 'unable to "
-    "allocate shared memory(shm)' or a bus error, or hang."
-)
-
 
 def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Violation]:
     """Flag /dev/shm whose statvfs total equals a runtime default."""
@@ -79,13 +69,17 @@ the fix raises it by the growth of /dev/shm, since shm pages are charged to it.
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="ENV001",
+    name="runtime-default-shm-size",
+    summary="/dev/shm is exactly a container runtime's default size (64 MiB; Podman 65,536,000 B)",
+    severity=Severity.WARNING,
     fix=FixAvailability.ALWAYS,
     targets=("host",),
-    why=WHY,
+    why=(
+        "PyTorch DataLoader workers pass every batch through /dev/shm; 64 MiB holds three float32 "
+        "batches of 32x3x224x224, so most image jobs with num_workers > 1 crash with 'unable to "
+        "allocate shared memory(shm)' or a bus error, or hang."
+    ),
     doc=DOC,
     check=check,
 )

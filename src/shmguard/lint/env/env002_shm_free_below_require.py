@@ -21,16 +21,6 @@ from shmguard.model import Severity
 from shmguard.model.host import HostFacts
 from shmguard.units import format_iec
 
-CODE = "ENV002"
-NAME = "shm-free-below-require"
-SUMMARY = "free /dev/shm is below the size given with --require"
-SEVERITY = Severity.ERROR
-WHY = (
-    "An allocation that does not fit fails at once: torch raises 'unable to allocate shared "
-    "memory(shm) ... No space left on device', or a worker dies of SIGBUS, or the DataLoader "
-    "hangs when the failure happens in a feeder thread."
-)
-
 
 def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Violation]:
     """Compare statvfs free bytes with ``options.require``."""
@@ -87,13 +77,17 @@ the whole disk's).
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="ENV002",
+    name="shm-free-below-require",
+    summary="free /dev/shm is below the size given with --require",
+    severity=Severity.ERROR,
     fix=FixAvailability.ALWAYS,
     targets=("host",),
-    why=WHY,
+    why=(
+        "An allocation that does not fit fails at once: torch raises 'unable to allocate shared "
+        "memory(shm) ... No space left on device', or a worker dies of SIGBUS, or the DataLoader "
+        "hangs when the failure happens in a feeder thread."
+    ),
     doc=DOC,
     check=check,
 )

@@ -21,16 +21,6 @@ from shmguard.model import Severity
 from shmguard.model.host import HostFacts
 from shmguard.units import format_iec
 
-CODE = "ENV003"
-NAME = "shm-usage-high"
-SUMMARY = "/dev/shm is at or over 80% full"
-SEVERITY = Severity.WARNING
-WHY = (
-    "A DataLoader holds (num_workers x prefetch_factor + 1 or 2) batches in /dev/shm at its "
-    "peak; with little room left the next batch fails with 'unable to allocate shared "
-    "memory(shm)', a bus error, or a hang."
-)
-
 
 def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Violation]:
     """Flag used / total >= ``options.usage_threshold`` on a tmpfs /dev/shm."""
@@ -81,13 +71,17 @@ and stale named files.
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="ENV003",
+    name="shm-usage-high",
+    summary="/dev/shm is at or over 80% full",
+    severity=Severity.WARNING,
     fix=FixAvailability.ALWAYS,
     targets=("host",),
-    why=WHY,
+    why=(
+        "A DataLoader holds (num_workers x prefetch_factor + 1 or 2) batches in /dev/shm at its "
+        "peak; with little room left the next batch fails with 'unable to allocate shared "
+        "memory(shm)', a bus error, or a hang."
+    ),
     doc=DOC,
     check=check,
 )

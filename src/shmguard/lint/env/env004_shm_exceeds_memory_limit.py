@@ -23,15 +23,6 @@ from shmguard.model import Location, Severity
 from shmguard.model.host import HostFacts
 from shmguard.units import format_iec
 
-CODE = "ENV004"
-NAME = "shm-exceeds-memory-limit"
-SUMMARY = "/dev/shm is larger than the memory limit it is charged to"
-SEVERITY = Severity.WARNING
-WHY = (
-    "Every page written to /dev/shm counts against the container's memory limit, so the "
-    "limit is reached before /dev/shm is full: the job is OOM-killed or gets SIGBUS."
-)
-
 
 def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Violation]:
     """Flag a tmpfs /dev/shm larger than the memory limit (disk pages are not shmem)."""
@@ -82,13 +73,16 @@ says that `--shm-size` only applies with `--ipc=private`.
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="ENV004",
+    name="shm-exceeds-memory-limit",
+    summary="/dev/shm is larger than the memory limit it is charged to",
+    severity=Severity.WARNING,
     fix=FixAvailability.ALWAYS,
     targets=("host",),
-    why=WHY,
+    why=(
+        "Every page written to /dev/shm counts against the container's memory limit, so the "
+        "limit is reached before /dev/shm is full: the job is OOM-killed or gets SIGBUS."
+    ),
     doc=DOC,
     check=check,
 )

@@ -15,15 +15,6 @@ from shmguard.model import Location, Severity
 from shmguard.model.host import HostFacts
 from shmguard.units import format_iec
 
-CODE = "ENV005"
-NAME = "memory-margin-low"
-SUMMARY = "the memory limit leaves less than 1 GiB beside a full /dev/shm"
-SEVERITY = Severity.WARNING
-WHY = (
-    "shm pages count against the memory limit; when /dev/shm fills, the model, the workers "
-    "and the Python heaps must fit in what is left, or the cgroup OOM-kills the job."
-)
-
 
 def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Violation]:
     """Flag a tmpfs /dev/shm with 0 <= limit - total < ``options.memory_margin``."""
@@ -64,13 +55,16 @@ job needs.
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="ENV005",
+    name="memory-margin-low",
+    summary="the memory limit leaves less than 1 GiB beside a full /dev/shm",
+    severity=Severity.WARNING,
     fix=FixAvailability.ALWAYS,
     targets=("host",),
-    why=WHY,
+    why=(
+        "shm pages count against the memory limit; when /dev/shm fills, the model, the workers "
+        "and the Python heaps must fit in what is left, or the cgroup OOM-kills the job."
+    ),
     doc=DOC,
     check=check,
 )

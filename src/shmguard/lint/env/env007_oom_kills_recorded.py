@@ -14,15 +14,6 @@ from shmguard.lint.env._base import HOST_FIX_SAFETY, DoctorOptions, memory_fix
 from shmguard.model import Fix, Location, Severity
 from shmguard.model.host import HostFacts
 
-CODE = "ENV007"
-NAME = "oom-kills-recorded"
-SUMMARY = "the memory cgroup has recorded OOM kills"
-SEVERITY = Severity.WARNING
-WHY = (
-    "Something in this container was killed for memory; /dev/shm pages count against the "
-    "same limit, so a DataLoader filling /dev/shm can push the job over it."
-)
-
 
 def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Violation]:
     """Flag oom_kills > 0."""
@@ -67,13 +58,16 @@ prefetch factor.
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="ENV007",
+    name="oom-kills-recorded",
+    summary="the memory cgroup has recorded OOM kills",
+    severity=Severity.WARNING,
     fix=FixAvailability.SOMETIMES,
     targets=("host",),
-    why=WHY,
+    why=(
+        "Something in this container was killed for memory; /dev/shm pages count against the "
+        "same limit, so a DataLoader filling /dev/shm can push the job over it."
+    ),
     doc=DOC,
     check=check,
 )

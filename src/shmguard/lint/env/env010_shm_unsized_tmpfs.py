@@ -23,15 +23,6 @@ from shmguard.model import Severity
 from shmguard.model.host import HostFacts
 from shmguard.units import format_iec
 
-CODE = "ENV010"
-NAME = "shm-unsized-tmpfs"
-SUMMARY = "/dev/shm is a tmpfs without size= (half of RAM) or with size=0 (no limit)"
-SEVERITY = Severity.WARNING
-WHY = (
-    "An unsized /dev/shm is usually the host's (--ipc=host, Apptainer): shared with other "
-    "jobs, not freed when the job ends, and able to take half the node's memory."
-)
-
 
 def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Violation]:
     """Flag sizing ``kernel-default`` or ``unlimited``."""
@@ -80,13 +71,16 @@ bind-mounts the host's /dev/shm), so `--ipc=private` must come with it.
 )
 
 RULE = Rule(
-    code=CODE,
-    name=NAME,
-    summary=SUMMARY,
-    severity=SEVERITY,
+    code="ENV010",
+    name="shm-unsized-tmpfs",
+    summary="/dev/shm is a tmpfs without size= (half of RAM) or with size=0 (no limit)",
+    severity=Severity.WARNING,
     fix=FixAvailability.ALWAYS,
     targets=("host",),
-    why=WHY,
+    why=(
+        "An unsized /dev/shm is usually the host's (--ipc=host, Apptainer): shared with other "
+        "jobs, not freed when the job ends, and able to take half the node's memory."
+    ),
     doc=DOC,
     check=check,
     variants={"bare-host": Severity.INFO},
