@@ -27,7 +27,9 @@ pure `check(facts, options)`; `shmguard.lint.env.RULES` lists them and the one r
 (`shmguard.lint.engine`) runs them. Every finding carries what is wrong, why it matters and a
 fix written for the detected runtime (Docker: `docker run`, Compose and ECS; Podman;
 Kubernetes; anything else: all of them) through the one snippet renderer; sizes come from the
-one sizing policy ([background](background.md#how-shmguard-sizes)).
+one sizing policy ([background](background.md#how-shmguard-sizes)). Each example's message is
+what doctor reports on a host fixture tree (tests/fixtures/hosts), and another tree does not get
+it (tests/doctor/test_env_rule_examples.py).
 
 Severities below are the defaults. The engine assigns the severity of each finding:
 `[tool.shmguard.severity]` in the configuration sets it per rule code, and
@@ -50,7 +52,9 @@ rule table planned when the rules were designed, so the codes of rules not built
 `src/shmguard/lint/config/` with a pure `check(unit, options)` over one Compose service, pod
 spec or run line; `shmguard.lint.config.RULES` lists them and the one rule engine
 (`shmguard.lint.engine`) runs them, with the unit's workload class (an ordinary container, or a
-PyTorch / NCCL / inference workload: `ml`) choosing the severity.
+PyTorch / NCCL / inference workload: `ml`) choosing the severity. Each rule's example is a whole
+file that `check` reports the rule in, and the file to write instead, in which `check` reports
+nothing (tests/lint/test_rule_examples.py runs both).
 
 Severities below are the defaults: `[tool.shmguard.severity]` sets them per code and
 `[tool.shmguard.severity.ml]` / `.container` per workload class ([configuration](configuration.md));
