@@ -12,10 +12,10 @@ import re
 
 import pytest
 
-from shmguard.lint.check import check_loaded
+from shmguard.lint.check import check_loaded, fix_file
 from shmguard.lint.config import RULES
 from shmguard.lint.engine import Example, Rule
-from shmguard.model.finding import Finding
+from shmguard.model.finding import Applicability, Finding
 from shmguard.sources.load import load_bytes
 
 
@@ -77,3 +77,27 @@ def test_the_bad_examples_fix_applies_as_the_rule_tables_say(rule: Rule[object, 
             assert re.search(rf"(?<![\w-]){value}(?![\w-])", said), (rule.code, value, said)
         elif f.code == rule.code:
             assert rule.fix.value != "always", f"{_where(f)} carries no fix"
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_the_fix_turns_the_bad_example_into_the_good_one(rule: Rule[object, object]) -> None:
+    """Where the rule's fix for the bad file is applied (``--fix``, ``--unsafe-fixes`` for an
+    unsafe one), it writes the good file to the byte; a fix that is only shown applies
+    nothing."""
+    bad, good = rule.doc.bad, rule.doc.good
+    assert bad is not None and good is not None
+    own = [f for f in _check(bad)[1] if f.code == rule.code]
+    applied = [
+        f
+        for f in own
+        if f.fix is not None
+        and f.fix.edits
+        and f.fix.applicability is not Applicability.DISPLAY_ONLY
+    ]
+    result = fix_file(bad.text.encode(), bad.file, unsafe=True, rules=[rule])
+    if applied:
+        assert result.data.decode() == good.text, (
+            f"{rule.code}: --fix writes\n{result.data.decode()}"
+        )
+    else:
+        assert result.applied == () and result.data == bad.text.encode()

@@ -54,7 +54,8 @@ spec or run line; `shmguard.lint.config.RULES` lists them and the one rule engin
 (`shmguard.lint.engine`) runs them, with the unit's workload class (an ordinary container, or a
 PyTorch / NCCL / inference workload: `ml`) choosing the severity. Each rule's example is a whole
 file that `check` reports the rule in, and the file to write instead, in which `check` reports
-nothing (tests/lint/test_rule_examples.py runs both).
+nothing; where the rule's fix is applied, `check --fix` (`--unsafe-fixes` for an unsafe fix)
+turns the first into the second to the byte (tests/lint/test_rule_examples.py runs all three).
 
 Severities below are the defaults: `[tool.shmguard.severity]` sets them per code and
 `[tool.shmguard.severity.ml]` / `.container` per workload class ([configuration](configuration.md));

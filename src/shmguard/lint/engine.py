@@ -72,7 +72,8 @@ class RuleDoc:
             configuration excerpt): environment rules and user-defined checks.
         bad: a whole file the rule reports (configuration rules: tests/lint/test_rule_examples.py
             checks that ``check`` reports the rule in it).
-        good: the same file fixed (the test checks that ``check`` reports nothing in it).
+        good: the same file fixed (the test checks that ``check`` reports nothing in it, and
+            that the rule's fix, where it is applied, writes exactly this file).
         applies: how the findings' fixes apply, one line for the rule tables (``safe``,
             ``display-only``, ``safe (your size) / unsafe (the default)``); empty: the
             rule's :class:`FixAvailability`.

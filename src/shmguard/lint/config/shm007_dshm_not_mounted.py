@@ -132,7 +132,9 @@ spec:
     - name: train
       image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
       command: [torchrun, --nproc-per-node=4, train.py]
-      volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+      volumeMounts:
+        - name: dshm
+          mountPath: /dev/shm
     - name: log-shipper
       image: fluent/fluent-bit:3.0
       volumeMounts: [{name: dshm, mountPath: /dev/shm}]

@@ -253,7 +253,6 @@ docker run --shm-size=16g --memory=16g pytorch/pytorch python train.py
         "run.sh",
         """\
 #!/bin/sh
-# 16 GiB of /dev/shm plus the sizing policy's 1 GiB margin
 docker run --shm-size=16g --memory=17g pytorch/pytorch python train.py
 """,
     ),
