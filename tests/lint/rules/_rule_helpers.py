@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from shmguard.lint.check import check_loaded
+from shmguard.lint.check import CheckOptions, check_loaded
 from shmguard.lint.config import RULES
 from shmguard.lint.engine import Rule
 from shmguard.model.finding import Finding
@@ -30,8 +30,12 @@ def at(fs: list[Finding]) -> list[tuple[str, str, int, int]]:
     return out
 
 
-def found(src: str, name: str, code: str) -> list[tuple[str, int, int, str | None, str]]:
-    r = check_loaded(load_bytes(src.encode(), name))
+def found(
+    src: str, name: str, code: str, options: CheckOptions | None = None
+) -> list[tuple[str, int, int, str | None, str]]:
+    """``code``'s findings in ``src`` read as file ``name``: (severity, line, column, the
+    applicability of a fix with edits or None, message)."""
+    r = check_loaded(load_bytes(src.encode(), name), options)
     out = []
     for f in r.findings:
         if f.code != code:
@@ -56,6 +60,13 @@ def fixed(src: str, name: str, code: str, *, unsafe: bool = False) -> str:
     return data.decode()
 
 
+def in_doc_example(code: str) -> list[tuple[str, int, int, str | None, str]]:
+    """:func:`found` over the rule's documented bad example (``RuleDoc.bad``)."""
+    (rule,) = only(code)
+    assert rule.doc.bad is not None
+    return found(rule.doc.bad.text, rule.doc.bad.file, code)
+
+
 def fixes_of(src: bytes) -> list[tuple[str, str, str, tuple[str, ...]]]:
     out = []
     for f in check_loaded(load_bytes(src, "compose.yaml")).findings:
@@ -69,3 +80,17 @@ def fixes_of(src: bytes) -> list[tuple[str, str, str, tuple[str, ...]]]:
             )
         )
     return out
+
+
+def pod(
+    extra: str = "", volume: str = "{medium: Memory, sizeLimit: 1Gi}", mounted: bool = True
+) -> str:
+    """A Pod whose PyTorch container mounts (or not) the volume ``dshm``, an emptyDir
+    ``volume`` (or the spec ``hostPath: ...`` when it starts so)."""
+    mount = "      volumeMounts: [{name: dshm, mountPath: /dev/shm}]\n" if mounted else ""
+    source = volume if volume.startswith("hostPath") else f"emptyDir: {volume}"
+    return (
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: train\nspec:\n  containers:\n"
+        "    - name: train\n      image: pytorch/pytorch\n"
+        f"{mount}{extra}  volumes:\n    - name: dshm\n      {source}\n"
+    )
