@@ -10,7 +10,7 @@ from shmguard.config import Config
 from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation, run_rules
 from shmguard.model import Location, Severity
 
-DOC = RuleDoc("w", "y", "```\nx\n```", "f", "s")
+DOC = RuleDoc("w", "y", "f", "s", "```\nx\n```")
 
 
 def _check(subject: list[tuple[str, str | None]], _options: None) -> Iterator[Violation]:
@@ -19,15 +19,15 @@ def _check(subject: list[tuple[str, str | None]], _options: None) -> Iterator[Vi
 
 
 RULE = Rule(
-    "TST001",
-    "test-rule",
-    "a test",
-    Severity.WARNING,
-    FixAvailability.NONE,
-    ("host",),
-    "because",
-    DOC,
-    _check,
+    code="TST001",
+    name="test-rule",
+    summary="a test",
+    severity=Severity.WARNING,
+    fix=FixAvailability.NONE,
+    targets=("host",),
+    why="because",
+    doc=DOC,
+    check=_check,
     by_workload={"ml": Severity.ERROR},
     variants={"quiet": Severity.INFO},
 )
@@ -80,6 +80,14 @@ def test_findings_are_ordered_by_severity_then_code_then_position() -> None:
 def test_unknown_workload_in_rule_metadata_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown workload 'gpu'"):
         Rule(
-            "TST002", "x", "x", Severity.INFO, FixAvailability.NONE, ("host",), "w", DOC,
-            _check, by_workload={"gpu": Severity.ERROR},
-        )  # fmt: skip
+            code="TST002",
+            name="x",
+            summary="x",
+            severity=Severity.INFO,
+            fix=FixAvailability.NONE,
+            targets=("host",),
+            why="w",
+            doc=DOC,
+            check=_check,
+            by_workload={"gpu": Severity.ERROR},
+        )

@@ -283,8 +283,17 @@ def make_rule(
         fix="Change the file as the message says, or the check in the configuration.",
         fix_safety="User-defined checks print no fix.",
     )
-    return Rule(code, name, message, severity, FixAvailability.NONE, targets,
-                f"{template.summary} ({origin}).", doc, check)  # fmt: skip
+    return Rule(
+        code=code,
+        name=name,
+        summary=message,
+        severity=severity,
+        fix=FixAvailability.NONE,
+        targets=targets,
+        why=f"{template.summary} ({origin}).",
+        doc=doc,
+        check=check,
+    )
 
 
 def _show(v: object) -> str:

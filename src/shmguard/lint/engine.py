@@ -5,8 +5,12 @@ fix availability, targets, documentation) and a pure ``check(subject, options)``
 :class:`Violation` values: what is wrong, where, and the fix. The engine, not the rule, decides
 whether a violation is reported (``select`` / ``ignore`` / per-file ignores) and at which
 severity (:func:`resolve_severity`: configuration, keyed by rule code and workload class, over
-the rule's defaults). ``doctor``'s environment rules run over host facts; the configuration
-rules of ``check`` will run over parsed config sources, never over the host they run on.
+the rule's defaults). Two families run through it: ``doctor``'s environment rules
+(:mod:`shmguard.lint.env`) over host facts, and ``check``'s configuration rules
+(:mod:`shmguard.lint.config`, with the configuration's user-defined checks) over the units of
+parsed config sources (:func:`shmguard.lint.check.check_loaded`), never over the host they run
+on. A configuration rule's documentation carries a whole bad and a whole good example file
+(:class:`Example`), which tests/lint/test_rule_examples.py checks.
 """
 
 from __future__ import annotations
@@ -32,22 +36,60 @@ class FixAvailability(str, enum.Enum):
 
 
 @dataclass(frozen=True)
+class Example:
+    """A whole file that shows a rule's documentation at work.
+
+    Attributes:
+        file: the file's name, which tells ``check`` how to read it, as it would a real file
+            of that name (``compose.yaml``, ``pod.yaml``, ``run.sh``, ``daemon.json``,
+            ``task-definition.json``).
+        text: the file's content.
+    """
+
+    file: str
+    text: str
+
+    @property
+    def language(self) -> str:
+        """The Markdown code-block language for :attr:`file` (empty when none fits)."""
+        name = self.file.lower()
+        for ends, lang in ((".yaml", "yaml"), (".yml", "yaml"), (".json", "json"), (".sh", "sh")):
+            if name.endswith(ends):
+                return lang
+        return "dockerfile" if name.endswith("dockerfile") else ""
+
+
+@dataclass(frozen=True)
 class RuleDoc:
     """The user documentation of a rule; docs/rules-*.md is generated from it.
 
     Attributes:
         what: "What it detects": the condition, with the facts it reads and their sources.
         why: "Why is this bad?": what happens to the job.
-        example: an example of the problem (a command and its output, or a config excerpt).
         fix: "Fix": what to change, in the runtimes' own syntax.
         fix_safety: "Fix safety": what the printed or applied fix may change beyond the finding.
+        example: an example of the problem as Markdown (a command and its output, or a
+            configuration excerpt): environment rules and user-defined checks.
+        bad: a whole file the rule reports (configuration rules: tests/lint/test_rule_examples.py
+            checks that ``check`` reports the rule in it).
+        good: the same file fixed (the test checks that ``check`` reports nothing in it, and
+            that the rule's fix, where it is applied, writes exactly this file).
+        applies: how the findings' fixes apply, one line for the rule tables (``safe``,
+            ``display-only``, ``safe (your size) / unsafe (the default)``); empty: the
+            rule's :class:`FixAvailability`.
+        variant_words: what each of :attr:`Rule.variants` is, in words for the tables
+            (``"on Podman lines"``); a variant not named here is shown by its name.
     """
 
     what: str
     why: str
-    example: str
     fix: str
     fix_safety: str
+    example: str = ""
+    bad: Example | None = None
+    good: Example | None = None
+    applies: str = ""
+    variant_words: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -64,9 +106,10 @@ class Violation:
     variant: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Rule(Generic[S, O]):
-    """One rule: metadata plus ``check(subject, options) -> Iterator[Violation]`` (no I/O).
+    """One rule: metadata plus ``check(subject, options) -> Iterator[Violation]`` (no I/O),
+    given by keyword (``Rule(code=CODE, name=NAME, ..., check=check)``).
 
     Attributes:
         code: stable, never reused (``ENV001``).

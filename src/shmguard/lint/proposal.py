@@ -287,15 +287,15 @@ DOC = RuleDoc(
 )
 
 RULE: Rule[Unit, CheckOptions] = Rule(
-    CODE,
-    NAME,
-    "A /dev/shm size or memory limit that differs from recommend's proposal",
-    Severity.INFO,
-    FixAvailability.SOMETIMES,
-    ("kubernetes",),
-    "recommend proposes another size from the workload's history.",
-    DOC,
-    check,
+    code=CODE,
+    name=NAME,
+    summary="A /dev/shm size or memory limit that differs from recommend's proposal",
+    severity=Severity.INFO,
+    fix=FixAvailability.SOMETIMES,
+    targets=("kubernetes",),
+    why="recommend proposes another size from the workload's history.",
+    doc=DOC,
+    check=check,
 )
 
 

@@ -21,7 +21,7 @@ from shmguard.units import format_iec
 if TYPE_CHECKING:
     from rich.console import Console
 
-#: The ENV rule an unmet --require raises (lint/env/env002_free_below_require.py).
+#: The ENV rule an unmet --require raises (lint/env/env002_shm_free_below_require.py).
 REQUIRE_CODE = "ENV002"
 #: Where the runtime of a ``--watch`` diagnosis comes from (doctor's detection).
 _DETECTED = "the container shmguard runs in, as doctor detects it"

@@ -19,18 +19,9 @@ from shmguard.lint.config._base import (
     pod_quantities,
     replace_scalar,
 )
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.units import SizeError, format_k8s_quantity, parse_docker_size, parse_k8s_quantity
-
-CODE = "SHM003"
-NAME = "docker-suffix-in-quantity"
-SUMMARY = "A Docker-style size (2g, 2GB) in a Kubernetes memory quantity, which the API rejects"
-SEVERITY = Severity.ERROR
-WHY = (
-    "Kubernetes quantities take Ki/Mi/Gi or k/M/G: `2g` or `2GB` fails validation and the "
-    "object is rejected (quantities must match the regular expression ...)."
-)
 
 
 def docker_style(value: str) -> tuple[int, str] | None:
@@ -84,35 +75,64 @@ A Kubernetes memory quantity (`emptyDir.sizeLimit`, `resources.limits.memory`,
 The API server (and a CRD's OpenAPI pattern) rejects the object: `quantities must match the
 regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`, or `unable to parse
 quantity's suffix` for `2K`. A schema validator that only checks "string" lets it through.""",
-    example="""\
-```yaml
-volumes:
-  - name: dshm
-    emptyDir: {medium: Memory, sizeLimit: 2g}
-```
-Use instead:
-```yaml
-volumes:
-  - name: dshm
-    emptyDir: {medium: Memory, sizeLimit: 2Gi}
-```
-""",
     fix="""\
 Write the bytes Docker meant in binary quantity syntax: `2g` -> `2Gi`, `512mb` -> `512Mi`.
 """,
     fix_safety="""\
 Safe: go-units units are binary, so `2g` meant 2 GiB and `2Gi` is exactly that; the value is
 replaced inside its quotes and nothing else changes.""",
+    applies="safe",
+    bad=Example(
+        "pod.yaml",
+        """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: train
+spec:
+  containers:
+    - name: train
+      image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+      command: [torchrun, --nproc-per-node=4, train.py]
+      resources: {limits: {memory: 16Gi}}
+      volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+  volumes:
+    - name: dshm
+      emptyDir: {medium: Memory, sizeLimit: 2g}
+""",
+    ),
+    good=Example(
+        "pod.yaml",
+        """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: train
+spec:
+  containers:
+    - name: train
+      image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+      command: [torchrun, --nproc-per-node=4, train.py]
+      resources: {limits: {memory: 16Gi}}
+      volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+  volumes:
+    - name: dshm
+      emptyDir: {medium: Memory, sizeLimit: 2Gi}
+""",
+    ),
 )
 
 RULE = Rule(
-    CODE,
-    NAME,
-    SUMMARY,
-    SEVERITY,
-    FixAvailability.SOMETIMES,
-    ("kubernetes",),
-    WHY,
-    DOC,
-    check,
+    code="SHM003",
+    name="docker-suffix-in-quantity",
+    summary="A Docker-style size (2g, 2GB) in a Kubernetes memory quantity, which the API rejects",
+    severity=Severity.ERROR,
+    fix=FixAvailability.SOMETIMES,
+    targets=("kubernetes",),
+    why=(
+        "Kubernetes quantities take Ki/Mi/Gi or k/M/G: `2g` or `2GB` fails validation and the "
+        "object is rejected (quantities must match the regular expression ...)."
+    ),
+    doc=DOC,
+    check=check,
 )

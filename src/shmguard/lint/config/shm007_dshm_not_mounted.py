@@ -25,21 +25,12 @@ from shmguard.lint.config._base import (
     mounts_at_shm,
 )
 from shmguard.lint.config._predicates import unmounted_shm_volume
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
 from shmguard.sources.k8s import PodSpec
 from shmguard.sources.k8s_model import Volume
 from shmguard.units import DOCKER_DEFAULT_SHM
-
-CODE = "SHM007"
-NAME = "dshm-not-mounted"
-SUMMARY = "A /dev/shm emptyDir defined in the pod but not mounted at /dev/shm in the ML container"
-SEVERITY = Severity.ERROR
-WHY = (
-    "A pod volume reaches only the containers that mount it: the ML container without the "
-    "mount keeps the runtime's 64 MiB /dev/shm."
-)
 
 
 def _where(pod: PodSpec, v: Volume) -> str:
@@ -99,21 +90,6 @@ Sources: {SOURCES}.
 A pod volume reaches only the containers that mount it. The volume is there, sized and
 memory-backed, yet the training container's /dev/shm is still the runtime's 64 MiB, and the
 job dies with `Bus error` or `No space left on device` as if nothing had been done.""",
-    example="""\
-```yaml
-containers:
-  - name: train
-    image: pytorch/pytorch
-    command: [torchrun, train.py]
-  - name: log-shipper
-    image: fluent/fluent-bit
-    volumeMounts: [{name: dshm, mountPath: /dev/shm}]
-volumes:
-  - name: dshm
-    emptyDir: {medium: Memory, sizeLimit: 8Gi}
-```
-Use instead: the same, with `volumeMounts: [{name: dshm, mountPath: /dev/shm}]` on `train`.
-""",
     fix="""\
 Mount the volume at /dev/shm in the ML container:
 `volumeMounts: [{name: dshm, mountPath: /dev/shm}]`.
@@ -123,16 +99,65 @@ Safe: `--fix` adds one `volumeMounts` entry (last in the container's, the key ad
 in the file's block or flow style and line endings; the volume and its `sizeLimit` stay. Its
 pages are charged to the container's memory limit only when written. Containers and pods
 reached through YAML anchors get the fix shown, not applied.""",
+    applies="safe",
+    bad=Example(
+        "pod.yaml",
+        """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: train
+spec:
+  containers:
+    - name: train
+      image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+      command: [torchrun, --nproc-per-node=4, train.py]
+    - name: log-shipper
+      image: fluent/fluent-bit:3.0
+      volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+  volumes:
+    - name: dshm
+      emptyDir: {medium: Memory, sizeLimit: 8Gi}
+""",
+    ),
+    good=Example(
+        "pod.yaml",
+        """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: train
+spec:
+  containers:
+    - name: train
+      image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+      command: [torchrun, --nproc-per-node=4, train.py]
+      volumeMounts:
+        - name: dshm
+          mountPath: /dev/shm
+    - name: log-shipper
+      image: fluent/fluent-bit:3.0
+      volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+  volumes:
+    - name: dshm
+      emptyDir: {medium: Memory, sizeLimit: 8Gi}
+""",
+    ),
 )
 
 RULE = Rule(
-    CODE,
-    NAME,
-    SUMMARY,
-    SEVERITY,
-    FixAvailability.SOMETIMES,
-    ("kubernetes",),
-    WHY,
-    DOC,
-    check,
+    code="SHM007",
+    name="dshm-not-mounted",
+    summary=(
+        "A /dev/shm emptyDir defined in the pod but not mounted at /dev/shm in the ML container"
+    ),
+    severity=Severity.ERROR,
+    fix=FixAvailability.SOMETIMES,
+    targets=("kubernetes",),
+    why=(
+        "A pod volume reaches only the containers that mount it: the ML container without the "
+        "mount keeps the runtime's 64 MiB /dev/shm."
+    ),
+    doc=DOC,
+    check=check,
 )

@@ -23,7 +23,7 @@ from shmguard.lint.config._base import (
     mounts_at_shm,
     with_size_problem,
 )
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
 from shmguard.model.fix import Change, Setting
@@ -31,15 +31,6 @@ from shmguard.sources.k8s import PodSpec
 from shmguard.sources.k8s_model import text
 from shmguard.sources.yamlnode import YMap, YNode
 from shmguard.units import format_iec, format_k8s_quantity
-
-CODE = "SHM008"
-NAME = "unbounded-memory-emptydir"
-SUMMARY = "Memory emptyDir at /dev/shm with neither sizeLimit nor a memory limit"
-SEVERITY = Severity.WARNING
-WHY = (
-    "With neither a sizeLimit nor a memory limit the tmpfs is as large as the node's "
-    "allocatable memory: a leaking writer takes the node's memory, not just its own."
-)
 
 
 def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
@@ -103,22 +94,6 @@ The kubelet sizes such a tmpfs to the node's allocatable memory (or the pod limi
 container has one). Files in it are charged to the writer's memory cgroup; without a memory
 limit nothing stops a leaking DataLoader or a full cache from taking the node's memory and
 triggering node-level OOM kills of other pods.""",
-    example="""\
-```yaml
-containers:
-  - name: train
-    volumeMounts: [{name: dshm, mountPath: /dev/shm}]
-volumes:
-  - name: dshm
-    emptyDir: {medium: Memory}
-```
-Use instead:
-```yaml
-volumes:
-  - name: dshm
-    emptyDir: {medium: Memory, sizeLimit: 1Gi}
-```
-""",
     fix="""\
 Set `sizeLimit` (measured with `shmguard measure`), and a container memory limit that leaves
 room beside it. The fix adds `sizeLimit` as the emptyDir's last key: `check --shm-size`, else
@@ -130,16 +105,56 @@ Safe when the size is yours (`--shm-size` or the `shmguard.io/shm-size` annotati
 adds one `sizeLimit` entry, in the mapping's block or flow style, nothing else. Unsafe
 (`--unsafe-fixes`) with the sizing policy's default: the tmpfs was bounded only by node memory,
 and a job that uses more than the default would now fail with ENOSPC or SIGBUS.""",
+    applies="safe (your size) / unsafe (the default)",
+    bad=Example(
+        "pod.yaml",
+        """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: train
+spec:
+  containers:
+    - name: train
+      image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+      command: [python, train.py]
+      volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+  volumes:
+    - name: dshm
+      emptyDir: {medium: Memory}
+""",
+    ),
+    good=Example(
+        "pod.yaml",
+        """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: train
+spec:
+  containers:
+    - name: train
+      image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+      command: [python, train.py]
+      volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+  volumes:
+    - name: dshm
+      emptyDir: {medium: Memory, sizeLimit: 1Gi}
+""",
+    ),
 )
 
 RULE = Rule(
-    CODE,
-    NAME,
-    SUMMARY,
-    SEVERITY,
-    FixAvailability.SOMETIMES,
-    ("kubernetes",),
-    WHY,
-    DOC,
-    check,
+    code="SHM008",
+    name="unbounded-memory-emptydir",
+    summary="Memory emptyDir at /dev/shm with neither sizeLimit nor a memory limit",
+    severity=Severity.WARNING,
+    fix=FixAvailability.SOMETIMES,
+    targets=("kubernetes",),
+    why=(
+        "With neither a sizeLimit nor a memory limit the tmpfs is as large as the node's "
+        "allocatable memory: a leaking writer takes the node's memory, not just its own."
+    ),
+    doc=DOC,
+    check=check,
 )

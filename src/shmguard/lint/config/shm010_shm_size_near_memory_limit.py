@@ -29,7 +29,7 @@ from shmguard.lint.config._base import (
     replace_scalar,
     sized_shm_mounts,
 )
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Edit, Fix, Location
 from shmguard.model.fix import Change, Setting
@@ -41,15 +41,6 @@ from shmguard.units import (
     format_iec,
     format_k8s_quantity,
     parse_docker_size,
-)
-
-CODE = "SHM010"
-NAME = "shm-size-near-memory-limit"
-SUMMARY = "A /dev/shm size above, or within the policy's margin of, the memory limit"
-SEVERITY = Severity.WARNING
-WHY = (
-    "Shared-memory pages count against the container's memory limit: with /dev/shm as large "
-    "as the limit, the job is OOM-killed before /dev/shm is full."
 )
 
 
@@ -236,15 +227,6 @@ Every page written to /dev/shm counts against the memory limit. With /dev/shm as
 limit, DataLoader workers or NCCL filling it push the container over its limit: the kernel
 kills a process (exit 137, `Killed`, often with no message) long before `No space left on
 device` could tell you /dev/shm is full. Docker and Podman accept the pair without a warning.""",
-    example="""\
-```
-docker run --shm-size=16g --memory=16g pytorch/pytorch python train.py
-```
-Use instead (16 GiB of /dev/shm plus the 1 GiB margin):
-```
-docker run --shm-size=16g --memory=17g pytorch/pytorch python train.py
-```
-""",
     fix="""\
 Raise the memory limit to the /dev/shm size plus what the job needs beside it (the sizing
 policy's `memory_limit_for`: the room the job had, at least the margin, plus the size,
@@ -259,16 +241,34 @@ limit takes memory from the host or node (scheduling, other containers), which t
 show. When both `mem_limit` and `deploy.resources.limits.memory` are set the fix is shown only.
 Lowering the /dev/shm size instead is shown, never applied: only a measurement says what the job
 needs.""",
+    applies="unsafe (raise the memory limit)",
+    bad=Example(
+        "run.sh",
+        """\
+#!/bin/sh
+docker run --shm-size=16g --memory=16g pytorch/pytorch python train.py
+""",
+    ),
+    good=Example(
+        "run.sh",
+        """\
+#!/bin/sh
+docker run --shm-size=16g --memory=17g pytorch/pytorch python train.py
+""",
+    ),
 )
 
 RULE = Rule(
-    CODE,
-    NAME,
-    SUMMARY,
-    SEVERITY,
-    FixAvailability.SOMETIMES,
-    ("compose", "kubernetes", "docker-run", "podman-run"),
-    WHY,
-    DOC,
-    check,
+    code="SHM010",
+    name="shm-size-near-memory-limit",
+    summary="A /dev/shm size above, or within the policy's margin of, the memory limit",
+    severity=Severity.WARNING,
+    fix=FixAvailability.SOMETIMES,
+    targets=("compose", "kubernetes", "docker-run", "podman-run"),
+    why=(
+        "Shared-memory pages count against the container's memory limit: with /dev/shm as large "
+        "as the limit, the job is OOM-killed before /dev/shm is full."
+    ),
+    doc=DOC,
+    check=check,
 )

@@ -16,19 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, flag_loc, ipc_mode
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Fix
 from shmguard.sources.k8s_model import text
-
-CODE = "SHM011"
-NAME = "shm-size-ignored-by-ipc"
-SUMMARY = "shm_size / --shm-size with ipc host, none or container:/service: (silently ignored)"
-SEVERITY = Severity.WARNING
-WHY = (
-    "With ipc host, none or another container's IPC, Docker does not mount a /dev/shm of that "
-    "size: the setting is silently ignored (Podman rejects it with host or none)."
-)
 
 _WHAT = {
     "host": "the host's /dev/shm is used",
@@ -100,32 +91,42 @@ the host IPC is lost. Sources: {SOURCES}.
 The file says /dev/shm has a size, the container gets something else: the host's /dev/shm
 (shared with every host-IPC container, files left behind after exit), the donor's (64 MiB if it
 was never sized) or none at all. `docker inspect` still shows the ShmSize, which hides it.""",
-    example="""\
-```
-docker run --ipc=host --shm-size=16g vllm/vllm-openai
-```
-Use instead:
-```
-docker run --shm-size=16g vllm/vllm-openai
-```
-""",
     fix="""\
 Keep one mechanism: drop the IPC mode for a private /dev/shm of that size (preferred), or drop
 the size to keep the host's. With `service:x`, size the donor (which must be `ipc: shareable`).
 """,
     fix_safety="""\
 Display-only: which of the two settings the author wanted cannot be told from the file.""",
+    applies="display-only",
+    variant_words={"podman-line-with-ipc-host-or-none": "when Podman refuses it"},
+    bad=Example(
+        "run.sh",
+        """\
+#!/bin/sh
+docker run --ipc=host --shm-size=16g vllm/vllm-openai --model mistralai/Mistral-7B-v0.1
+""",
+    ),
+    good=Example(
+        "run.sh",
+        """\
+#!/bin/sh
+docker run --shm-size=16g vllm/vllm-openai --model mistralai/Mistral-7B-v0.1
+""",
+    ),
 )
 
 RULE = Rule(
-    CODE,
-    NAME,
-    SUMMARY,
-    SEVERITY,
-    FixAvailability.NONE,
-    ("compose", "docker-run", "podman-run"),
-    WHY,
-    DOC,
-    check,
+    code="SHM011",
+    name="shm-size-ignored-by-ipc",
+    summary="shm_size / --shm-size with ipc host, none or container:/service: (silently ignored)",
+    severity=Severity.WARNING,
+    fix=FixAvailability.NONE,
+    targets=("compose", "docker-run", "podman-run"),
+    why=(
+        "With ipc host, none or another container's IPC, Docker does not mount a /dev/shm of that "
+        "size: the setting is silently ignored (Podman rejects it with host or none)."
+    ),
+    doc=DOC,
+    check=check,
     variants={"podman-line-with-ipc-host-or-none": Severity.ERROR},
 )

@@ -19,18 +19,9 @@ from shmguard.lint.config._base import (
     is_dev_shm,
     run_shm_mounts,
 )
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Fix
-
-CODE = "SHM012"
-NAME = "shm-size-ignored-by-mount"
-SUMMARY = "shm_size / --shm-size beside a tmpfs or bind mount at /dev/shm (the mount wins)"
-SEVERITY = Severity.WARNING
-WHY = (
-    "A tmpfs, bind or volume mounted at /dev/shm replaces the runtime's /dev/shm: the "
-    "shm_size is silently unused and the mount's own size (or the disk) is what the job gets."
-)
 
 _FIX = Fix(
     "Keep one /dev/shm mechanism",
@@ -78,29 +69,46 @@ A Compose `shm_size` with a `tmpfs:` entry or a volume (tmpfs, bind or named) wh
 The mount replaces the runtime's /dev/shm, so the size is silently unused: the job gets the
 tmpfs mount's own size (half of RAM without `size=`), or a disk directory for a bind mount,
 which makes every shared batch a file write.""",
-    example="""\
-```yaml
-services:
-  train:
-    shm_size: 8g
-    tmpfs: [/dev/shm:size=1g]
-```
-""",
     fix="""\
 Keep one mechanism: `shm_size` alone, or the tmpfs mount with its own `size=`.
 """,
     fix_safety="""\
 Display-only: which of the two the author meant cannot be told from the file.""",
+    applies="display-only",
+    bad=Example(
+        "compose.yaml",
+        """\
+services:
+  train:
+    image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+    command: python train.py
+    shm_size: 8g
+    tmpfs: [/dev/shm:size=1g]
+""",
+    ),
+    good=Example(
+        "compose.yaml",
+        """\
+services:
+  train:
+    image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+    command: python train.py
+    tmpfs: [/dev/shm:size=8g]
+""",
+    ),
 )
 
 RULE = Rule(
-    CODE,
-    NAME,
-    SUMMARY,
-    SEVERITY,
-    FixAvailability.NONE,
-    ("compose", "docker-run", "podman-run"),
-    WHY,
-    DOC,
-    check,
+    code="SHM012",
+    name="shm-size-ignored-by-mount",
+    summary="shm_size / --shm-size beside a tmpfs or bind mount at /dev/shm (the mount wins)",
+    severity=Severity.WARNING,
+    fix=FixAvailability.NONE,
+    targets=("compose", "docker-run", "podman-run"),
+    why=(
+        "A tmpfs, bind or volume mounted at /dev/shm replaces the runtime's /dev/shm: the "
+        "shm_size is silently unused and the mount's own size (or the disk) is what the job gets."
+    ),
+    doc=DOC,
+    check=check,
 )

@@ -28,7 +28,7 @@ from shmguard.lint.config._base import (
     replace_flag_value,
     replace_scalar,
 )
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Edit, Fix
 from shmguard.sources.compose import ComposeService
@@ -37,15 +37,6 @@ from shmguard.sources.runline import Flag, RunLine
 from shmguard.sources.text import SourceText
 from shmguard.sources.workload import Workload
 from shmguard.sources.yamlnode import YScalar
-
-CODE = "SHM013"
-NAME = "ipc-donor-not-shareable"
-SUMMARY = "ipc: service:x / --ipc=container:x where x is not ipc: shareable (start fails)"
-SEVERITY = Severity.ERROR
-WHY = (
-    "Docker's default IPC mode is private: a container that joins a donor without "
-    "`ipc: shareable` fails to start with 'non-shareable IPC'."
-)
 
 #: Donor IPC modes a container cannot join: the daemon default (unset), private and none.
 _NOT_SHAREABLE = (None, "private", "none")
@@ -193,28 +184,6 @@ placeholders. Measured with Docker Engine 20.10.24 and Compose 1.29.2. Sources: 
 The joining container never starts: `docker compose up` stops with `Cannot start service x:
 can't join IPC of container <id>: non-shareable IPC (hint: use IpcMode:shareable for the donor
 container)` (the wording before the hint differs between Docker versions).""",
-    example="""\
-```yaml
-services:
-  server:
-    image: vllm/vllm-openai
-    shm_size: "8g"
-  sidecar:
-    image: my/metrics
-    ipc: "service:server"
-```
-Use instead:
-```yaml
-services:
-  server:
-    ipc: shareable
-    image: vllm/vllm-openai
-    shm_size: "8g"
-  sidecar:
-    image: my/metrics
-    ipc: "service:server"
-```
-""",
     fix="""\
 Set `ipc: shareable` on the donor service (`--ipc=shareable` on the donor's `docker run`). Its
 /dev/shm keeps its `shm_size`; the joining containers use it.
@@ -225,16 +194,45 @@ after the donor's `run`), or rewrites an explicit `private` to `shareable`; a sh
 namespace is still private to the containers that join it. A donor with `ipc: none` has no
 /dev/shm at all: the fix is shown, not applied. Donors reached through YAML anchors get the fix
 shown only.""",
+    applies="safe",
+    bad=Example(
+        "compose.yaml",
+        """\
+services:
+  server:
+    image: vllm/vllm-openai
+    shm_size: "8g"
+  sidecar:
+    image: my/metrics
+    ipc: "service:server"
+""",
+    ),
+    good=Example(
+        "compose.yaml",
+        """\
+services:
+  server:
+    ipc: shareable
+    image: vllm/vllm-openai
+    shm_size: "8g"
+  sidecar:
+    image: my/metrics
+    ipc: "service:server"
+""",
+    ),
 )
 
 RULE = Rule(
-    CODE,
-    NAME,
-    SUMMARY,
-    SEVERITY,
-    FixAvailability.SOMETIMES,
-    ("compose", "docker-run"),
-    WHY,
-    DOC,
-    check,
+    code="SHM013",
+    name="ipc-donor-not-shareable",
+    summary="ipc: service:x / --ipc=container:x where x is not ipc: shareable (start fails)",
+    severity=Severity.ERROR,
+    fix=FixAvailability.SOMETIMES,
+    targets=("compose", "docker-run"),
+    why=(
+        "Docker's default IPC mode is private: a container that joins a donor without "
+        "`ipc: shareable` fails to start with 'non-shareable IPC'."
+    ),
+    doc=DOC,
+    check=check,
 )

@@ -15,20 +15,11 @@ import math
 from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, edit_fix, replace_scalar
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.fix import Change, Setting
 from shmguard.sources.compose_types import applied_size, typed
 from shmguard.sources.yamlnode import YScalar
-
-CODE = "SHM014"
-NAME = "compose-float-size"
-SUMMARY = "Compose shm_size written as a float or a fraction: dropped, truncated or rejected"
-SEVERITY = Severity.ERROR
-WHY = (
-    "A YAML float in shm_size is silently dropped by Compose v2 (the 64 MiB default applies), "
-    "fails at create in Compose v1, and a unitless fraction is one byte."
-)
 
 
 def _intended(node: YScalar) -> int | None:
@@ -107,19 +98,6 @@ compose-go's `UnitBytes` takes an int or a string; a float is dropped without a 
 service runs in the 64 MiB default it was meant to leave. Compose v1 fails at create with
 `json: cannot unmarshal number 1500000000.0 into Go struct field ... ShmSize of type int64`.
 A unitless fraction is bytes: `"1.5"` gives one 4 KiB page.""",
-    example="""\
-```yaml
-services:
-  train:
-    shm_size: 1.5e9
-```
-Use instead:
-```yaml
-services:
-  train:
-    shm_size: "1500000000"
-```
-""",
     fix="""\
 Quote the size, with a unit (`"1536m"`) or as integer bytes (`"1500000000"`). The fix writes
 the whole number of bytes that was written, quoted.
@@ -128,6 +106,40 @@ the whole number of bytes that was written, quoted.
 Safe for a whole number of at least 1 MiB: `--fix` replaces the plain scalar with the same
 number quoted, the bytes the author wrote, which every Compose reads alike. A fraction gets no
 applied fix (its intent is unknown).""",
+    applies="safe (a whole number of bytes)",
+    bad=Example(
+        "compose.yaml",
+        """\
+services:
+  train:
+    image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+    command: python train.py
+    shm_size: 1.5e9
+""",
+    ),
+    good=Example(
+        "compose.yaml",
+        """\
+services:
+  train:
+    image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+    command: python train.py
+    shm_size: "1500000000"
+""",
+    ),
 )
 
-RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, FixAvailability.SOMETIMES, ("compose",), WHY, DOC, check)
+RULE = Rule(
+    code="SHM014",
+    name="compose-float-size",
+    summary="Compose shm_size written as a float or a fraction: dropped, truncated or rejected",
+    severity=Severity.ERROR,
+    fix=FixAvailability.SOMETIMES,
+    targets=("compose",),
+    why=(
+        "A YAML float in shm_size is silently dropped by Compose v2 (the 64 MiB default applies), "
+        "fails at create in Compose v1, and a unitless fraction is one byte."
+    ),
+    doc=DOC,
+    check=check,
+)

@@ -11,16 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, edit_fix, replace_scalar
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.sources.compose_types import typed
 from shmguard.sources.yamlnode import YScalar
-
-CODE = "SHM017"
-NAME = "deploy-memory-integer"
-SUMMARY = "Compose deploy.resources.limits.memory as an integer (the schema wants a string)"
-SEVERITY = Severity.ERROR
-WHY = "Compose v2 and v1 refuse the whole file: deploy.resources.limits.memory must be a string."
 
 
 def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
@@ -65,25 +59,45 @@ Sources: {SOURCES}.
 The compose-spec schema types the field as a string: `docker compose` (v2) stops with
 `services.a.deploy.resources.limits.memory must be a string` and Compose v1 with `... contains
 an invalid type, it should be a string`; nothing in the file runs.""",
-    example="""\
-```yaml
-services:
-  train:
-    deploy: {resources: {limits: {memory: 17179869184}}}
-```
-Use instead:
-```yaml
-services:
-  train:
-    deploy: {resources: {limits: {memory: "17179869184"}}}
-```
-""",
     fix="""\
 Quote it (`"17179869184"`), or write it with a unit (`"16g"`).
 """,
     fix_safety="""\
 Safe: `--fix` quotes the same digits; compose-go reads a digit string with `ParseInt`, so the
 limit is the same number of bytes.""",
+    applies="safe",
+    bad=Example(
+        "compose.yaml",
+        """\
+services:
+  train:
+    image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+    command: python train.py
+    shm_size: 2g
+    deploy: {resources: {limits: {memory: 17179869184}}}
+""",
+    ),
+    good=Example(
+        "compose.yaml",
+        """\
+services:
+  train:
+    image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+    command: python train.py
+    shm_size: 2g
+    deploy: {resources: {limits: {memory: "17179869184"}}}
+""",
+    ),
 )
 
-RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, FixAvailability.ALWAYS, ("compose",), WHY, DOC, check)
+RULE = Rule(
+    code="SHM017",
+    name="deploy-memory-integer",
+    summary="Compose deploy.resources.limits.memory as an integer (the schema wants a string)",
+    severity=Severity.ERROR,
+    fix=FixAvailability.ALWAYS,
+    targets=("compose",),
+    why="Compose v2 and v1 refuse the whole file: deploy.resources.limits.memory must be a string.",
+    doc=DOC,
+    check=check,
+)

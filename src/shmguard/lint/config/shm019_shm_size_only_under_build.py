@@ -18,21 +18,12 @@ from shmguard.lint.config._base import (
     change_edit,
     compose_memory_limit,
 )
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
 from shmguard.model.fix import Change, Setting
 from shmguard.sources.yamlnode import YScalar
 from shmguard.units import SizeError, format_iec, parse_docker_size
-
-CODE = "SHM019"
-NAME = "shm-size-only-under-build"
-SUMMARY = "shm_size only under build: (sizes the build, not the running container)"
-SEVERITY = Severity.WARNING
-WHY = (
-    "build.shm_size sizes only the image build's containers; the running service keeps the "
-    "64 MiB default (and Compose v1 and podman-compose drop it even from the build)."
-)
 
 
 def build_size(node: object) -> int | None:
@@ -103,20 +94,6 @@ Sources: {SOURCES}.
 `build.shm_size` applies to the containers that build the image, not to the one that runs it:
 the service still gets 64 MiB. Compose v1 (with its default CLI build) and podman-compose do not
 even pass it to the build.""",
-    example="""\
-```yaml
-services:
-  train:
-    build: {context: ., shm_size: 8g}
-```
-Use instead:
-```yaml
-services:
-  train:
-    shm_size: "8g"
-    build: {context: ., shm_size: 8g}
-```
-""",
     fix="""\
 Add `shm_size` at the service level with the bytes written under `build:`, in go-units syntax
 (`8g`, `8589934592` -> `"8g"`, `'512m'` -> `"512m"`); `build.shm_size` stays.
@@ -130,16 +107,39 @@ margin: a /dev/shm that fills would then push the container to its memory limit,
 the limit is your decision. The line goes first in the service, in block or flow style.
 Display-only when the value is a placeholder (`${SHM}`), a block scalar or not a size, or the
 service is reached through a YAML anchor.""",
+    applies="safe (your build size) / unsafe (above the memory limit)",
+    bad=Example(
+        "compose.yaml",
+        """\
+services:
+  train:
+    build: {context: ., shm_size: 8g}
+    command: torchrun --nproc-per-node 4 train.py
+""",
+    ),
+    good=Example(
+        "compose.yaml",
+        """\
+services:
+  train:
+    shm_size: "8g"
+    build: {context: ., shm_size: 8g}
+    command: torchrun --nproc-per-node 4 train.py
+""",
+    ),
 )
 
 RULE = Rule(
-    CODE,
-    NAME,
-    SUMMARY,
-    SEVERITY,
-    FixAvailability.SOMETIMES,
-    ("compose",),
-    WHY,
-    DOC,
-    check,
+    code="SHM019",
+    name="shm-size-only-under-build",
+    summary="shm_size only under build: (sizes the build, not the running container)",
+    severity=Severity.WARNING,
+    fix=FixAvailability.SOMETIMES,
+    targets=("compose",),
+    why=(
+        "build.shm_size sizes only the image build's containers; the running service keeps the "
+        "64 MiB default (and Compose v1 and podman-compose drop it even from the build)."
+    ),
+    doc=DOC,
+    check=check,
 )

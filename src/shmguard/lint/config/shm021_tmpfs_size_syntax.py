@@ -22,21 +22,12 @@ from shmguard.lint.config._base import (
     replace_flag_value,
     replace_scalar,
 )
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Edit, Fix
 from shmguard.model.fix import Change, Setting
 from shmguard.sources.yamlnode import YScalar
 from shmguard.units import SizeError, parse_docker_size, parse_tmpfs_size
-
-CODE = "SHM021"
-NAME = "tmpfs-size-syntax"
-SUMMARY = "A tmpfs size= at /dev/shm in a syntax the kernel rejects (1gb, 8Gi, 1.5g)"
-SEVERITY = Severity.ERROR
-WHY = (
-    "The kernel parses tmpfs size= itself: 1gb, 8Gi or 1.5g make the mount, and so the "
-    "container start, fail."
-)
 
 
 def kernel_size(n: int) -> str:
@@ -164,31 +155,40 @@ Sources: {SOURCES}; tmpfs(5).
 The kernel's `memparse` takes a number with `k`, `m`, `g` (binary) or `%`. Anything else fails
 the mount when the container starts: `error mounting "tmpfs" to rootfs at "/dev/shm": ...
 data: size=1gb: invalid argument`.""",
-    example="""\
-```sh
-docker run --tmpfs /dev/shm:size=8gb pytorch/pytorch python train.py
-```
-Use instead:
-```sh
-docker run --tmpfs /dev/shm:size=8g pytorch/pytorch python train.py
-```
-""",
     fix="""\
 Write the size in the kernel's syntax: `size=8g`, `size=1536m`, or `size=50%`.
 """,
     fix_safety="""\
 Safe: `--fix` writes the bytes Docker's own size parser reads from the value (`1gb` and `1Gi`
 are 1 GiB, `1.5g` is 1536 MiB) in the kernel's syntax, nothing else.""",
+    applies="safe",
+    bad=Example(
+        "run.sh",
+        """\
+#!/bin/sh
+docker run --tmpfs /dev/shm:size=8gb pytorch/pytorch python train.py
+""",
+    ),
+    good=Example(
+        "run.sh",
+        """\
+#!/bin/sh
+docker run --tmpfs /dev/shm:size=8g pytorch/pytorch python train.py
+""",
+    ),
 )
 
 RULE = Rule(
-    CODE,
-    NAME,
-    SUMMARY,
-    SEVERITY,
-    FixAvailability.SOMETIMES,
-    ("compose", "docker-run", "podman-run"),
-    WHY,
-    DOC,
-    check,
+    code="SHM021",
+    name="tmpfs-size-syntax",
+    summary="A tmpfs size= at /dev/shm in a syntax the kernel rejects (1gb, 8Gi, 1.5g)",
+    severity=Severity.ERROR,
+    fix=FixAvailability.SOMETIMES,
+    targets=("compose", "docker-run", "podman-run"),
+    why=(
+        "The kernel parses tmpfs size= itself: 1gb, 8Gi or 1.5g make the mount, and so the "
+        "container start, fail."
+    ),
+    doc=DOC,
+    check=check,
 )

@@ -13,20 +13,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, flag_loc, is_dev_shm
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Fix
 from shmguard.sources.workload import strong
 from shmguard.sources.yamlnode import YScalar
 
-CODE = "SHM023"
-NAME = "host-shm-shared"
-SUMMARY = "hostIPC: true, or the host's /dev/shm mounted in (hostPath, bind)"
-SEVERITY = Severity.WARNING
-WHY = (
-    "The host's /dev/shm is shared with every such container and the host: files outlive "
-    "the container, one job can fill it for all, and Pod Security Baseline forbids it."
-)
 _K8S_FIX = Fix(
     "Mount a memory-backed emptyDir at /dev/shm instead",
     "Drop hostIPC / the hostPath and mount `emptyDir: {medium: Memory, sizeLimit: 1Gi}` at "
@@ -88,14 +80,6 @@ a size. Sources: {SOURCES}.
 The host's /dev/shm is unbounded by the pod (half of the node's RAM by default), shared with
 the host and every other such container: files written there outlive the container, and one job
 can fill it for all. Pod Security Standards Baseline forbids `hostIPC` and `hostPath`.""",
-    example="""\
-```yaml
-spec:
-  hostIPC: true
-  containers:
-    - name: train
-```
-""",
     fix="""\
 Give the pod its own /dev/shm: `emptyDir: {medium: Memory, sizeLimit: 1Gi}` mounted at /dev/shm
 (Compose / docker: `shm_size` / `--shm-size`).
@@ -103,16 +87,53 @@ Give the pod its own /dev/shm: `emptyDir: {medium: Memory, sizeLimit: 1Gi}` moun
     fix_safety="""\
 Display-only: removing host sharing can break a job that relies on it (several containers
 meeting in one /dev/shm), so `--fix` does not do it.""",
+    applies="display-only",
+    bad=Example(
+        "pod.yaml",
+        """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: train
+spec:
+  hostIPC: true
+  containers:
+    - name: train
+      image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+      command: [torchrun, --nproc-per-node=4, train.py]
+""",
+    ),
+    good=Example(
+        "pod.yaml",
+        """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: train
+spec:
+  containers:
+    - name: train
+      image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+      command: [torchrun, --nproc-per-node=4, train.py]
+      volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+  volumes:
+    - name: dshm
+      emptyDir: {medium: Memory, sizeLimit: 8Gi}
+""",
+    ),
 )
 
 RULE = Rule(
-    CODE,
-    NAME,
-    SUMMARY,
-    SEVERITY,
-    FixAvailability.NONE,
-    ("compose", "kubernetes", "docker-run", "podman-run"),
-    WHY,
-    DOC,
-    check,
+    code="SHM023",
+    name="host-shm-shared",
+    summary="hostIPC: true, or the host's /dev/shm mounted in (hostPath, bind)",
+    severity=Severity.WARNING,
+    fix=FixAvailability.NONE,
+    targets=("compose", "kubernetes", "docker-run", "podman-run"),
+    why=(
+        "The host's /dev/shm is shared with every such container and the host: files outlive "
+        "the container, one job can fill it for all, and Pod Security Baseline forbids it."
+    ),
+    doc=DOC,
+    check=check,
 )

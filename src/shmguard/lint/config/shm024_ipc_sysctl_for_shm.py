@@ -19,20 +19,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, flag_loc, ipc_mode
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Fix, Location
 from shmguard.sources.k8s_model import text
 from shmguard.sources.yamlnode import YMap, YNode, YScalar, YSeq
-
-CODE = "SHM024"
-NAME = "ipc-sysctl-for-shm"
-SUMMARY = "IPC sysctls (kernel.shmmax, ...) that do not size /dev/shm (unsafe in Kubernetes)"
-SEVERITY = Severity.ERROR
-WHY = (
-    "kernel.shm*/msg*/sem and fs.mqueue.* are System V IPC limits, not the size of /dev/shm; "
-    "Kubernetes rejects the pod (SysctlForbidden) unless the kubelet allows them."
-)
 
 #: The Kubernetes safe sysctls of the IPC namespace (Kubernetes docs, "Using sysctls in a
 #: Kubernetes Cluster", safe set).
@@ -160,28 +151,6 @@ memory). Sources: {SOURCES}.
 64 MiB. In Kubernetes it is worse: these sysctls are not in the safe set, and the kubelet
 rejects the pod (`SysctlForbidden`) unless the node allows them; with `hostIPC: true` no IPC
 sysctl is accepted at all.""",
-    example="""\
-```yaml
-spec:
-  securityContext:
-    sysctls:
-      - {name: kernel.shmmax, value: "68719476736"}
-  containers:
-    - name: train
-      image: pytorch/pytorch
-```
-Use instead:
-```yaml
-spec:
-  containers:
-    - name: train
-      image: pytorch/pytorch
-      volumeMounts: [{name: dshm, mountPath: /dev/shm}]
-  volumes:
-    - name: dshm
-      emptyDir: {medium: Memory, sizeLimit: 8Gi}
-```
-""",
     fix="""\
 Remove the sysctl and size /dev/shm: a memory-backed emptyDir at /dev/shm with a `sizeLimit`
 (Kubernetes), `shm_size` (Compose), `--shm-size` (docker/podman). Keep it only when the job uses
@@ -189,17 +158,57 @@ System V shared memory and the nodes list it in `--allowed-unsafe-sysctls`.
 """,
     fix_safety="""\
 Display-only: whether the job uses System V IPC limits cannot be told from the file.""",
+    applies="display-only",
+    variant_words={"compose-or-run": "for kernel.shm* in Compose and run lines without host IPC"},
+    bad=Example(
+        "pod.yaml",
+        """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: train
+spec:
+  securityContext:
+    sysctls:
+      - {name: kernel.shmmax, value: "68719476736"}
+  containers:
+    - name: train
+      image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+      command: [torchrun, --nproc-per-node=4, train.py]
+""",
+    ),
+    good=Example(
+        "pod.yaml",
+        """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: train
+spec:
+  containers:
+    - name: train
+      image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+      command: [torchrun, --nproc-per-node=4, train.py]
+      volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+  volumes:
+    - name: dshm
+      emptyDir: {medium: Memory, sizeLimit: 8Gi}
+""",
+    ),
 )
 
 RULE = Rule(
-    CODE,
-    NAME,
-    SUMMARY,
-    SEVERITY,
-    FixAvailability.NONE,
-    ("compose", "kubernetes", "docker-run", "podman-run"),
-    WHY,
-    DOC,
-    check,
+    code="SHM024",
+    name="ipc-sysctl-for-shm",
+    summary="IPC sysctls (kernel.shmmax, ...) that do not size /dev/shm (unsafe in Kubernetes)",
+    severity=Severity.ERROR,
+    fix=FixAvailability.NONE,
+    targets=("compose", "kubernetes", "docker-run", "podman-run"),
+    why=(
+        "kernel.shm*/msg*/sem and fs.mqueue.* are System V IPC limits, not the size of /dev/shm; "
+        "Kubernetes rejects the pod (SysctlForbidden) unless the kubelet allows them."
+    ),
+    doc=DOC,
+    check=check,
     variants={"compose-or-run": Severity.INFO},
 )

@@ -12,20 +12,12 @@ import re
 from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, span_loc
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Fix, Location
 from shmguard.sources.k8s_model import scalars
 from shmguard.sources.yamlnode import YNode, YScalar
 
-CODE = "SHM025"
-NAME = "shm-remount"
-SUMMARY = "mount -o remount,size=... /dev/shm inside the container (needs privileged)"
-SEVERITY = Severity.WARNING
-WHY = (
-    "Remounting /dev/shm needs CAP_SYS_ADMIN and an unconfined AppArmor profile, in practice "
-    "a privileged container; the runtime can size /dev/shm without any of that."
-)
 _REMOUNT = re.compile(
     r"\bmount\b[^;&|\n]*\bremount\b[^;&|\n]*/dev/shm|"
     r"\bmount\b[^;&|\n]*/dev/shm[^;&|\n]*\bremount\b"
@@ -94,12 +86,6 @@ a `docker|podman run` line) that runs `mount -o remount,size=... /dev/shm`. Sour
 The remount needs CAP_SYS_ADMIN and is denied by Docker's default AppArmor profile, so it works
 only in a privileged container, which can reach the host's devices and kernel settings; Pod
 Security Baseline forbids it. Every runtime can size /dev/shm from outside instead.""",
-    example="""\
-```yaml
-command: ["sh", "-c", "mount -o remount,size=8G /dev/shm && python train.py"]
-securityContext: {privileged: true}
-```
-""",
     fix="""\
 Drop the remount and size /dev/shm from outside: `shm_size` / `--shm-size`, or an
 `emptyDir: {medium: Memory, sizeLimit: ...}` at /dev/shm; then drop `privileged` / `SYS_ADMIN`
@@ -107,16 +93,53 @@ if nothing else needs it.
 """,
     fix_safety="""\
 Display-only: the command and the privileges may serve other purposes.""",
+    applies="display-only",
+    bad=Example(
+        "pod.yaml",
+        """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: train
+spec:
+  containers:
+    - name: train
+      image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+      command: ["sh", "-c", "mount -o remount,size=8G /dev/shm && python train.py"]
+      securityContext: {privileged: true}
+""",
+    ),
+    good=Example(
+        "pod.yaml",
+        """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: train
+spec:
+  containers:
+    - name: train
+      image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+      command: ["python", "train.py"]
+      volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+  volumes:
+    - name: dshm
+      emptyDir: {medium: Memory, sizeLimit: 8Gi}
+""",
+    ),
 )
 
 RULE = Rule(
-    CODE,
-    NAME,
-    SUMMARY,
-    SEVERITY,
-    FixAvailability.NONE,
-    ("compose", "kubernetes", "docker-run", "podman-run"),
-    WHY,
-    DOC,
-    check,
+    code="SHM025",
+    name="shm-remount",
+    summary="mount -o remount,size=... /dev/shm inside the container (needs privileged)",
+    severity=Severity.WARNING,
+    fix=FixAvailability.NONE,
+    targets=("compose", "kubernetes", "docker-run", "podman-run"),
+    why=(
+        "Remounting /dev/shm needs CAP_SYS_ADMIN and an unconfined AppArmor profile, in practice "
+        "a privileged container; the runtime can size /dev/shm without any of that."
+    ),
+    doc=DOC,
+    check=check,
 )

@@ -17,22 +17,12 @@ import re
 from collections.abc import Iterator
 
 from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, is_dev_shm, quantity_bytes
-from shmguard.lint.engine import FixAvailability, Rule, RuleDoc, Violation
+from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
 from shmguard.sources.k8s import PodSpec
 from shmguard.sources.k8s_model import text
 from shmguard.sources.yamlnode import YMap, YNode, YSeq
-
-CODE = "SHM026"
-NAME = "kuberay-shm"
-SUMMARY = "A KubeRay Ray container's own dshm duplicating KubeRay's, or plasma-directory set"
-SEVERITY = Severity.INFO
-WHY = (
-    "KubeRay already mounts a memory emptyDir sized to the Ray container's memory limit at "
-    "/dev/shm; an own one adds nothing (or drops the bound), and plasma-directory makes KubeRay "
-    "skip it, leaving 64 MiB."
-)
 
 _RAY_KINDS = ("RayCluster", "RayJob", "RayService")
 _TEMPLATE = ".template.spec"
@@ -149,29 +139,6 @@ itself unless the container already mounts /dev/shm. A copied-in `dshm` without 
 replaces that bounded volume with an unbounded one; one with the same size is noise that hides
 which volume is in effect. With `plasma-directory` set, KubeRay skips its volume, so /dev/shm is
 the runtime's 64 MiB, too small for PyTorch DataLoader workers in the same container.""",
-    example="""\
-```yaml
-headGroupSpec:
-  template:
-    spec:
-      containers:
-        - name: ray-head
-          resources: {limits: {memory: 32Gi}}
-          volumeMounts: [{name: dshm, mountPath: /dev/shm}]
-      volumes:
-        - name: dshm
-          emptyDir: {medium: Memory}
-```
-Use instead:
-```yaml
-headGroupSpec:
-  template:
-    spec:
-      containers:
-        - name: ray-head
-          resources: {limits: {memory: 32Gi}}
-```
-""",
     fix="""\
 Remove the volume and its /dev/shm mount and let KubeRay add `shared-mem`, or give yours the
 `sizeLimit` you want. With `plasma-directory`, mount a memory emptyDir at /dev/shm yourself.
@@ -179,16 +146,61 @@ Remove the volume and its /dev/shm mount and let KubeRay add `shared-mem`, or gi
     fix_safety="""\
 Display-only: whether the own volume or the plasma directory is deliberate is the author's
 call, and removing list items from a template is left to them.""",
+    applies="display-only",
+    bad=Example(
+        "raycluster.yaml",
+        """\
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata:
+  name: train
+spec:
+  headGroupSpec:
+    rayStartParams: {}
+    template:
+      spec:
+        containers:
+          - name: ray-head
+            image: rayproject/ray:2.9.0
+            resources: {limits: {memory: 32Gi}}
+            volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+        volumes:
+          - name: dshm
+            emptyDir: {medium: Memory}
+""",
+    ),
+    good=Example(
+        "raycluster.yaml",
+        """\
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata:
+  name: train
+spec:
+  headGroupSpec:
+    rayStartParams: {}
+    template:
+      spec:
+        containers:
+          - name: ray-head
+            image: rayproject/ray:2.9.0
+            resources: {limits: {memory: 32Gi}}
+""",
+    ),
 )
 
 RULE = Rule(
-    CODE,
-    NAME,
-    SUMMARY,
-    SEVERITY,
-    FixAvailability.NONE,
-    ("kubernetes",),
-    WHY,
-    DOC,
-    check,
+    code="SHM026",
+    name="kuberay-shm",
+    summary="A KubeRay Ray container's own dshm duplicating KubeRay's, or plasma-directory set",
+    severity=Severity.INFO,
+    fix=FixAvailability.NONE,
+    targets=("kubernetes",),
+    why=(
+        "KubeRay already mounts a memory emptyDir sized to the Ray container's memory limit at "
+        "/dev/shm; an own one adds nothing (or drops the bound), and plasma-directory makes "
+        "KubeRay skip it, leaving 64 MiB."
+    ),
+    doc=DOC,
+    check=check,
 )

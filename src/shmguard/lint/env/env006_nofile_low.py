@@ -15,16 +15,6 @@ from shmguard.lint.env._base import DoctorOptions
 from shmguard.model import Fix, Location, Severity
 from shmguard.model.host import HostFacts
 
-CODE = "ENV006"
-NAME = "nofile-low"
-SUMMARY = "the soft open-file limit (nofile) is low for many DataLoader workers"
-SEVERITY = Severity.WARNING
-WHY = (
-    "torch's default file_descriptor strategy keeps one fd per shared tensor in flight; with "
-    "many workers and tensors per batch the process runs out of descriptors ('Too many open "
-    "files', 'received 0 items of ancdata')."
-)
-
 
 def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Violation]:
     """Flag a soft nofile limit below ``options.min_nofile``."""
@@ -90,4 +80,18 @@ else; the `file_system` sharing strategy it also names leaves named files in /de
 job is killed, so clean them up (ENV011 finds them).""",
 )
 
-RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, FixAvailability.ALWAYS, ("host",), WHY, DOC, check)
+RULE = Rule(
+    code="ENV006",
+    name="nofile-low",
+    summary="the soft open-file limit (nofile) is low for many DataLoader workers",
+    severity=Severity.WARNING,
+    fix=FixAvailability.ALWAYS,
+    targets=("host",),
+    why=(
+        "torch's default file_descriptor strategy keeps one fd per shared tensor in flight; with "
+        "many workers and tensors per batch the process runs out of descriptors ('Too many open "
+        "files', 'received 0 items of ancdata')."
+    ),
+    doc=DOC,
+    check=check,
+)

@@ -20,15 +20,6 @@ from shmguard.lint.env._base import (
 from shmguard.model import Fix, Severity
 from shmguard.model.host import HostFacts
 
-CODE = "ENV008"
-NAME = "shm-missing"
-SUMMARY = "/dev/shm does not exist"
-SEVERITY = Severity.ERROR
-WHY = (
-    "shm_open(3) fails without /dev/shm: DataLoader workers, multiprocessing queues "
-    "(semaphores) and NCCL's shm transport all stop."
-)
-
 
 def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Violation]:
     """Flag a /dev/shm directory known to be missing (not one that could not be looked at)."""
@@ -75,4 +66,17 @@ syntax and adds "With --ipc=none there is no /dev/shm whatever the size: use --i
     fix_safety=HOST_FIX_SAFETY,
 )
 
-RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, FixAvailability.ALWAYS, ("host",), WHY, DOC, check)
+RULE = Rule(
+    code="ENV008",
+    name="shm-missing",
+    summary="/dev/shm does not exist",
+    severity=Severity.ERROR,
+    fix=FixAvailability.ALWAYS,
+    targets=("host",),
+    why=(
+        "shm_open(3) fails without /dev/shm: DataLoader workers, multiprocessing queues "
+        "(semaphores) and NCCL's shm transport all stop."
+    ),
+    doc=DOC,
+    check=check,
+)

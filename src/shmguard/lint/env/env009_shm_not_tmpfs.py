@@ -21,15 +21,6 @@ from shmguard.lint.env._base import (
 from shmguard.model import Severity
 from shmguard.model.host import HostFacts
 
-CODE = "ENV009"
-NAME = "shm-not-tmpfs"
-SUMMARY = "/dev/shm is not a tmpfs (a disk directory, ramfs, or no mount at all)"
-SEVERITY = Severity.WARNING
-WHY = (
-    "On a disk every shared batch is written through the page cache, which is slow; ramfs "
-    "has no size limit and cannot be measured; only a sized tmpfs is bounded and fast."
-)
-
 
 def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Violation]:
     """Flag a /dev/shm whose mount is not tmpfs."""
@@ -69,4 +60,17 @@ job_container/tmpfs with a tmpfs `BasePath`.
     fix_safety=HOST_FIX_SAFETY,
 )
 
-RULE = Rule(CODE, NAME, SUMMARY, SEVERITY, FixAvailability.ALWAYS, ("host",), WHY, DOC, check)
+RULE = Rule(
+    code="ENV009",
+    name="shm-not-tmpfs",
+    summary="/dev/shm is not a tmpfs (a disk directory, ramfs, or no mount at all)",
+    severity=Severity.WARNING,
+    fix=FixAvailability.ALWAYS,
+    targets=("host",),
+    why=(
+        "On a disk every shared batch is written through the page cache, which is slow; ramfs "
+        "has no size limit and cannot be measured; only a sized tmpfs is bounded and fast."
+    ),
+    doc=DOC,
+    check=check,
+)

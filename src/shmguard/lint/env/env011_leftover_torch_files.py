@@ -31,15 +31,6 @@ from shmguard.model.host import HostFacts
 from shmguard.triage.stall import ShmObservation
 from shmguard.units import format_iec
 
-CODE = "ENV011"
-NAME = "leftover-torch-files"
-SUMMARY = "zero-block torch_* files in /dev/shm: traces of failed shm allocations"
-SEVERITY = Severity.WARNING
-WHY = (
-    "A PyTorch job here asked for shared memory and did not get it ('unable to allocate "
-    "shared memory(shm)'); the empty files it left show how much each request was."
-)
-
 
 def check(facts: HostFacts, options: DoctorOptions) -> Iterator[Violation]:
     """Flag any zero-block ``torch_*`` file."""
@@ -105,14 +96,17 @@ Remove them when no job runs (`rm /dev/shm/torch_*`), then size /dev/shm for the
 )
 
 RULE = Rule(
-    CODE,
-    NAME,
-    SUMMARY,
-    SEVERITY,
-    FixAvailability.ALWAYS,
-    ("host",),
-    WHY,
-    DOC,
-    check,
+    code="ENV011",
+    name="leftover-torch-files",
+    summary="zero-block torch_* files in /dev/shm: traces of failed shm allocations",
+    severity=Severity.WARNING,
+    fix=FixAvailability.ALWAYS,
+    targets=("host",),
+    why=(
+        "A PyTorch job here asked for shared memory and did not get it ('unable to allocate "
+        "shared memory(shm)'); the empty files it left show how much each request was."
+    ),
+    doc=DOC,
+    check=check,
     variants={"stalled-job": Severity.ERROR},
 )
