@@ -6,14 +6,34 @@
 from __future__ import annotations
 
 import dataclasses
-import enum
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from shmguard.cli._app import PlainUsage, app
+from shmguard.cli._check_options import (
+    AllNamespacesOption,
+    BaselineOption,
+    ClusterOption,
+    ContextOption,
+    CreateBaselineOption,
+    DiffOption,
+    FailOnOption,
+    FixOption,
+    FormatOption,
+    IgnoreOption,
+    JobsOption,
+    JsonOutOption,
+    NamespaceOption,
+    OutputFormat,
+    PathsArgument,
+    SelectOption,
+    ShmSizeOption,
+    TargetOption,
+    UnsafeFixesOption,
+)
 from shmguard.cli._common import error_line, fail, info_line, size_option
 from shmguard.cli._config import ConfigOption, settings
 from shmguard.model import FailOn
@@ -25,163 +45,30 @@ if TYPE_CHECKING:
     from shmguard.lint.report import CheckReport
 
 
-class OutputFormat(str, enum.Enum):
-    """``check --format``: text for people, JSON (``shmguard.check/1``), SARIF 2.1.0, or
-    GitHub Actions workflow commands (annotations)."""
-
-    TEXT = "text"
-    JSON = "json"
-    SARIF = "sarif"
-    GITHUB = "github"
-
-
 def _codes(values: list[str] | None) -> tuple[str, ...]:
     return tuple(c.strip().upper() for v in values or () for c in v.split(",") if c.strip())
 
 
 @app.command(cls=PlainUsage)
 def check(
-    paths: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="PATH...",
-            help="Files or directories (walked, .gitignore respected) to check; - reads "
-            "standard input (helm template ... | shmguard check -, kubectl get -A -o yaml "
-            "| shmguard check -).",
-            show_default=False,
-        ),
-    ] = None,
-    json_out: Annotated[
-        bool,
-        typer.Option("--json", help="Print the shmguard.check/1 JSON document (--format json)."),
-    ] = False,
-    output_format: Annotated[
-        OutputFormat | None,
-        typer.Option(
-            "--format",
-            case_sensitive=False,
-            help="Output: text, json (shmguard.check/1), sarif (SARIF 2.1.0, for code "
-            "scanning) or github (::error file=...,line=... annotations for GitHub Actions) "
-            "[default: text].",
-            show_default=False,
-        ),
-    ] = None,
-    baseline: Annotated[
-        Path | None,
-        typer.Option(
-            "--baseline",
-            metavar="FILE",
-            help="Report (and count in the exit status) only findings not in this baseline "
-            "file (written by --create-baseline).",
-        ),
-    ] = None,
-    create_baseline: Annotated[
-        Path | None,
-        typer.Option(
-            "--create-baseline",
-            metavar="FILE",
-            help="Write the current findings to FILE as a baseline; this run then reports "
-            "none of them.",
-        ),
-    ] = None,
-    fail_on: Annotated[
-        FailOn | None,
-        typer.Option(
-            "--fail-on",
-            case_sensitive=False,
-            help="Exit 1 when a finding at or above this severity remains "
-            "[default: the configuration's fail-on, else warning].",
-            show_default=False,
-        ),
-    ] = None,
-    select: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--select",
-            metavar="CODES",
-            help="Report only these codes or prefixes (comma-separated; replaces the "
-            "configuration's select).",
-        ),
-    ] = None,
-    ignore: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--ignore",
-            metavar="CODES",
-            help="Never report these codes or prefixes (added to the configuration's ignore).",
-        ),
-    ] = None,
-    fix: Annotated[
-        bool, typer.Option("--fix", help="Apply safe fixes to the files, in place.")
-    ] = False,
-    diff: Annotated[
-        bool,
-        typer.Option("--diff", help="Print the fixes as a unified diff; write nothing."),
-    ] = False,
-    unsafe_fixes: Annotated[
-        bool,
-        typer.Option("--unsafe-fixes", help="With --fix or --diff, apply unsafe fixes too."),
-    ] = False,
-    shm_size: Annotated[
-        str | None,
-        typer.Option(
-            "--shm-size",
-            metavar="SIZE",
-            help="The /dev/shm size fixes write (64m, 1g, 2Gi) [default: the "
-            "shmguard.io/shm-size annotation, else the sizing policy's 1 GiB, capped by a "
-            "memory limit].",
-            show_default=False,
-        ),
-    ] = None,
-    target: Annotated[
-        str | None,
-        typer.Option(
-            "--target",
-            metavar="TOOLS",
-            help="The tools the files are for, e.g. docker-cli=28,compose=v2|v1|podman-compose,"
-            "podman=4.3 (any subset) [default: the configuration's target, else "
-            "docker-cli=28,compose=v2,podman=4.3]; findings that depend on it name it.",
-            show_default=False,
-        ),
-    ] = None,
-    cluster: Annotated[
-        bool,
-        typer.Option(
-            "--cluster",
-            help="Check the live objects of a cluster (the kubeconfig's current context, or "
-            "in-cluster) instead of files; needs the cluster extra.",
-        ),
-    ] = False,
-    context: Annotated[
-        str | None,
-        typer.Option("--context", metavar="NAME", help="With --cluster: the kubeconfig context."),
-    ] = None,
-    namespace: Annotated[
-        str | None,
-        typer.Option(
-            "-n",
-            "--namespace",
-            metavar="NS",
-            help="With --cluster: this namespace [default: the context's].",
-            show_default=False,
-        ),
-    ] = None,
-    all_namespaces: Annotated[
-        bool,
-        typer.Option("-A", "--all-namespaces", help="With --cluster: every namespace."),
-    ] = False,
-    jobs: Annotated[
-        int,
-        typer.Option(
-            "--jobs",
-            "-j",
-            min=0,
-            metavar="N",
-            help="Check the files in N processes, this one included (Linux; the output is the "
-            "same); 1: one at a time; 0: one per usable CPU, at most one per 64 files. --fix, "
-            "and - (standard input), check one at a time.",
-        ),
-    ] = 0,
+    paths: PathsArgument = None,
+    json_out: JsonOutOption = False,
+    output_format: FormatOption = None,
+    baseline: BaselineOption = None,
+    create_baseline: CreateBaselineOption = None,
+    fail_on: FailOnOption = None,
+    select: SelectOption = None,
+    ignore: IgnoreOption = None,
+    fix: FixOption = False,
+    diff: DiffOption = False,
+    unsafe_fixes: UnsafeFixesOption = False,
+    shm_size: ShmSizeOption = None,
+    target: TargetOption = None,
+    cluster: ClusterOption = False,
+    context: ContextOption = None,
+    namespace: NamespaceOption = None,
+    all_namespaces: AllNamespacesOption = False,
+    jobs: JobsOption = 0,
     config: ConfigOption = None,
 ) -> None:
     """Check config files (or, with --cluster, a live cluster's objects) for /dev/shm
