@@ -182,8 +182,10 @@ def test_the_report_does_not_depend_on_jobs(tmp_path: Path) -> None:
     )
 
 
-def test_the_public_name() -> None:
+def test_the_public_name_and_one_path(tmp_path: Path) -> None:
     assert shmguard.check_paths is check_paths and shmguard.CheckReport is CheckReport
+    tree = _tree(tmp_path)
+    assert check_paths(tree) == check_paths(str(tree)) == check_paths([str(tree)])
 
 
 @pytest.mark.skipif(

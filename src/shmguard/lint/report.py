@@ -15,7 +15,7 @@ for JSON) and writes the baseline file from :attr:`CheckReport.new_baseline`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -89,7 +89,7 @@ class CheckReport:
 
 
 def check_paths(
-    paths: Sequence[str],
+    paths: str | Path | Iterable[str | Path],
     *,
     config: Config | None = None,
     options: CheckOptions | None = None,
@@ -103,8 +103,9 @@ def check_paths(
     keep_sources: bool = False,
     skip: Iterable[Path] = (),
 ) -> CheckReport:
-    """``shmguard check PATH...``: check the files of ``paths`` (``-``: standard input;
-    directories walked, ignored files and those of ``skip`` left out) as the CLI does.
+    """``shmguard check PATH...``: check the files of ``paths`` (one path or several; ``-``:
+    standard input; directories walked, ignored files and those of ``skip`` left out) as the
+    CLI does.
 
     Args:
         config: the configuration (rules selected, user-defined checks, policy, target);
@@ -129,7 +130,8 @@ def check_paths(
         from shmguard.lint.target import parse_target
 
         options = CheckOptions(policy=conf.policy, target=parse_target(conf.target))
-    files = list(discover(list(paths), skip=skip))
+    given = [paths] if isinstance(paths, str | Path) else paths
+    files = list(discover([str(p) for p in given], skip=skip))
     keep = keep_sources or baseline is not None or create_baseline
     checked = check_files(
         files,
