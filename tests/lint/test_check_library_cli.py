@@ -165,6 +165,31 @@ def test_fixes_and_diffs_are_the_same(tmp_path: Path) -> None:
     _same(again, _cli(str(trees[0]), cwd=tmp_path))
 
 
+def test_a_failed_write_is_in_the_report_and_on_the_cli_stderr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from typer.testing import CliRunner
+
+    import shmguard.lint.check
+    from shmguard.cli import app
+
+    def read_only(path: str, data: bytes) -> None:
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(shmguard.lint.check, "write_atomic", read_only)
+    tree = _tree(tmp_path / "files")
+    report = check_paths([str(tree)], fix=True)
+    failed = [c.write_error for c in report.files if c.write_error is not None]
+    assert failed and all(w.endswith(": cannot write: Read-only file system") for w in failed)
+    assert report.exit_status == 2 and report.repaired == () and report.fixed > 0
+    r = CliRunner().invoke(app, ["check", "--fix", "--format", "json", str(tree)])
+    assert r.exit_code == 2
+    assert [f"shmguard: error: {w}" for w in failed] == r.stderr.splitlines()[: len(failed)]
+    assert r.stdout == check_json(report) + "\n"
+
+
 @linux_only
 def test_the_report_does_not_depend_on_jobs(tmp_path: Path) -> None:
     tree = _tree(tmp_path / "files")
