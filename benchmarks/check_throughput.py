@@ -57,8 +57,8 @@ from pathlib import Path
 
 import yaml
 
-from shmguard.cli._check_files import jobs_for, usable_cpus
 from shmguard.lint.check import check_loaded
+from shmguard.lint.check_files import jobs_for, usable_cpus
 from shmguard.sources.load import load_bytes
 
 CORPUS = Path(__file__).resolve().parents[1] / ".." / "shared" / "corpus"

@@ -60,6 +60,8 @@ _EXPORTS = {
     "NodeScan": "shmguard.inspect.node",
     "NodeScanner": "shmguard.inspect.node",
     "scan_node": "shmguard.inspect.node",
+    "CheckReport": "shmguard.lint.report",
+    "check_paths": "shmguard.lint.report",
     "DoctorOptions": "shmguard.lint.doctor",
     "DoctorReport": "shmguard.lint.doctor",
     "diagnose": "shmguard.lint.doctor",
@@ -103,6 +105,7 @@ __all__ = [
     "AdmissionDecision",
     "Applicability",
     "Change",
+    "CheckReport",
     "Config",
     "ConfigError",
     "Diagnosis",
@@ -149,6 +152,7 @@ __all__ = [
     "batch_leaves",
     "check_dataloader",
     "check_fit",
+    "check_paths",
     "clean_size",
     "dataloader_bound",
     "decide_admission",
@@ -209,6 +213,7 @@ if TYPE_CHECKING:
     from shmguard.inspect.host import inspect_host
     from shmguard.inspect.node import NodeScan, NodeScanner, scan_node
     from shmguard.lint.doctor import DoctorOptions, DoctorReport, diagnose
+    from shmguard.lint.report import CheckReport, check_paths
     from shmguard.lint.settings import load_config
     from shmguard.model import (
         Applicability,

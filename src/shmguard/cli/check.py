@@ -6,31 +6,43 @@
 from __future__ import annotations
 
 import dataclasses
-import enum
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from shmguard.cli._app import PlainUsage, app
-from shmguard.cli._check_files import check_files, jobs_for
+from shmguard.cli._check_options import (
+    AllNamespacesOption,
+    BaselineOption,
+    ClusterOption,
+    ContextOption,
+    CreateBaselineOption,
+    DiffOption,
+    FailOnOption,
+    FixOption,
+    FormatOption,
+    IgnoreOption,
+    JobsOption,
+    JsonOutOption,
+    NamespaceOption,
+    OutputFormat,
+    PathsArgument,
+    SelectOption,
+    ShmSizeOption,
+    TargetOption,
+    UnsafeFixesOption,
+)
 from shmguard.cli._common import error_line, fail, info_line, size_option
 from shmguard.cli._config import ConfigOption, settings
 from shmguard.model import FailOn
 
 if TYPE_CHECKING:
-    from shmguard.model.finding import Finding
-
-
-class OutputFormat(str, enum.Enum):
-    """``check --format``: text for people, JSON (``shmguard.check/1``), SARIF 2.1.0, or
-    GitHub Actions workflow commands (annotations)."""
-
-    TEXT = "text"
-    JSON = "json"
-    SARIF = "sarif"
-    GITHUB = "github"
+    from shmguard.config import Config
+    from shmguard.lint.baseline import Baseline
+    from shmguard.lint.check import CheckOptions
+    from shmguard.lint.report import CheckReport
 
 
 def _codes(values: list[str] | None) -> tuple[str, ...]:
@@ -39,147 +51,24 @@ def _codes(values: list[str] | None) -> tuple[str, ...]:
 
 @app.command(cls=PlainUsage)
 def check(
-    paths: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="PATH...",
-            help="Files or directories (walked, .gitignore respected) to check; - reads "
-            "standard input (helm template ... | shmguard check -, kubectl get -A -o yaml "
-            "| shmguard check -).",
-            show_default=False,
-        ),
-    ] = None,
-    json_out: Annotated[
-        bool,
-        typer.Option("--json", help="Print the shmguard.check/1 JSON document (--format json)."),
-    ] = False,
-    output_format: Annotated[
-        OutputFormat | None,
-        typer.Option(
-            "--format",
-            case_sensitive=False,
-            help="Output: text, json (shmguard.check/1), sarif (SARIF 2.1.0, for code "
-            "scanning) or github (::error file=...,line=... annotations for GitHub Actions) "
-            "[default: text].",
-            show_default=False,
-        ),
-    ] = None,
-    baseline: Annotated[
-        Path | None,
-        typer.Option(
-            "--baseline",
-            metavar="FILE",
-            help="Report (and count in the exit status) only findings not in this baseline "
-            "file (written by --create-baseline).",
-        ),
-    ] = None,
-    create_baseline: Annotated[
-        Path | None,
-        typer.Option(
-            "--create-baseline",
-            metavar="FILE",
-            help="Write the current findings to FILE as a baseline; this run then reports "
-            "none of them.",
-        ),
-    ] = None,
-    fail_on: Annotated[
-        FailOn | None,
-        typer.Option(
-            "--fail-on",
-            case_sensitive=False,
-            help="Exit 1 when a finding at or above this severity remains "
-            "[default: the configuration's fail-on, else warning].",
-            show_default=False,
-        ),
-    ] = None,
-    select: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--select",
-            metavar="CODES",
-            help="Report only these codes or prefixes (comma-separated; replaces the "
-            "configuration's select).",
-        ),
-    ] = None,
-    ignore: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--ignore",
-            metavar="CODES",
-            help="Never report these codes or prefixes (added to the configuration's ignore).",
-        ),
-    ] = None,
-    fix: Annotated[
-        bool, typer.Option("--fix", help="Apply safe fixes to the files, in place.")
-    ] = False,
-    diff: Annotated[
-        bool,
-        typer.Option("--diff", help="Print the fixes as a unified diff; write nothing."),
-    ] = False,
-    unsafe_fixes: Annotated[
-        bool,
-        typer.Option("--unsafe-fixes", help="With --fix or --diff, apply unsafe fixes too."),
-    ] = False,
-    shm_size: Annotated[
-        str | None,
-        typer.Option(
-            "--shm-size",
-            metavar="SIZE",
-            help="The /dev/shm size fixes write (64m, 1g, 2Gi) [default: the "
-            "shmguard.io/shm-size annotation, else the sizing policy's 1 GiB, capped by a "
-            "memory limit].",
-            show_default=False,
-        ),
-    ] = None,
-    target: Annotated[
-        str | None,
-        typer.Option(
-            "--target",
-            metavar="TOOLS",
-            help="The tools the files are for, e.g. docker-cli=28,compose=v2|v1|podman-compose,"
-            "podman=4.3 (any subset) [default: the configuration's target, else "
-            "docker-cli=28,compose=v2,podman=4.3]; findings that depend on it name it.",
-            show_default=False,
-        ),
-    ] = None,
-    cluster: Annotated[
-        bool,
-        typer.Option(
-            "--cluster",
-            help="Check the live objects of a cluster (the kubeconfig's current context, or "
-            "in-cluster) instead of files; needs the cluster extra.",
-        ),
-    ] = False,
-    context: Annotated[
-        str | None,
-        typer.Option("--context", metavar="NAME", help="With --cluster: the kubeconfig context."),
-    ] = None,
-    namespace: Annotated[
-        str | None,
-        typer.Option(
-            "-n",
-            "--namespace",
-            metavar="NS",
-            help="With --cluster: this namespace [default: the context's].",
-            show_default=False,
-        ),
-    ] = None,
-    all_namespaces: Annotated[
-        bool,
-        typer.Option("-A", "--all-namespaces", help="With --cluster: every namespace."),
-    ] = False,
-    jobs: Annotated[
-        int,
-        typer.Option(
-            "--jobs",
-            "-j",
-            min=0,
-            metavar="N",
-            help="Check the files in N processes, this one included (Linux; the output is the "
-            "same); 1: one at a time; 0: one per usable CPU, at most one per 64 files. --fix, "
-            "and - (standard input), check one at a time.",
-        ),
-    ] = 0,
+    paths: PathsArgument = None,
+    json_out: JsonOutOption = False,
+    output_format: FormatOption = None,
+    baseline: BaselineOption = None,
+    create_baseline: CreateBaselineOption = None,
+    fail_on: FailOnOption = None,
+    select: SelectOption = None,
+    ignore: IgnoreOption = None,
+    fix: FixOption = False,
+    diff: DiffOption = False,
+    unsafe_fixes: UnsafeFixesOption = False,
+    shm_size: ShmSizeOption = None,
+    target: TargetOption = None,
+    cluster: ClusterOption = False,
+    context: ContextOption = None,
+    namespace: NamespaceOption = None,
+    all_namespaces: AllNamespacesOption = False,
+    jobs: JobsOption = 0,
     config: ConfigOption = None,
 ) -> None:
     """Check config files (or, with --cluster, a live cluster's objects) for /dev/shm
@@ -187,21 +76,56 @@ def check(
 
     Suppress a finding with a `# shmguard: ignore[SHM001]` comment on its line or the line
     above, or a `shmguard.io/ignore: "SHM001"` annotation (Kubernetes) or label (Compose)."""
-    from shmguard.config import Config, code_problem
-    from shmguard.lint.baseline import Baseline, BaselineError, entries, parse_baseline
     from shmguard.lint.check import CheckOptions
-    from shmguard.lint.config import RULES
-    from shmguard.lint.engine import unknown_codes
-    from shmguard.model import exit_status
-    from shmguard.render.check_text import (
-        diagnostic_line,
-        finding_lines,
-        fixed_line,
-        summary_line,
-    )
-    from shmguard.sources.discover import discover
 
     size = size_option(shm_size, "--shm-size")
+    conf = _configured(config, select, ignore)
+    paths = paths or []
+    _check_sources(paths, cluster, (context, namespace, all_namespaces), fix or diff, fix)
+    fail_on = fail_on or conf.fail_on or FailOn.WARNING
+    if json_out and output_format not in (None, OutputFormat.JSON):
+        fail(f"--json and --format {output_format.value} ask for two outputs; give one")
+    fmt = OutputFormat.JSON if json_out else output_format or OutputFormat.TEXT
+    known = _read_baseline(baseline)
+    options = CheckOptions(policy=conf.policy, shm_size=size, target=_target(conf.target, target))
+    make = create_baseline is not None
+    if cluster:
+        scope = (context, namespace, all_namespaces)
+        report = _check_cluster(scope, options, conf, fail_on, known, make)
+    else:
+        from shmguard.lint.report import check_paths
+
+        report = check_paths(
+            paths,
+            config=conf,
+            options=options,
+            fail_on=fail_on,
+            fix=fix,
+            diff=diff,
+            unsafe=unsafe_fixes,
+            jobs=jobs,
+            baseline=known,
+            create_baseline=make,
+            keep_sources=fmt is OutputFormat.SARIF,
+            skip=[p for p in (baseline, create_baseline) if p is not None],
+        )
+    for c in report.files:
+        if c.write_error is not None:
+            error_line(c.write_error)
+    if create_baseline is not None:
+        _write_baseline(create_baseline, report)
+    _output(fmt, report, conf)
+    if report.exit_status:
+        raise typer.Exit(report.exit_status)
+
+
+def _configured(config: Path | None, select: list[str] | None, ignore: list[str] | None) -> Config:
+    """The configuration read (``--config``, else the nearest), with ``--select`` and
+    ``--ignore`` over its own; exit 2 on a code no rule has."""
+    from shmguard.config import Config, code_problem
+    from shmguard.lint.config import RULES
+    from shmguard.lint.engine import unknown_codes
+
     conf = settings(config)
     sel, ign = _codes(select), _codes(ignore)
     every = (*RULES, *conf.checks)
@@ -217,8 +141,19 @@ def check(
     bad = unknown_codes(conf, every)
     if bad:
         fail(f"{conf.path}: {', '.join(bad)}: no such rule ({have})")
-    conf = dataclasses.replace(conf, select=sel or conf.select, ignore=(*conf.ignore, *ign))
-    paths = paths or []
+    return dataclasses.replace(conf, select=sel or conf.select, ignore=(*conf.ignore, *ign))
+
+
+def _check_sources(
+    paths: list[str],
+    cluster: bool,
+    scope: tuple[str | None, str | None, bool],
+    edits: bool,
+    fix: bool,
+) -> None:
+    """Exit 2 unless PATH... or --cluster (with its scope: --context, -n, -A) is given, and
+    --fix or --diff (``edits``) go with files."""
+    context, namespace, all_namespaces = scope
     if cluster and paths:
         fail("--cluster checks a cluster, not PATH...: give one or the other")
     if not cluster and not paths:
@@ -227,140 +162,113 @@ def check(
         fail("--context, -n and -A go with --cluster")
     if namespace and all_namespaces:
         fail("-n and -A ask for one namespace and for all: give one")
-    if cluster and (fix or diff):
+    if cluster and edits:
         fail("--fix and --diff edit files; --cluster reads live objects")
     if fix and "-" in paths:
         fail("--fix cannot write to standard input; use --diff")
-    fail_on = fail_on or conf.fail_on or FailOn.WARNING
-    if json_out and output_format not in (None, OutputFormat.JSON):
-        fail(f"--json and --format {output_format.value} ask for two outputs; give one")
-    fmt = OutputFormat.JSON if json_out else output_format or OutputFormat.TEXT
-    known: Baseline | None = None
-    if baseline is not None:
-        try:
-            known = parse_baseline(baseline.read_text(encoding="utf-8"), str(baseline))
-        except OSError as err:
-            fail(f"{baseline}: cannot read the baseline: {err.strerror or err}")
-        except (BaselineError, UnicodeDecodeError) as err:
-            fail(str(err) if isinstance(err, BaselineError) else f"{baseline}: not UTF-8")
-    options = CheckOptions(policy=conf.policy, shm_size=size, target=_target(conf.target, target))
-    results = []
-    sources: dict[str, bytes] = {}
-    errors = 0
-    fixed = 0
-    repaired: list[Finding] = []
-    diffs: list[str] = []
-    own = [p for p in (baseline, create_baseline) if p is not None]
-    if cluster:
-        from shmguard.fleet.cluster import ClusterError, read_cluster
-        from shmguard.fleet.cluster_check import check_objects
 
-        try:
-            snap = read_cluster(context, namespace, all_namespaces)
-        except ClusterError as err:
-            fail(str(err))
-        for note in snap.notes:
-            _info(note)
-        for result, data in check_objects(
-            snap.objects, snap.context, snap.view, options, config=conf
-        ):
-            sources[result.path] = data
-            results.append(result)
-    files = list(discover(paths, skip=own))
-    keep = baseline is not None or create_baseline is not None or fmt is OutputFormat.SARIF
-    for one in check_files(
-        files,
-        options,
-        conf,
-        fix=fix,
-        diff=diff,
-        unsafe=unsafe_fixes,
-        jobs=jobs_for(jobs, files, fix=fix),
-        keep_data=keep,
-    ):
-        result = one.result
-        fixed += one.fixed
-        repaired += one.repaired
-        if one.diff is not None:
-            diffs.append(one.diff)
-        errors += one.write_errors + sum(not d.info for d in result.diagnostics)
-        if one.data is not None:
-            sources[result.path] = one.data
-        results.append(result)
-    baselined = 0
-    if create_baseline is not None:
-        from shmguard.render.json import dumps as dump_json
 
-        found = entries((r, sources.get(r.path, b"")) for r in results)
-        try:
-            create_baseline.write_text(
-                dump_json("baseline", {"findings": found}) + "\n", encoding="utf-8"
-            )
-        except OSError as err:
-            fail(f"{create_baseline}: cannot write the baseline: {err.strerror or err}")
-        known = Baseline.of(found)
-    if known is not None:
-        kept = []
-        for r in results:
-            r, n = known.new_findings(r, sources.get(r.path, b""))
-            baselined += n
-            kept.append(r)
-        results = kept
-    findings = [f for r in results for f in r.findings]
-    code = exit_status(findings, fail_on)
-    if errors:
-        code = 2
+def _read_baseline(path: Path | None) -> Baseline | None:
+    """The baseline file ``path`` read, or None; exit 2 when it cannot be read."""
+    from shmguard.lint.baseline import BaselineError, parse_baseline
+
+    if path is None:
+        return None
+    try:
+        return parse_baseline(path.read_text(encoding="utf-8"), str(path))
+    except OSError as err:
+        fail(f"{path}: cannot read the baseline: {err.strerror or err}")
+    except (BaselineError, UnicodeDecodeError) as err:
+        fail(str(err) if isinstance(err, BaselineError) else f"{path}: not UTF-8")
+
+
+def _check_cluster(
+    scope: tuple[str | None, str | None, bool],
+    options: CheckOptions,
+    conf: Config,
+    fail_on: FailOn,
+    known: Baseline | None,
+    make: bool,
+) -> CheckReport:
+    """``check --cluster``'s report (exit 2 when the cluster cannot be read), its notes on
+    stderr."""
+    from shmguard.fleet.cluster import ClusterError
+    from shmguard.fleet.cluster_check import check_cluster
+
+    try:
+        report = check_cluster(
+            *scope, options, config=conf, fail_on=fail_on, baseline=known, create_baseline=make
+        )
+    except ClusterError as err:
+        fail(str(err))
+    for note in report.notes:
+        _info(note)
+    return report
+
+
+def _write_baseline(path: Path, report: CheckReport) -> None:
+    from shmguard.render.json import dumps
+
+    found = list(report.new_baseline or ())
+    try:
+        path.write_text(dumps("baseline", {"findings": found}) + "\n", encoding="utf-8")
+    except OSError as err:
+        fail(f"{path}: cannot write the baseline: {err.strerror or err}")
+
+
+def _output(fmt: OutputFormat, report: CheckReport, conf: Config) -> None:
+    """Print ``report`` in ``fmt`` (the rules for SARIF's catalogue: the built-in ones and
+    the configuration's checks)."""
     if fmt is OutputFormat.SARIF:
         import json
 
+        from shmguard.lint.config import RULES
         from shmguard.render.sarif import sarif_log
 
-        log = sarif_log(results, every, sources=sources)
+        log = sarif_log(report.results, (*RULES, *conf.checks), sources=report.sources)
         sys.stdout.write(json.dumps(log, indent=2, ensure_ascii=False) + "\n")
     elif fmt is OutputFormat.GITHUB:
         from shmguard.render.github import annotation, diagnostic_annotation
 
-        lines = [diagnostic_annotation(d) for r in results for d in r.diagnostics]
-        lines += [annotation(f, r.path) for r in results for f in r.findings]
-        lines.append(summary_line(findings, len(results), fixed, baselined, written=not diff))
-        sys.stdout.write("\n".join(lines) + "\n")
+        lines = [diagnostic_annotation(d) for r in report.results for d in r.diagnostics]
+        lines += [annotation(f, r.path) for r in report.results for f in r.findings]
+        sys.stdout.write("\n".join([*lines, _summary(report)]) + "\n")
     elif fmt is OutputFormat.JSON:
-        from shmguard.render.json import dumps
+        from shmguard.render.check_json import check_json
 
-        counts = {s: sum(f.severity.value == s for f in findings) for s in _LEVELS}
-        body = {
-            "files": [
-                {
-                    "file": r.path,
-                    "kind": r.kind,
-                    "findings": r.findings,
-                    "diagnostics": [dataclasses.asdict(d) for d in r.diagnostics],
-                }
-                for r in results
-            ],
-            "summary": {
-                **counts,
-                "files": len(results),
-                "fixed": fixed,
-                "baselined": baselined,
-                "fail_on": fail_on,
-                "exit_status": code,
-                "config": str(conf.path) if conf.path is not None else None,
-            },
-        }
-        sys.stdout.write(dumps("check", body) + "\n")
+        sys.stdout.write(check_json(report) + "\n")
     else:
-        out = [fixed_line(f) for f in repaired]
-        for r in results:
-            for d in r.diagnostics:
-                (error_line if not d.info else _info)(diagnostic_line(d))
-            for f in r.findings:
-                out += finding_lines(f)
-        out += diffs
-        out.append(summary_line(findings, len(results), fixed, baselined, written=not diff))
-        sys.stdout.write("\n".join(line.rstrip("\n") for line in out) + "\n")
-    if code:
-        raise typer.Exit(code)
+        _text(report)
+
+
+def _text(report: CheckReport) -> None:
+    """The fixes written, the findings, the diffs and the summary on stdout; the files that
+    could not be read on stderr."""
+    from shmguard.render.check_text import (
+        diagnostic_line,
+        finding_lines,
+        fixed_line,
+        unified_diff,
+    )
+
+    out = [fixed_line(f) for f in report.repaired]
+    for r in report.results:
+        for d in r.diagnostics:
+            (error_line if not d.info else _info)(diagnostic_line(d))
+        for f in r.findings:
+            out += finding_lines(f)
+    for c in report.files:
+        if c.fixed_data is not None:
+            out.append(unified_diff(c.result.path, c.data or b"", c.fixed_data))
+    out.append(_summary(report))
+    sys.stdout.write("\n".join(line.rstrip("\n") for line in out) + "\n")
+
+
+def _summary(report: CheckReport) -> str:
+    from shmguard.render.check_text import summary_line
+
+    found, files = report.findings, len(report.files)
+    return summary_line(found, files, report.fixed, report.baselined, written=report.written)
 
 
 def _target(configured: str, given: str | None) -> Any:
@@ -374,9 +282,6 @@ def _target(configured: str, given: str | None) -> Any:
 
 def _info(line: str) -> None:
     info_line(line)
-
-
-_LEVELS = ("error", "warning", "info")
 
 
 # Registered after `check`, so that --help lists rules and rule beside it.

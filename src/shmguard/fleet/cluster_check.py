@@ -9,8 +9,9 @@ a finding's location is ``cluster://<context>/<namespace>/<Kind>/<name>`` (``_``
 cluster-scoped object) with the YAML path of the field, and no line.
 
 A SHM001 finding (an ML container with no volume at /dev/shm) in a pod the webhook sizes
-(:mod:`shmguard.fleet.coverage`) becomes an info finding that says so: the pods the
-controller makes will get their /dev/shm at admission. Not in a Pod read back from the API
+(:func:`shmguard.lint.coverage.cover`, the step ``check`` runs over files too) becomes an
+info finding that says so: the pods the controller makes will get their /dev/shm at
+admission. Not in a Pod read back from the API
 server: that one was admitted already, without a /dev/shm.
 """
 
@@ -23,18 +24,17 @@ from typing import Any
 import yaml
 
 from shmguard.config import Config
-from shmguard.fleet import names
-from shmguard.fleet.coverage import WebhookView, view_from_objects
+from shmguard.lint.baseline import Baseline
 from shmguard.lint.check import CheckOptions, FileResult, check_loaded
-from shmguard.model import Severity
-from shmguard.model.finding import Applicability, Finding, Location
-from shmguard.sources.k8s import PodSpec
-from shmguard.sources.k8s_model import dig, text
-from shmguard.sources.load import LoadedFile, load_bytes
+from shmguard.lint.check_files import Checked
+from shmguard.lint.coverage import WebhookView, cover, stream_view
+from shmguard.lint.report import CheckReport, report_of
+from shmguard.model import FailOn
+from shmguard.model.finding import Applicability, Location
+from shmguard.sources.load import load_bytes
 
-#: The words of SHM001's Kubernetes finding for a container with nothing at /dev/shm (its
-#: disk-backed emptyDir variant says otherwise and is not covered).
-_NO_SHM = "with no volume at /dev/shm"
+__all__ = ["check_cluster", "check_objects", "clean", "cover", "object_uri", "stream_view"]
+
 #: Metadata the API server adds that says nothing about /dev/shm (and can be large).
 _DROP_META = ("managedFields",)
 _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -58,73 +58,6 @@ def clean(obj: Mapping[str, Any]) -> dict[str, Any]:
         meta["annotations"] = {k: v for k, v in meta["annotations"].items() if k != _LAST_APPLIED}
     out["metadata"] = meta
     return out
-
-
-def _pod_for(lf: LoadedFile, path: str | None) -> PodSpec | None:
-    """The pod spec whose YAML path is the longest prefix of ``path``."""
-    if path is None:
-        return None
-    best: PodSpec | None = None
-    for pod in lf.pod_specs:
-        p = pod.path
-        if (path == p or path.startswith((p + ".", p + "["))) and (
-            best is None or len(p) > len(best.path)
-        ):
-            best = pod
-    return best
-
-
-def _strings(nodes: Mapping[str, Any]) -> dict[str, str]:
-    return {k: v for k, n in nodes.items() if (v := text(n)) is not None}
-
-
-def _admitted(pod: PodSpec) -> bool:
-    """Whether ``pod`` is a Pod object read back from an API server (it has a ``uid``)."""
-    uid = dig(pod.obj.node, "metadata", "uid")
-    return pod.obj.kind == "Pod" and not pod.obj.group and uid is not None
-
-
-def cover(result: FileResult, lf: LoadedFile, view: WebhookView) -> FileResult:
-    """``result`` with each SHM001 no-/dev/shm finding in a pod the webhook sizes turned into
-    an info finding saying it is covered (and why). A Pod read back from the API (it has a
-    ``metadata.uid``) was admitted already: its finding stays a warning and says the webhook
-    did not size it."""
-    if not view.installed:
-        return result
-    out: list[Finding] = []
-    for f in result.findings:
-        pod = _pod_for(lf, f.location.path if f.location else None)
-        why = None
-        if f.code == "SHM001" and _NO_SHM in f.message and pod is not None:
-            gpu = any(c.gpu is not None for c in pod.containers)
-            why = view.covers(
-                pod.obj.namespace, _strings(pod.annotations), _strings(pod.labels), gpu
-            )
-        if why is None:
-            out.append(f)
-            continue
-        if pod is not None and _admitted(pod):
-            # a Pod the API server holds went through admission already: the webhook did
-            # not size it, whatever its namespace says now
-            out.append(
-                dataclasses.replace(
-                    f,
-                    message=f"{f.message}; the shmguard webhook covers it ({why}) but this pod "
-                    "was admitted without a /dev/shm (created before the webhook, or the "
-                    "webhook did not answer): recreate it",
-                )
-            )
-            continue
-        out.append(
-            dataclasses.replace(
-                f,
-                severity=Severity.INFO,
-                message=f"{f.message}; covered by the shmguard webhook ({why}): its pods get "
-                "a sized /dev/shm at admission",
-                fix=None,
-            )
-        )
-    return dataclasses.replace(result, findings=tuple(out))
 
 
 def _relocate(result: FileResult, uri: str) -> FileResult:
@@ -164,26 +97,37 @@ def check_objects(
         yield _relocate(result, uri), data
 
 
-def stream_view(lf: LoadedFile) -> WebhookView:
-    """The webhook view found in a loaded stream (``kubectl get mutatingwebhookconfiguration,
-    namespaces,deployments -A -o yaml``): empty unless it holds the shmguard configuration."""
-    if lf.src is None or not any(
-        o.kind == "MutatingWebhookConfiguration" and o.name == names.WEBHOOK_CONFIGURATION
-        for o in lf.objects
-    ):
-        return WebhookView()
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
-        docs = [d for d in yaml.load_all(lf.src.text, Loader=loader) if isinstance(d, Mapping)]
-    except yaml.YAMLError:
-        return WebhookView()
-    return view_from_objects(_expand(docs))
+def check_cluster(
+    context: str | None,
+    namespace: str | None,
+    all_namespaces: bool,
+    options: CheckOptions | None = None,
+    *,
+    config: Config | None = None,
+    fail_on: FailOn | None = None,
+    baseline: Baseline | None = None,
+    create_baseline: bool = False,
+) -> CheckReport:
+    """``shmguard check --cluster``: the live objects of a cluster
+    (:func:`~shmguard.fleet.cluster.read_cluster`) checked by :func:`check_objects`, as a
+    :class:`~shmguard.lint.report.CheckReport` (the objects' YAML text as their sources, the
+    reading's notes, the baseline as :func:`~shmguard.lint.report.check_paths` takes it). An
+    object's diagnostics do not count as errors: the exit status is 0 or 1.
 
+    Raises:
+        ClusterError: the cluster could not be read (one line).
+    """
+    from shmguard.fleet.cluster import read_cluster
 
-def _expand(docs: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
-    for d in docs:
-        kind = d.get("kind")
-        if isinstance(kind, str) and kind.endswith("List") and isinstance(d.get("items"), list):
-            yield from _expand(i for i in d["items"] if isinstance(i, Mapping))
-        else:
-            yield d
+    snap = read_cluster(context, namespace, all_namespaces)
+    found = check_objects(snap.objects, snap.context, snap.view, options, config=config)
+    conf = config or Config()
+    return report_of(
+        (Checked(result, data) for result, data in found),
+        fail_on=fail_on or conf.fail_on or FailOn.WARNING,
+        baseline=baseline,
+        create_baseline=create_baseline,
+        config=conf.path,
+        notes=snap.notes,
+        errors=0,
+    )

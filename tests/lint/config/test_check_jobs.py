@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from shmguard.cli._check_files import (
+from shmguard.config import Config
+from shmguard.lint.check import CheckOptions
+from shmguard.lint.check_files import (
     FILES_PER_JOB,
     Checked,
     _forked,
@@ -23,8 +25,6 @@ from shmguard.cli._check_files import (
     check_one,
     jobs_for,
 )
-from shmguard.config import Config
-from shmguard.lint.check import CheckOptions
 
 HERE = Path(__file__).parent
 CORPUS = HERE.parents[2] / ".." / "shared" / "corpus"
@@ -143,7 +143,7 @@ def test_workers_check_in_order_and_send_the_bytes_only_when_asked(tmp_path: Pat
     paths = sorted(str(p) for p in tree.rglob("*") if p.is_file())
     opts, conf = CheckOptions(), Config()
     kw = {"fix": False, "diff": False, "unsafe": False}
-    serial = list(check_files(paths, opts, conf, jobs=1, keep_data=False, **kw))
+    serial = list(check_files(paths, opts, conf, jobs=1, keep_data=True, **kw))
     lean = list(check_files(paths, opts, conf, jobs=2, keep_data=False, **kw))
     full = list(check_files(paths, opts, conf, jobs=2, keep_data=True, **kw))
     assert [c.result for c in lean] == [c.result for c in serial] == [c.result for c in full]
@@ -151,6 +151,11 @@ def test_workers_check_in_order_and_send_the_bytes_only_when_asked(tmp_path: Pat
     assert all(c.data is None for c in lean)  # from the workers, without the bytes
     assert [c.data for c in full] == [c.data for c in serial]
     assert any(c.data for c in serial)
+    # however many processes check: the same values, the bytes only when asked for
+    assert list(check_files(paths, opts, conf, jobs=1, keep_data=False, **kw)) == lean
+    diffed = list(check_files(paths, opts, conf, jobs=2, keep_data=False, **{**kw, "diff": True}))
+    assert any(c.fixed_data is not None for c in diffed)
+    assert all((c.data is None) is (c.fixed_data is None) for c in diffed)  # kept to diff
     with pytest.raises(ValueError, match="--fix"):
         next(check_files(paths, opts, conf, jobs=2, keep_data=False, **{**kw, "fix": True}))
 
@@ -209,7 +214,7 @@ def test_more_files_than_queue_places_keep_their_order(tmp_path: Path) -> None:
 
 _STUCK_WORKERS = """
 import os, sys, time
-from shmguard.cli._check_files import _forked
+from shmguard.lint.check_files import _forked
 
 def run(path):
     open(os.path.join(sys.argv[1], str(os.getpid())), "w").close()

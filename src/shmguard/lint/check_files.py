@@ -1,8 +1,10 @@
-"""Checking (and fixing) the files of `shmguard check`: one at a time, or in several processes.
+"""Checking (and fixing) the files of `shmguard check`
+(:func:`shmguard.lint.report.check_paths`): one at a time, or in several processes.
 
 :func:`check_files` yields one :class:`Checked` per path, in the order of the paths, whichever
-way it runs, so the output of ``check`` does not depend on it (tests/lint/config/
-test_check_jobs.py compares the serial and parallel output byte for byte). The other processes
+way it runs, so the report of ``check`` does not depend on it (tests/lint/config/
+test_check_jobs.py compares the serial and parallel output byte for byte). Nothing here
+prints: a file that could not be written is a :attr:`Checked.write_error`. The other processes
 are forked (``os.fork``, Linux only): they inherit the loaded modules, the configuration and
 the user-defined checks without pickling them, and start in milliseconds; on macOS a forked
 child is unsafe and a spawned one would import shmguard again (the :mod:`multiprocessing`
@@ -20,8 +22,6 @@ import struct
 import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, NoReturn
-
-from shmguard.cli._common import error_line
 
 if TYPE_CHECKING:
     from shmguard.config import Config
@@ -51,16 +51,26 @@ _MAX_CHUNKS = 1024
 
 @dataclasses.dataclass(frozen=True)
 class Checked:
-    """What checking (and fixing) one file gave: its result, bytes as read (None when not
-    decoded, or not asked for from several processes), fixes counted and written, the diff
-    (``--diff``), failed writes."""
+    """What checking (and fixing) one file gave.
+
+    Attributes:
+        result: the findings (left after the fixes written) and diagnostics.
+        data: the bytes checked (after the fixes written), None when not decoded or not asked
+            for (``keep_data``) unless ``fixed_data`` is set.
+        fixed: the fixes applied (written, or with ``diff`` to be written; counted when the
+            write failed too).
+        repaired: the findings whose fixes were written.
+        fixed_data: with ``diff``, the bytes the fixes would write (None: no change).
+        write_error: ``<path>: cannot write: <reason>`` when the fixed file could not be
+            written (the file is left as it was).
+    """
 
     result: FileResult
     data: bytes | None
     fixed: int = 0
     repaired: tuple[Finding, ...] = ()
-    diff: str | None = None
-    write_errors: int = 0
+    fixed_data: bytes | None = None
+    write_error: str | None = None
 
 
 def usable_cpus() -> int:
@@ -102,7 +112,6 @@ def _check_one(
     path: str, options: CheckOptions, conf: Config, *, fix: bool, diff: bool, unsafe: bool
 ) -> Checked:
     from shmguard.lint.check import check_loaded, fix_file, write_atomic
-    from shmguard.render.check_text import unified_diff
     from shmguard.sources.load import load_bytes, load_path
 
     lf = load_path(path)
@@ -110,7 +119,7 @@ def _check_one(
     if not (fix or diff) or data is None or lf.kind == "error":
         result = check_loaded(lf, options, config=conf)
         if lf.kind == "kubernetes":  # a stream that holds the shmguard webhook's objects
-            from shmguard.fleet.cluster_check import cover, stream_view
+            from shmguard.lint.coverage import cover, stream_view
 
             result = cover(result, lf, stream_view(lf))
         return Checked(result, data)
@@ -118,14 +127,14 @@ def _check_one(
     if fr.data == data:
         return Checked(fr.remaining, data)
     if diff:
-        text = unified_diff(path, data, fr.data)
-        return Checked(check_loaded(lf, options, config=conf), data, len(fr.applied), diff=text)
+        result = check_loaded(lf, options, config=conf)
+        return Checked(result, data, len(fr.applied), fixed_data=fr.data)
     try:
         write_atomic(path, fr.data)
     except OSError as err:
-        error_line(f"{path}: cannot write: {err.strerror or err}")
         result = check_loaded(lf, options, config=conf)
-        return Checked(result, data, len(fr.applied), write_errors=1)
+        why = f"{path}: cannot write: {err.strerror or err}"
+        return Checked(result, data, len(fr.applied), write_error=why)
     new = load_bytes(fr.data, path).src
     return Checked(fr.remaining, new.data if new else None, len(fr.applied), fr.applied)
 
@@ -142,8 +151,9 @@ def check_files(
     keep_data: bool,
 ) -> Iterator[Checked]:
     """:func:`check_one` for each of ``paths``, in their order, in ``jobs`` processes (from
-    :func:`jobs_for`; 1: this one alone). ``fix`` needs ``jobs`` 1. With ``jobs`` above 1,
-    ``data`` is None unless ``keep_data`` (it is most of what the workers send). An exception
+    :func:`jobs_for`; 1: this one alone). ``fix`` needs ``jobs`` 1. ``data`` is None unless
+    ``keep_data`` or the file has ``fixed_data`` (the bytes are most of what the workers
+    send), however many processes check. An exception
     raised in a worker is raised here (with the worker's traceback as a note), as it would be
     serially. When no more processes can be forked (the descriptor or process limits:
     ``ulimit -n``, ``ulimit -u``), the ones forked so far check the files.
@@ -157,20 +167,21 @@ def check_files(
     worker fewer. Over ../shared/corpus on the 2-CPU development machine (under load from other
     jobs, load average 2.5-3.3; the least of six runs each) checking in one process took
     1.04-1.05 s of CPU time, a pool of two workers 1.20 s, this with two processes 1.12 s."""
-    if jobs <= 1:
-        for path in paths:
-            yield check_one(path, options, conf, fix=fix, diff=diff, unsafe=unsafe)
-        return
-    if fix:
+    if jobs > 1 and fix:
         raise ValueError("--fix writes files in this process: jobs must be 1")
 
     def run(path: str) -> Checked:
-        return check_one(path, options, conf, fix=False, diff=diff, unsafe=unsafe)
+        return check_one(path, options, conf, fix=fix, diff=diff, unsafe=unsafe)
 
     def lean(path: str) -> Checked:
-        return dataclasses.replace(run(path), data=None)
+        got = run(path)
+        return got if got.fixed_data is not None else dataclasses.replace(got, data=None)
 
-    yield from _forked(paths, jobs, run if keep_data else lean)
+    each = run if keep_data else lean
+    if jobs <= 1:
+        yield from map(each, paths)
+    else:
+        yield from _forked(paths, jobs, each)
 
 
 def _forked(paths: list[str], n: int, run: Callable[[str], Checked]) -> list[Checked]:
@@ -179,8 +190,8 @@ def _forked(paths: list[str], n: int, run: Callable[[str], Checked]) -> list[Che
     import signal
 
     # imported here rather than in every worker (each file's check may need them)
-    import shmguard.fleet.cluster_check
-    import shmguard.render.check_text  # noqa: F401
+    import shmguard.lint.check
+    import shmguard.lint.coverage  # noqa: F401
 
     # the work queue: the start of every chunk, 4 bytes each, written whole before any reader
     # exists, so each read of 4 bytes takes one start (or none: the end of the queue)

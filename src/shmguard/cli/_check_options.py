@@ -1,0 +1,185 @@
+"""The arguments and options of `shmguard check` (cli/check.py), declared apart so that the
+command reads as what it does: parse, check, render, exit."""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from shmguard.model import FailOn
+
+__all__ = [
+    "AllNamespacesOption",
+    "BaselineOption",
+    "ClusterOption",
+    "ContextOption",
+    "CreateBaselineOption",
+    "DiffOption",
+    "FailOnOption",
+    "FixOption",
+    "FormatOption",
+    "IgnoreOption",
+    "JobsOption",
+    "JsonOutOption",
+    "NamespaceOption",
+    "OutputFormat",
+    "PathsArgument",
+    "SelectOption",
+    "ShmSizeOption",
+    "TargetOption",
+    "UnsafeFixesOption",
+]
+
+
+class OutputFormat(str, enum.Enum):
+    """``check --format``: text for people, JSON (``shmguard.check/1``), SARIF 2.1.0, or
+    GitHub Actions workflow commands (annotations)."""
+
+    TEXT = "text"
+    JSON = "json"
+    SARIF = "sarif"
+    GITHUB = "github"
+
+
+PathsArgument = Annotated[
+    list[str] | None,
+    typer.Argument(
+        metavar="PATH...",
+        help="Files or directories (walked, .gitignore respected) to check; - reads "
+        "standard input (helm template ... | shmguard check -, kubectl get -A -o yaml "
+        "| shmguard check -).",
+        show_default=False,
+    ),
+]
+JsonOutOption = Annotated[
+    bool,
+    typer.Option("--json", help="Print the shmguard.check/1 JSON document (--format json)."),
+]
+FormatOption = Annotated[
+    OutputFormat | None,
+    typer.Option(
+        "--format",
+        case_sensitive=False,
+        help="Output: text, json (shmguard.check/1), sarif (SARIF 2.1.0, for code "
+        "scanning) or github (::error file=...,line=... annotations for GitHub Actions) "
+        "[default: text].",
+        show_default=False,
+    ),
+]
+BaselineOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--baseline",
+        metavar="FILE",
+        help="Report (and count in the exit status) only findings not in this baseline "
+        "file (written by --create-baseline).",
+    ),
+]
+CreateBaselineOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--create-baseline",
+        metavar="FILE",
+        help="Write the current findings to FILE as a baseline; this run then reports "
+        "none of them.",
+    ),
+]
+FailOnOption = Annotated[
+    FailOn | None,
+    typer.Option(
+        "--fail-on",
+        case_sensitive=False,
+        help="Exit 1 when a finding at or above this severity remains "
+        "[default: the configuration's fail-on, else warning].",
+        show_default=False,
+    ),
+]
+SelectOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--select",
+        metavar="CODES",
+        help="Report only these codes or prefixes (comma-separated; replaces the "
+        "configuration's select).",
+    ),
+]
+IgnoreOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--ignore",
+        metavar="CODES",
+        help="Never report these codes or prefixes (added to the configuration's ignore).",
+    ),
+]
+FixOption = Annotated[bool, typer.Option("--fix", help="Apply safe fixes to the files, in place.")]
+DiffOption = Annotated[
+    bool,
+    typer.Option("--diff", help="Print the fixes as a unified diff; write nothing."),
+]
+UnsafeFixesOption = Annotated[
+    bool,
+    typer.Option("--unsafe-fixes", help="With --fix or --diff, apply unsafe fixes too."),
+]
+ShmSizeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--shm-size",
+        metavar="SIZE",
+        help="The /dev/shm size fixes write (64m, 1g, 2Gi) [default: the "
+        "shmguard.io/shm-size annotation, else the sizing policy's 1 GiB, capped by a "
+        "memory limit].",
+        show_default=False,
+    ),
+]
+TargetOption = Annotated[
+    str | None,
+    typer.Option(
+        "--target",
+        metavar="TOOLS",
+        help="The tools the files are for, e.g. docker-cli=28,compose=v2|v1|podman-compose,"
+        "podman=4.3 (any subset) [default: the configuration's target, else "
+        "docker-cli=28,compose=v2,podman=4.3]; findings that depend on it name it.",
+        show_default=False,
+    ),
+]
+ClusterOption = Annotated[
+    bool,
+    typer.Option(
+        "--cluster",
+        help="Check the live objects of a cluster (the kubeconfig's current context, or "
+        "in-cluster) instead of files; needs the cluster extra.",
+    ),
+]
+ContextOption = Annotated[
+    str | None,
+    typer.Option("--context", metavar="NAME", help="With --cluster: the kubeconfig context."),
+]
+NamespaceOption = Annotated[
+    str | None,
+    typer.Option(
+        "-n",
+        "--namespace",
+        metavar="NS",
+        help="With --cluster: this namespace [default: the context's].",
+        show_default=False,
+    ),
+]
+AllNamespacesOption = Annotated[
+    bool,
+    typer.Option("-A", "--all-namespaces", help="With --cluster: every namespace."),
+]
+JobsOption = Annotated[
+    int,
+    typer.Option(
+        "--jobs",
+        "-j",
+        min=0,
+        metavar="N",
+        help="Check the files in N processes, this one included (Linux; the output is the "
+        "same); 1: one at a time; 0: one per usable CPU, at most one per 64 files. --fix, "
+        "and - (standard input), check one at a time.",
+    ),
+]
