@@ -6,14 +6,13 @@ series), replayed query by query."""
 from __future__ import annotations
 
 import json
-from importlib import resources
 
-import jsonschema
 import pytest
 import yaml
 from record_rightsize import OWNERS, PODS
 from rightsize_rows import OPTIONS, RECORDED, recorded_report, replay
 
+from schema_registry import validator
 from shmguard.estimate.policy import Policy, memory_limit_for, shm_size_for
 from shmguard.monitor.prom import PromError, Sample, parse_prom_duration, parse_vector
 from shmguard.monitor.rightsize import (
@@ -285,10 +284,7 @@ def test_json_body_validates_against_its_schema() -> None:
     files = {k: p.name for p in patches for k in p.covers}
     extra = {"percentile": 0.99, "min_samples": 1}
     data = json.loads(json.dumps(envelope("recommend", rightsize_data(report, extra, files))))
-    schema = json.loads(
-        (resources.files("shmguard") / "schemas" / "recommend.schema.json").read_text()
-    )
-    jsonschema.validate(data, schema)
+    validator("recommend").validate(data)
     train = next(w for w in data["workloads"] if w["workload"] == "train")
     assert train["recommendation"]["shm_size"] == 80 * MiB
     assert train["patch"] == "ml-deployment-train.yaml"
