@@ -7,7 +7,6 @@ matplotlib) happen inside the command bodies.
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import typer
 
@@ -86,61 +85,10 @@ def sandbox(
         )
     if json_out:
         from shmguard.render.json import dumps
+        from shmguard.render.json_bodies import sandbox_body
 
-        body = {
-            "command": argv,
-            "shm_size": shm,
-            "memory_limit": mem,
-            "cpus": cpus,
-            "exit_status": result.exit_status,
-            "exit_code": result.exit_code,
-            "signal": result.signal_name,
-            "stopped_by": result.stopped_by,
-            "exec_error": result.exec_error,
-            "memory_peak": result.memory_peak,
-            "proc_remounted": result.proc_remounted,
-            "user_namespace": result.user_namespace,
-            "wall_time": round(result.wall_time, 3),
-            "leftovers": result.leftovers,
-            "oom_kills": result.oom_kills,
-        }
-        sys.stdout.write(dumps("sandbox", body) + "\n")
+        sys.stdout.write(dumps("sandbox", sandbox_body(spec, result)) + "\n")
     raise typer.Exit(result.exit_status)
-
-
-def measure_body(result: Any) -> dict[str, Any]:
-    """The ``shmguard.measure/1`` body of a MeasureResult (also nested in probe's JSON)."""
-    from shmguard.render.measure_text import thin_samples
-
-    tl = result.timeline
-    return {
-        "command": list(result.command),
-        "shm_size": result.shm_size,
-        "memory_limit": result.memory_limit,
-        "cpus": result.cpus,
-        "exit_status": result.exit_status,
-        "signal": result.signal,
-        "stopped_by": result.stopped_by,
-        "cause": result.cause,
-        "peak": result.peak,
-        "peak_at": round(result.peak_at, 4),
-        "baseline": result.baseline,
-        "owners_at_peak": result.owners_at_peak,
-        "rss_peak": result.rss_peak,
-        "memory_peak": result.memory_peak,
-        "wall_time": round(result.wall_time, 3),
-        "sampling": {
-            "interval": tl.interval,
-            "samples": tl.n_samples,
-            "mean_interval": round(tl.mean_interval, 6),
-            "max_gap": round(tl.max_gap, 6),
-            "realtime": tl.realtime,
-            "owner_scans": len(tl.owners),
-            "errors": list(tl.errors),
-        },
-        "timeline": [[round(t, 4), u] for t, u in thin_samples(tl)],
-        "recommendation": result.recommendation,
-    }
 
 
 @app.command(context_settings=_CTX)
@@ -218,6 +166,7 @@ def measure(
         _write_plot(result, plot)
     if json_out:
         from shmguard.render.json import dumps
+        from shmguard.render.json_bodies import measure_body
 
         sys.stdout.write(dumps("measure", measure_body(result)) + "\n")
     else:

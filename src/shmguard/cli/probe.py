@@ -30,7 +30,6 @@ from shmguard.cli._runopts import (
     _print,
     _within_memory,
 )
-from shmguard.cli.measure import measure_body
 
 
 class _ProgressObserver:
@@ -83,46 +82,6 @@ def _run_probe(argv: list[str], **kwargs: Any) -> Any:
         result = probe_command(argv, observer=observer, **kwargs)
         progress.advance(observer.task)
     return result
-
-
-def _probe_body(result: Any) -> dict[str, Any]:
-    model = result.model
-    return {
-        "command": list(result.command),
-        "measure": measure_body(result.measure),
-        "floor": result.floor,
-        "tolerance": result.tolerance,
-        "confirm": result.confirm,
-        "minimum": result.minimum,
-        "minimum_basis": result.minimum_basis,
-        "start_basis": result.start_basis,
-        "model": None
-        if model is None
-        else {
-            "workers": model.workers,
-            "batch_bytes": model.batch_bytes,
-            "prefetch_factor": model.prefetch_factor,
-            "steady": model.prediction.steady,
-            "peak": model.prediction.peak,
-        },
-        "trial_time": result.trial_time,
-        "survived": result.survived,
-        "stderr_tail": list(result.measure.stderr_tail),
-        "trials": [{**_trial_dict(t)} for t in result.trials],
-        "pass_rates": result.pass_rates,
-        "recommendation": result.recommendation,
-        "verified": result.verified,
-        "runs": result.runs,
-        "wall_time": round(result.wall_time, 3),
-    }
-
-
-def _trial_dict(trial: Any) -> dict[str, Any]:
-    from shmguard.render.json import to_data
-
-    data: dict[str, Any] = to_data(trial)
-    data["wall_time"] = round(trial.wall_time, 3)
-    return data
 
 
 @app.command(context_settings=_CTX)
@@ -223,8 +182,9 @@ def probe(
         fail("interrupted; the sandbox was torn down", EXIT_INTERRUPTED)
     if json_out:
         from shmguard.render.json import dumps
+        from shmguard.render.json_bodies import probe_body
 
-        sys.stdout.write(dumps("probe", _probe_body(result)) + "\n")
+        sys.stdout.write(dumps("probe", probe_body(result)) + "\n")
     else:
         from shmguard.render.measure_text import probe_report
 
