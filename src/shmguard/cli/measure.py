@@ -27,6 +27,7 @@ from shmguard.cli._runopts import (
     _Plot,
     _positive,
     _print,
+    _sandbox_errors,
     _write_plot,
 )
 
@@ -53,7 +54,7 @@ def sandbox(
     The exit status is the command's (128+N when signal N killed it). Nothing is left mounted,
     created or running afterwards.
     """
-    from shmguard.measure.sandbox import Sandbox, SandboxError, SandboxSpec
+    from shmguard.measure.sandbox import Sandbox, SandboxSpec
 
     shm = size_option(shm_size, "--shm-size")
     mem = size_option(memory, "--memory")
@@ -63,14 +64,9 @@ def sandbox(
     assert shm is not None
     spec = SandboxSpec(tuple(argv), shm, memory_limit=mem, cpus=cpus, account_memory=True)
     output = "tee" if json_out else "inherit"
-    try:
-        with Sandbox(spec, output=output, stdout_fd=2) as box:
-            box.start()
-            result = box.wait(stop_grace=stop_timeout)
-    except SandboxError as err:
-        fail(str(err))
-    except KeyboardInterrupt:
-        fail("interrupted; the sandbox was torn down", EXIT_INTERRUPTED)
+    with _sandbox_errors(), Sandbox(spec, output=output, stdout_fd=2) as box:
+        box.start()
+        result = box.wait(stop_grace=stop_timeout)
     if result.exec_error:
         sys.stderr.write(f"shmguard: error: {result.exec_error}\n")
     if result.stopped_by:
@@ -128,7 +124,6 @@ def measure(
     usage errors or a sandbox that cannot be set up.
     """
     from shmguard.measure.run import measure_command
-    from shmguard.measure.sandbox import SandboxError
 
     shm = size_option(shm_size, "--shm-size")
     mem = size_option(memory, "--memory")
@@ -144,7 +139,7 @@ def measure(
     _limits(shm, mem, cpus)
     if plot is not None:
         _check_plot(plot)
-    try:
+    with _sandbox_errors():
         result = measure_command(
             argv,
             shm_size=shm,
@@ -158,10 +153,6 @@ def measure(
             output="tee",
             stdout_fd=2 if json_out else 1,
         )
-    except SandboxError as err:
-        fail(str(err))
-    except KeyboardInterrupt:
-        fail("interrupted; the sandbox was torn down", EXIT_INTERRUPTED)
     if plot is not None:
         _write_plot(result, plot)
     if json_out:
