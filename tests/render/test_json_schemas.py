@@ -123,9 +123,13 @@ def _rules(_tmp: Path, _prom: str) -> Docs:
     return [shmguard("rules", "--json")]
 
 
-def _recommend(_tmp: Path, prom: str) -> Docs:
-    args = ["--prometheus", prom, "--window", "5m", "--min-samples", "1"]
-    return [shmguard("recommend", *args, "--json")]
+def _recommend(tmp: Path, prom: str) -> Docs:
+    args = ["--prometheus", prom, "--window", "5m", "--min-samples", "1", "--json"]
+    manifest = tmp / "pod.yaml"
+    manifest.write_bytes((CHECK_FIXTURES / "pod_good.yaml").read_bytes())
+    with_manifests = shmguard("recommend", *args, "--manifests", str(manifest))
+    assert with_manifests["manifests"]["files"][0]["file"] == str(manifest)
+    return [shmguard("recommend", *args, "--patches", str(tmp / "patches")), with_manifests]
 
 
 def _watch(tmp: Path, _prom: str) -> Docs:

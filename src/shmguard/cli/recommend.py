@@ -154,7 +154,6 @@ def _output(
 ) -> None:
     from shmguard.render.rightsize_text import (
         basis_lines,
-        rightsize_data,
         rightsize_table,
         workload_patches,
     )
@@ -174,15 +173,11 @@ def _output(
     edited = _manifests(report, *manifests) if manifests[0] else None
     if json_out:
         from shmguard.render.json import dumps
+        from shmguard.render.json_bodies import recommend_body
 
-        extra: dict[str, object] = {
-            "percentile": options.percentile,
-            "min_samples": options.min_samples,
-        }
-        if edited is not None:
-            extra["manifests"] = edited.data
+        body = recommend_body(report, options, files, edited.data if edited is not None else None)
         if sys.stdout is not None:
-            sys.stdout.write(dumps("recommend", rightsize_data(report, extra, files)) + "\n")
+            sys.stdout.write(dumps("recommend", body) + "\n")
         if edited is not None and edited.errors:
             raise typer.Exit(2)
         return

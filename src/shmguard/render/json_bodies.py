@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
     from pathlib import Path
 
     from shmguard.lint.doctor import DoctorReport
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from shmguard.measure.run import MeasureResult
     from shmguard.measure.sandbox_result import SandboxResult, SandboxSpec
     from shmguard.model import FailOn
+    from shmguard.monitor.rightsize import RightsizeOptions, RightsizeReport
 
 _LEVELS = ("error", "warning", "info")
 
@@ -141,6 +142,26 @@ def _trial(trial: Trial) -> dict[str, Any]:
     data: dict[str, Any] = to_data(trial)
     data["wall_time"] = round(trial.wall_time, 3)
     return data
+
+
+def recommend_body(
+    report: RightsizeReport,
+    options: RightsizeOptions,
+    patch_files: Mapping[tuple[str, str], str],
+    manifests: Mapping[str, object] | None = None,
+) -> dict[str, Any]:
+    """``shmguard.recommend/1``: the report's workloads (``rightsize_data``) with the options
+    that sized them, and ``manifests`` (the edits made or shown with ``--manifests``) when
+    given."""
+    from shmguard.render.rightsize_text import rightsize_data
+
+    extra: dict[str, object] = {
+        "percentile": options.percentile,
+        "min_samples": options.min_samples,
+    }
+    if manifests is not None:
+        extra["manifests"] = manifests
+    return rightsize_data(report, extra, patch_files)
 
 
 def rules_body(rules: Iterable[Rule[Any, Any]]) -> dict[str, Any]:
