@@ -15,8 +15,9 @@ from rich.console import Console
 from schema_registry import validator
 from shmguard.estimate.policy import Policy
 from shmguard.render.json import dumps
+from shmguard.render.json_bodies import tune_body
 from shmguard.render.parts import print_parts
-from shmguard.render.tune_text import kwargs_text, tune_body, tune_report
+from shmguard.render.tune_text import kwargs_text, tune_report
 from shmguard.torch.tuning import Budget, Trial, TuneResult, container_settings
 from shmguard.torch.tuning.model import config
 from shmguard.units import GiB, MiB

@@ -219,7 +219,8 @@ def _manifests(report: RightsizeReport, paths: list[str], mode: str, conf: Confi
     from shmguard.lint.proposal import apply_proposals
     from shmguard.monitor.manifests import manifest_files, proposals
     from shmguard.render.check_text import diagnostic_line, unified_diff
-    from shmguard.render.manifests_text import manifest_lines, manifests_data
+    from shmguard.render.json_bodies import manifests_body
+    from shmguard.render.manifests_text import manifest_lines
 
     wanted, skipped = proposals(report.workloads)
     check_options = CheckOptions(policy=conf.policy)
@@ -254,5 +255,5 @@ def _manifests(report: RightsizeReport, paths: list[str], mode: str, conf: Confi
         results.append(r)
     lines = manifest_lines(results, wanted, skipped, mode)
     text = "".join(diffs.values()) + "".join(line + "\n" for line in lines)
-    body = manifests_data(results, wanted, skipped, mode == "fix", diffs if diffs else None)
+    body = manifests_body(results, wanted, skipped, mode == "fix", diffs if diffs else None)
     return _Edited(text, body, errors)
