@@ -11,13 +11,12 @@ import shutil
 import subprocess
 import sys
 import time
-from importlib import resources
 from pathlib import Path
 
-import jsonschema
 import pytest
 from rich.console import Console
 
+from schema_registry import validator
 from shmguard.lint.doctor import DoctorOptions, diagnose
 from shmguard.model import Fact, FailOn
 from shmguard.render import doctor_text
@@ -38,8 +37,7 @@ def shmguard_cmd() -> list[str]:
 
 
 def validate(doc: dict) -> dict:
-    text = resources.files("shmguard").joinpath("schemas/doctor.schema.json").read_text()
-    jsonschema.Draft202012Validator(json.loads(text)).validate(doc)
+    validator("doctor").validate(doc)
     return doc
 
 

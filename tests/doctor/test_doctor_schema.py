@@ -7,11 +7,12 @@ import os
 import shutil
 import subprocess
 import sys
-from importlib import resources
 from pathlib import Path
 
 import jsonschema
 import pytest
+
+from schema_registry import validator
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -19,12 +20,9 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hosts"
 SCENARIOS = sorted(p.name for p in FIXTURES.iterdir() if (p / "scenario.json").is_file())
 
 
-@pytest.fixture(scope="module")
-def validator() -> jsonschema.protocols.Validator:
-    text = resources.files("shmguard").joinpath("schemas/doctor.schema.json").read_text()
-    schema = json.loads(text)
-    jsonschema.Draft202012Validator.check_schema(schema)
-    return jsonschema.Draft202012Validator(schema)
+@pytest.fixture(scope="module", name="validator")
+def doctor_validator() -> jsonschema.protocols.Validator:
+    return validator("doctor")
 
 
 def doctor_json(*args: str) -> dict:

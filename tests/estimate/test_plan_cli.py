@@ -6,12 +6,10 @@ import json
 import os
 import subprocess
 import sys
-from importlib import resources
-from typing import Any
 
-import jsonschema
 import pytest
 
+from schema_registry import validator
 from shmguard.units import GiB, MiB
 
 SEED = ["--batch-size", "32", "--sample-shape", "3,224,224", "--dtype", "float32"]
@@ -25,12 +23,6 @@ def plan(*args: str) -> subprocess.CompletedProcess[str]:
         timeout=60,
         env={**os.environ, "COLUMNS": "200"},
     )
-
-
-def schema() -> dict[str, Any]:
-    text = (resources.files("shmguard") / "schemas" / "plan.schema.json").read_text()
-    data: dict[str, Any] = json.loads(text)
-    return data
 
 
 def test_text_report() -> None:
@@ -50,7 +42,7 @@ def test_json_validates_and_has_the_figures() -> None:
     done = plan(*SEED, "--num-workers", "4", "--model-peak", "4g", "--format", "json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    jsonschema.validate(data, schema())
+    validator("plan").validate(data)
     assert data["schema"] == "shmguard.plan/1"
     assert data["prediction"]["steady"] == 173_527_040
     assert data["prediction"]["peak"] == 192_798_720
@@ -64,7 +56,7 @@ def test_json_validates_and_has_the_figures() -> None:
 def test_json_with_check_and_max_workers_validates() -> None:
     done = plan(*SEED, "--num-workers", "4", "--format", "json", "--check", "--max-workers")
     data = json.loads(done.stdout)
-    jsonschema.validate(data, schema())
+    validator("plan").validate(data)
     check = data["check"]
     assert check["path"] == "/dev/shm" and check["peak"] == 192_798_720
     assert done.returncode == (0 if check["fits"] else 1)
@@ -74,7 +66,7 @@ def test_json_with_check_and_max_workers_validates() -> None:
 def test_json_without_workers_needs_no_shm() -> None:
     done = plan(*SEED, "--num-workers", "0", "--format", "json")
     data = json.loads(done.stdout)
-    jsonschema.validate(data, schema())
+    validator("plan").validate(data)
     assert data["shm_size"] is None and data["snippets"] == [] and data["prediction"]["peak"] == 0
 
 
@@ -104,7 +96,7 @@ def test_batch_bytes_ranks_and_flags() -> None:
         "--loaders", "2", "--pin-memory", "--persistent-workers", "--format", "json",
     )  # fmt: skip
     data = json.loads(done.stdout)
-    jsonschema.validate(data, schema())
+    validator("plan").validate(data)
     assert data["prediction"]["peak"] == 16 * 192_798_720
     assert data["prediction"]["pinned_memory"] == 16 * 9 * 19_271_680
     assert data["loader"]["batch_bytes"] == 19_267_584 and data["loader"]["dtype"] is None

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import re
-from importlib import resources
 from pathlib import Path
 
-import jsonschema
 import pytest
 from typer.testing import CliRunner
 
+from schema_registry import validator
 from shmguard.cli import app
 from shmguard.config import Config, ConfigError
 from shmguard.lint.check import check_loaded
@@ -20,7 +19,7 @@ from shmguard.model import Severity
 from shmguard.sources.load import load_bytes
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
-SCHEMA = json.loads((resources.files("shmguard") / "schemas" / "check.schema.json").read_text())
+SCHEMA = validator("check")
 
 
 def doc_example() -> str:
@@ -174,7 +173,7 @@ def test_cli_outputs_rules_and_baseline(tmp_path: Path) -> None:
     )
     code, out, _ = run("check", "--json", "run.sh", cwd=tmp_path)
     doc = json.loads(out)
-    jsonschema.Draft202012Validator(SCHEMA).validate(doc)
+    SCHEMA.validate(doc)
     assert [f["code"] for f in doc["files"][0]["findings"]] == ["USR001", "SHM001", "USR005"]
     code, out, _ = run("check", "--format", "sarif", "run.sh", cwd=tmp_path)
     ids = [r["id"] for r in json.loads(out)["runs"][0]["tool"]["driver"]["rules"]]

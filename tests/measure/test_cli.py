@@ -6,13 +6,11 @@ import json
 import os
 import subprocess
 import sys
-from importlib import resources
 from pathlib import Path
-from typing import Any
 
-import jsonschema
 import pytest
 
+from schema_registry import validator
 from shmguard.units import MiB
 
 pytestmark = [pytest.mark.root, pytest.mark.timeout(120)]
@@ -30,12 +28,6 @@ def shmguard(
         timeout=timeout,
         env=None if env is None else {**os.environ, **env},
     )
-
-
-def schema(command: str) -> dict[str, Any]:
-    text = (resources.files("shmguard") / "schemas" / f"{command}.schema.json").read_text()
-    data: dict[str, Any] = json.loads(text)
-    return data
 
 
 @pytest.mark.parametrize("command", ["sandbox", "measure"])
@@ -115,7 +107,7 @@ def test_sandbox_json_and_status(root_only: None, no_leftovers: None) -> None:
     done = shmguard("sandbox", "--shm-size", "32m", "--json", "--", "sh", "-c", "echo out; exit 3")
     assert done.returncode == 3
     data = json.loads(done.stdout)
-    jsonschema.validate(data, schema("sandbox"))
+    validator("sandbox").validate(data)
     assert data["schema"] == "shmguard.sandbox/1"
     assert data["shm_size"] == 32 * MiB
     assert data["exit_status"] == 3 and data["exit_code"] == 3
@@ -126,7 +118,7 @@ def test_measure_json_peak_and_recommendation(root_only: None, no_leftovers: Non
     done = shmguard("measure", "--json", "--", "sh", "-c", NEED_40M + "; echo wrote")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    jsonschema.validate(data, schema("measure"))
+    validator("measure").validate(data)
     assert data["peak"] == 40 * MiB
     assert data["cause"]["outcome"] == "ok"
     # 40 MiB + 25% = 50 MiB -> 56 MiB (8 MiB steps between 32 and 64 MiB)
@@ -150,7 +142,7 @@ def test_measure_reports_running_out_of_shm(root_only: None) -> None:
     done = shmguard("measure", "--shm-size", "16m", "--json", "--", "sh", "-c", NEED_40M)
     assert done.returncode == 1
     data = json.loads(done.stdout)
-    jsonschema.validate(data, schema("measure"))
+    validator("measure").validate(data)
     assert data["cause"]["outcome"] == "shm-exhausted"
     assert data["peak"] == 16 * MiB
     assert data["recommendation"]["shm_size"] is None
@@ -182,7 +174,7 @@ def test_measure_gives_no_shm_size_for_a_failure_not_about_shm(
     done = shmguard("measure", "--json", *argv)
     assert done.returncode == 1, done.stderr
     data = json.loads(done.stdout)
-    jsonschema.validate(data, schema("measure"))
+    validator("measure").validate(data)
     assert data["cause"]["outcome"] == outcome
     rec = data["recommendation"]
     assert rec["shm_size"] is None and rec["changes"] == [] and rec["snippets"] == []
@@ -214,7 +206,7 @@ def test_probe_finds_a_deterministic_minimum(root_only: None, no_leftovers: None
     done = shmguard("probe", "--json", "--", "sh", "-c", NEED_40M)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    jsonschema.validate(data, schema("probe"))
+    validator("probe").validate(data)
     assert data["minimum"] == 40 * MiB
     rates = {r["size"]: (r["passes"], r["runs"]) for r in data["pass_rates"]}
     assert rates[40 * MiB] == (3, 3)  # the bisection pass + 2 confirmations
@@ -235,7 +227,7 @@ def test_probe_confirmations_skip_a_flaky_edge(root_only: None, tmp_path: Path) 
     done = shmguard("probe", "--json", "--no-verify", "--", "sh", "-c", script)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    jsonschema.validate(data, schema("probe"))
+    validator("probe").validate(data)
     assert 44 * MiB <= data["minimum"] <= 48 * MiB
     rates = {r["size"]: (r["passes"], r["runs"]) for r in data["pass_rates"]}
     below = [size for size in rates if size < 44 * MiB]
@@ -249,7 +241,7 @@ def test_probe_when_the_command_always_fails(root_only: None) -> None:
     done = shmguard("probe", "--json", "--", "sh", "-c", "exit 3")
     assert done.returncode == 1
     data = json.loads(done.stdout)
-    jsonschema.validate(data, schema("probe"))
+    validator("probe").validate(data)
     assert data["minimum"] is None
     assert data["trials"] == []
     assert "fails even with" in data["minimum_basis"]
@@ -277,7 +269,7 @@ def test_probe_shows_why_its_measuring_run_failed(root_only: None, no_leftovers:
     assert out.count("fix the command first") == 1  # the reason once, not again as "none: ..."
     assert "1 runs (1 measuring + 0 trials)" in out
     data = json.loads(shmguard("probe", "--json", "--", "sh", "-c", script).stdout)
-    jsonschema.validate(data, schema("probe"))
+    validator("probe").validate(data)
     assert data["stderr_tail"] == [f"problem {i}" for i in range(6, 16)]
 
 

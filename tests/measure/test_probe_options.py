@@ -6,12 +6,11 @@ import json
 import os
 import subprocess
 import sys
-from importlib import resources
 from typing import Any
 
-import jsonschema
 import pytest
 
+from schema_registry import validator
 from shmguard.measure.outcome import Outcome
 from shmguard.measure.run import measure_command
 from shmguard.units import MiB
@@ -30,12 +29,6 @@ def shmguard(*args: str) -> subprocess.CompletedProcess[str]:
         timeout=110,
         env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"},
     )
-
-
-def schema() -> dict[str, Any]:
-    text = (resources.files("shmguard") / "schemas" / "probe.schema.json").read_text()
-    data: dict[str, Any] = json.loads(text)
-    return data
 
 
 @pytest.mark.parametrize(
@@ -68,7 +61,7 @@ def test_trial_time_probes_a_job_that_never_ends(root_only: None, no_leftovers: 
     )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    jsonschema.validate(data, schema())
+    validator("probe").validate(data)
     assert data["trial_time"] == 1.0
     assert data["measure"]["stopped_by"] == "trial-time"
     assert data["measure"]["cause"]["outcome"] == "ok"
@@ -157,7 +150,7 @@ def test_memory_and_cpus_reach_every_run(root_only: None, no_leftovers: None) ->
     )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    jsonschema.validate(data, schema())
+    validator("probe").validate(data)
     assert data["measure"]["memory_limit"] == 64 * MiB
     assert data["measure"]["cpus"] == 0.5
     assert data["minimum"] == 4 * MiB

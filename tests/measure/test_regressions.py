@@ -10,14 +10,12 @@ import signal
 import subprocess
 import sys
 import time
-from importlib import resources
 from pathlib import Path
-from typing import Any
 
-import jsonschema
 import pytest
 from measure_helpers import processes_with
 
+from schema_registry import validator
 from shmguard.estimate import recommend
 from shmguard.measure.cgroups import (
     available_cpus,
@@ -38,12 +36,6 @@ def shmguard(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str
     return subprocess.run(
         [sys.executable, "-m", "shmguard", *args], capture_output=True, text=True, timeout=timeout
     )
-
-
-def schema(command: str) -> dict[str, Any]:
-    text = (resources.files("shmguard") / "schemas" / f"{command}.schema.json").read_text()
-    data: dict[str, Any] = json.loads(text)
-    return data
 
 
 # ------------------------------------------------------------------- option values (exit 2)
@@ -232,7 +224,7 @@ def test_measure_sees_an_allocation_freed_at_once(root_only: None, no_leftovers:
     )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    jsonschema.validate(data, schema("measure"))
+    validator("measure").validate(data)
     assert data["peak"] == 40 * MiB
     assert data["recommendation"]["shm_size"] == 56 * MiB
 
@@ -242,7 +234,7 @@ def test_measure_zero_peak_report(root_only: None, no_leftovers: None) -> None:
     done = shmguard("measure", "--json", "--", "true")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    jsonschema.validate(data, schema("measure"))
+    validator("measure").validate(data)
     assert data["peak"] == 0
     assert data["recommendation"]["shm_size"] is None
     assert "the command used no /dev/shm" in data["recommendation"]["shm_basis"]
@@ -281,7 +273,7 @@ def test_probe_counts_an_exit_0_enospc_run_as_a_failure(
     done = shmguard("probe", "--json", "--no-verify", "--", "sh", "-c", script)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    jsonschema.validate(data, schema("probe"))
+    validator("probe").validate(data)
     assert data["minimum"] == 20 * MiB
     rates = {r["size"]: (r["passes"], r["runs"]) for r in data["pass_rates"]}
     assert rates[20 * MiB] == (3, 3)
@@ -347,7 +339,7 @@ def test_oom_kill_is_reported_not_silent(root_only: None, no_leftovers: None) ->
     )
     assert done.returncode == 137
     data = json.loads(done.stdout)
-    jsonschema.validate(data, schema("sandbox"))
+    validator("sandbox").validate(data)
     assert data["oom_kills"] == 1
     assert done.stderr.splitlines()[-1] == (
         "shmguard: the memory cgroup's OOM killer killed 1 process (--memory 64 MiB; tmpfs "
@@ -379,7 +371,7 @@ def test_probe_basis_is_true_when_only_the_ceiling_passed(
     done = shmguard("probe", "--json", "--no-verify", "--ceiling", "64m", "--", "sh", "-c", script)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    jsonschema.validate(data, schema("probe"))
+    validator("probe").validate(data)
     assert data["minimum"] == 64 * MiB
     assert data["minimum_basis"] == (
         "only the ceiling 64 MiB passed (the measuring run); 62 MiB failed"
@@ -432,7 +424,7 @@ def test_interrupted_measure_reports_and_exits_130(root_only: None, no_leftovers
             proc.wait()
     assert proc.returncode == 130
     data = json.loads(out)
-    jsonschema.validate(data, schema("measure"))
+    validator("measure").validate(data)
     assert data["signal"] == "SIGTERM"
     assert data["cause"]["outcome"] == "signaled"
     assert data["recommendation"]["shm_size"] is None  # a part of a run sizes nothing
@@ -486,7 +478,7 @@ def test_probe_with_an_allocation_refused_up_front(root_only: None, no_leftovers
     )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    jsonschema.validate(data, schema("probe"))
+    validator("probe").validate(data)
     assert data["minimum"] == 40 * MiB
     assert all(not t["passed"] for t in data["trials"] if t["size"] < 40 * MiB)
     assert {t["outcome"] for t in data["trials"] if t["size"] < 40 * MiB} == {"shm-exhausted"}

@@ -9,13 +9,11 @@ import signal
 import subprocess
 import sys
 import time
-from importlib import resources
 from pathlib import Path
-from typing import Any
 
-import jsonschema
 import pytest
 
+from schema_registry import validator
 from shmguard.measure.sampler import shm_usage
 from shmguard.measure.sandbox import Sandbox, SandboxSpec
 from shmguard.units import MiB
@@ -35,12 +33,6 @@ os.unlink("/dev/shm/torch_7_1_0")
 print("full", flush=True)
 time.sleep(60)
 """
-
-
-def schema() -> dict[str, Any]:
-    text = (resources.files("shmguard") / "schemas" / "watch.schema.json").read_text()
-    data: dict[str, Any] = json.loads(text)
-    return data
 
 
 def _filled(box: Sandbox) -> int:
@@ -76,7 +68,7 @@ def test_once_json_reports_size_use_owners_and_alert(root_only: None, no_leftove
         box.wait(timeout=30)
     assert r.returncode == 0, r.stderr  # 48 MiB of 64 MiB is 75%: below the default 80%
     data = json.loads(r.stdout)
-    jsonschema.validate(data, schema())
+    validator("watch").validate(data)
     assert data["schema"] == "shmguard.watch/1"
     assert data["total"] == 64 * MiB
     assert data["used"] == 48 * MiB
@@ -147,7 +139,7 @@ def test_container_root_and_bad_input(tmp_path: Path) -> None:
     )
     assert r.returncode in (0, 1), r.stderr
     data = json.loads(r.stdout)
-    jsonschema.validate(data, schema())
+    validator("watch").validate(data)
     assert data["path"] == f"{tmp_path}/dev/shm"
     assert data["cgroup"]["reason"] == "no process given (--container-root)"
     for args, message in (

@@ -4,15 +4,13 @@ a snapshot of a real 16 MiB tmpfs (a sandbox's /dev/shm) holding a 12 MiB psm_ f
 from __future__ import annotations
 
 import io
-import json
 import sys
 import time
-from importlib import resources
 
-import jsonschema
 import pytest
 from rich.console import Console
 
+from schema_registry import validator
 from shmguard.measure.sampler import shm_usage
 from shmguard.measure.sandbox import Sandbox, SandboxSpec
 from shmguard.monitor.target import resolve_target
@@ -67,7 +65,6 @@ def test_views_of_a_real_snapshot(snapshot: WatchSnapshot) -> None:
     assert "12 MiB (75%)" in text and "owner psm" in text and "cgroup shmem" in text
     assert "▆" in text  # the sparkline: one refresh at 12 of 16 MiB
     data = envelope("watch", watch_data(snapshot))
-    text_schema = (resources.files("shmguard") / "schemas" / "watch.schema.json").read_text()
-    jsonschema.validate(data, json.loads(text_schema))
+    validator("watch").validate(data)
     assert data["history"] == [12 * MiB]
     assert data["owners"]["psm"] == 12 * MiB

@@ -20,7 +20,8 @@ from shmguard.lint.check import check_loaded
 from shmguard.lint.proposal import Proposal, apply_proposals
 from shmguard.model.fix import Change, Setting
 from shmguard.monitor.manifests import proposals, workload_name
-from shmguard.render.manifests_text import manifest_lines, manifests_data
+from shmguard.render.json_bodies import manifests_body
+from shmguard.render.manifests_text import manifest_lines
 from shmguard.render.rightsize_text import workload_patches
 from shmguard.sources.load import load_bytes
 from shmguard.units import format_k8s_quantity
@@ -259,7 +260,7 @@ def test_proposals_are_written_exactly_and_check_is_clean_after(tmp_path: Path) 
     )
     assert "no edit for ml/Pod/scratch shell: no size proposed" in lines
     assert lines[-1].startswith("nothing written: --fix writes")
-    data = manifests_data(rs, wanted, {}, written=False)
+    data = manifests_body(rs, wanted, {}, written=False)
     assert [f["file"] for f in data["files"] if not f["workloads"]] == [str(tmp_path / "web.yaml")]
     assert {w["workload"] for w in data["no_manifest"]} == {
         "ml/StatefulSet/etl",

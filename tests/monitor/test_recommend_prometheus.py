@@ -11,11 +11,9 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 import yaml
 from exporter_proc import ExporterProcess
@@ -23,6 +21,7 @@ from monitor_helpers import MiB, recommend, wait_for
 from pod_farm import FakePod, PodFarm
 from prom_proc import NEEDS_PROMETHEUS, PrometheusProcess
 
+from schema_registry import validator
 from shmguard.estimate.policy import memory_limit_for, shm_size_for
 
 pytestmark = [pytest.mark.slow, NEEDS_PROMETHEUS]
@@ -109,8 +108,7 @@ def test_recommend_sizes_from_the_peak_in_prometheus_and_writes_a_patch(
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
-    schema = (resources.files("shmguard") / "schemas" / "recommend.schema.json").read_text()
-    jsonschema.validate(data, json.loads(schema))
+    validator("recommend").validate(data)
     assert data["owners"] == "pod names" and data["window"] == "2m"
     (train,) = data["workloads"]
     assert (train["kind"], train["workload"], train["container"]) == (
@@ -190,8 +188,7 @@ def _manifests(prom: PrometheusProcess, tmp_path: Path, shm: int, memory: int) -
     r = recommend(*base, str(train), "--fix", "--json")
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
-    schema = (resources.files("shmguard") / "schemas" / "recommend.schema.json").read_text()
-    jsonschema.validate(data, json.loads(schema))
+    validator("recommend").validate(data)
     (edited,) = data["manifests"]["files"]
     assert data["manifests"]["written"] and change in edited["changes"]
     assert edited["left"] == [] and edited["not_applied"] == []

@@ -6,14 +6,13 @@ series), replayed query by query."""
 from __future__ import annotations
 
 import json
-from importlib import resources
 
-import jsonschema
 import pytest
 import yaml
 from record_rightsize import OWNERS, PODS
 from rightsize_rows import OPTIONS, RECORDED, recorded_report, replay
 
+from schema_registry import validator
 from shmguard.estimate.policy import Policy, memory_limit_for, shm_size_for
 from shmguard.monitor.prom import PromError, Sample, parse_prom_duration, parse_vector
 from shmguard.monitor.rightsize import (
@@ -24,7 +23,8 @@ from shmguard.monitor.rightsize import (
 )
 from shmguard.monitor.workloads import Owners, workload_from_name
 from shmguard.render.json import envelope
-from shmguard.render.rightsize_text import rightsize_data, workload_name, workload_patches
+from shmguard.render.json_bodies import recommend_body
+from shmguard.render.rightsize_text import workload_name, workload_patches
 from shmguard.units import format_iec
 
 MiB = 1 << 20
@@ -283,12 +283,9 @@ def test_json_body_validates_against_its_schema() -> None:
     report = recorded_report(train={"peak": 60 * MiB, "size": 256 * MiB})
     patches, _ = workload_patches(report)
     files = {k: p.name for p in patches for k in p.covers}
-    extra = {"percentile": 0.99, "min_samples": 1}
-    data = json.loads(json.dumps(envelope("recommend", rightsize_data(report, extra, files))))
-    schema = json.loads(
-        (resources.files("shmguard") / "schemas" / "recommend.schema.json").read_text()
-    )
-    jsonschema.validate(data, schema)
+    options = RightsizeOptions(**{**OPTIONS.__dict__, "min_samples": 1})
+    data = json.loads(json.dumps(envelope("recommend", recommend_body(report, options, files))))
+    validator("recommend").validate(data)
     train = next(w for w in data["workloads"] if w["workload"] == "train")
     assert train["recommendation"]["shm_size"] == 80 * MiB
     assert train["patch"] == "ml-deployment-train.yaml"

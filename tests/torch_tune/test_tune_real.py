@@ -13,13 +13,12 @@ import signal
 import subprocess
 import sys
 import time
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
+from schema_registry import validator
 from shmguard.torch.tuning import TuneProgress, TuneResult, tune
 from shmguard.torch.tuning.model import TrialConfig, config
 from shmguard.torch.tuning.trial import (
@@ -37,11 +36,6 @@ pytestmark = [pytest.mark.torch, pytest.mark.root, pytest.mark.slow]
 
 HERE = Path(__file__).resolve().parent
 SMALL = "tune_factories:small"
-
-
-def schema() -> dict[str, Any]:
-    text = (resources.files("shmguard") / "schemas" / "tune.schema.json").read_text()
-    return dict(json.loads(text))
 
 
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -208,7 +202,7 @@ def test_json_validates_and_the_plot_is_written(root_only: None, tmp_path: Path)
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    jsonschema.validate(data, schema())
+    validator("tune").validate(data)
     assert data["budget"]["rank_shm"] == 3 * MiB and data["budget"]["rank_cpus"] == 0.5
     assert data["recommended_kwargs"] == config(0).kwargs()
     statuses = [t["status"] for t in data["trials"]]

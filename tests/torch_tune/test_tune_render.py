@@ -6,17 +6,18 @@ from __future__ import annotations
 import io
 import json
 from dataclasses import replace
-from importlib import resources
 from pathlib import Path
 
 import jsonschema
 import pytest
 from rich.console import Console
 
+from schema_registry import validator
 from shmguard.estimate.policy import Policy
 from shmguard.render.json import dumps
+from shmguard.render.json_bodies import tune_body
 from shmguard.render.parts import print_parts
-from shmguard.render.tune_text import kwargs_text, tune_body, tune_report
+from shmguard.render.tune_text import kwargs_text, tune_report
 from shmguard.torch.tuning import Budget, Trial, TuneResult, container_settings
 from shmguard.torch.tuning.model import config
 from shmguard.units import GiB, MiB
@@ -115,8 +116,8 @@ def test_narrow_table_keeps_room_for_the_outcome() -> None:
 
 def test_json_body_validates_against_the_schema() -> None:
     data = json.loads(dumps("tune", tune_body(result())))
-    schema = json.loads((resources.files("shmguard") / "schemas" / "tune.schema.json").read_text())
-    jsonschema.validate(data, schema)
+    schema = validator("tune")
+    schema.validate(data)
     assert data["schema"] == "shmguard.tune/1"
     assert data["recommended_kwargs"] == config(1).kwargs()
     assert [t["status"] for t in data["trials"]] == ["ok", "ok", "ok", "ruled-out"]
@@ -129,7 +130,7 @@ def test_json_body_validates_against_the_schema() -> None:
     )
     bad = dict(data, trials=[dict(data["trials"][0], status="slow")])
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(bad, schema)
+        schema.validate(bad)
 
 
 def test_plot_is_a_png(tmp_path: Path) -> None:

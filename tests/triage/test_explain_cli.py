@@ -9,14 +9,13 @@ import json
 import subprocess
 import sys
 from collections.abc import Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 from _triage_helpers import FIXTURES
 
+from schema_registry import validator
 from shmguard.render.explain_text import json_body
 from shmguard.render.json import envelope
 from shmguard.triage import explain_streams
@@ -24,7 +23,7 @@ from shmguard.triage.model import Signature
 
 S01 = FIXTURES / "torch_2.13" / "S01_f32_bs32_nw4.txt"
 S02 = FIXTURES / "torch_2.13" / "S02_f32_bs8_nw2.txt"
-SCHEMA = json.loads((resources.files("shmguard") / "schemas" / "explain.schema.json").read_text())
+SCHEMA = validator("explain")
 
 USER_SIG = """
 id = "my-failure"
@@ -116,7 +115,7 @@ def test_stdin_dash_and_implicit() -> None:
 def test_json_validates_and_runtime_flag() -> None:
     r = run("--json", "--runtime", "kubernetes", "--shm-size", "3g", str(S01))
     d = json.loads(r.stdout)
-    jsonschema.validate(d, SCHEMA)
+    SCHEMA.validate(d)
     assert d["schema"] == "shmguard.explain/1" and d["runtime"] == "kubernetes"
     assert d["runtime_source"] == "flag" and d["exit_code"] == r.returncode == 1
     fix = d["results"][0]["fix"]
@@ -228,7 +227,7 @@ def test_schema_validates_every_fixture(catalogue: Sequence[Signature]) -> None:
         for runtime in (None, "kubernetes", "app"):
             d = explain_streams([(name, io.BytesIO(data))], signatures=catalogue, runtime=runtime)
             doc: Any = json.loads(json.dumps(envelope("explain", json_body(d))))
-            jsonschema.validate(doc, SCHEMA)
+            SCHEMA.validate(doc)
 
 
 def test_runtime_aliases_are_accepted(tmp_path: Path) -> None:

@@ -9,16 +9,15 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import jsonschema
 import pytest
 from _triage_helpers import FIXTURES
 
 import shmguard
 import shmguard.triage
+from schema_registry import validator
 from shmguard.render.explain_text import json_body
 from shmguard.render.json import to_data
 from shmguard.triage import explain_each, explain_files
@@ -26,7 +25,7 @@ from shmguard.triage.matchers import Matcher
 from shmguard.triage.model import Signature
 from shmguard.triage.text import top_cause
 
-SCHEMA = json.loads((resources.files("shmguard") / "schemas" / "explain.schema.json").read_text())
+SCHEMA = validator("explain")
 # Two real logs with different causes: a pod OOM-killed at its 16Gi memory limit (kubectl
 # describe), and torch 2.13 failing to allocate shared memory in a 64 MiB /dev/shm.
 K8S_OOM = FIXTURES / "kubectl_describe_oomkilled.txt"
@@ -192,7 +191,7 @@ def test_per_file_text_has_a_section_per_file_merged_has_one() -> None:
 def test_per_file_json_validates_and_each_entry_is_that_file_alone() -> None:
     r = run("--per-file", "--json", str(K8S_OOM), str(TORCH_SHM))
     doc = json.loads(r.stdout)
-    jsonschema.validate(doc, SCHEMA)
+    SCHEMA.validate(doc)
     assert r.returncode == doc["exit_code"] == 1 and doc["errors"] == []
     assert [f["file"] for f in doc["files"]] == [str(K8S_OOM), str(TORCH_SHM)]
     assert [f["results"][0]["id"] for f in doc["files"]] == [
@@ -205,7 +204,7 @@ def test_per_file_json_validates_and_each_entry_is_that_file_alone() -> None:
         assert {k: v for k, v in entry.items() if k != "file"} == alone
 
     merged = json.loads(run("--json", str(K8S_OOM), str(TORCH_SHM)).stdout)
-    jsonschema.validate(merged, SCHEMA)
+    SCHEMA.validate(merged)
     assert "files" not in merged and len(merged["inputs"]) == 2
     assert merged["results"][0]["id"] == "torch-shm-alloc-failed"
 
@@ -225,7 +224,7 @@ def test_unreadable_files_are_one_line_each_and_the_others_are_diagnosed(
         "shmguard: error: /proc/self/mem: read error at byte 0: Input/output error",
     ]
     doc = json.loads(r.stdout)
-    jsonschema.validate(doc, SCHEMA)
+    SCHEMA.validate(doc)
     assert doc["exit_code"] == 2
     assert [(f["file"], f["results"][0]["id"]) for f in doc["files"]] == [
         (str(K8S_OOM), "memory-oom-kill"),
@@ -264,7 +263,7 @@ def test_unreadable_files_are_one_line_each_and_the_others_are_diagnosed(
 def test_stdin_is_one_file() -> None:
     r = run("--per-file", "--json", str(K8S_OOM), "-", stdin=TORCH_SHM.read_bytes())
     doc = json.loads(r.stdout)
-    jsonschema.validate(doc, SCHEMA)
+    SCHEMA.validate(doc)
     assert r.returncode == 1
     assert [(f["file"], f["inputs"][0]["name"], f["results"][0]["id"]) for f in doc["files"]] == [
         (str(K8S_OOM), str(K8S_OOM), "memory-oom-kill"),
@@ -297,7 +296,7 @@ def test_other_flags_apply_to_every_file(tmp_path: Path) -> None:
     flags = ("--runtime", "k8s", "--shm-size", "3g")
     r = run("--per-file", "--json", *flags, str(TORCH_SHM), "-", stdin=shm_then_oom)
     doc = json.loads(r.stdout)
-    jsonschema.validate(doc, SCHEMA)
+    SCHEMA.validate(doc)
     assert [f["results"][0]["id"] for f in doc["files"]] == [
         "torch-shm-alloc-failed",
         "dataloader-bus-error",

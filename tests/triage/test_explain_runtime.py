@@ -11,13 +11,12 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
-from importlib import resources
 from pathlib import Path
 
-import jsonschema
 import pytest
 from _triage_helpers import diagnose_text
 
+from schema_registry import validator
 from shmguard.model.fix import PLATFORM_NOTES, PLATFORMS, RUNTIMES
 from shmguard.render.explain_text import json_body, runtime_line
 from shmguard.render.json import envelope
@@ -26,7 +25,7 @@ from shmguard.triage import explain_streams
 from shmguard.triage.model import LOG_RUNTIMES, Signature
 from shmguard.triage.runtime import ORDER, WEIGHTS
 
-SCHEMA = json.loads((resources.files("shmguard") / "schemas" / "explain.schema.json").read_text())
+SCHEMA = validator("explain")
 
 BUS = (
     "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error. It is "
@@ -267,7 +266,7 @@ def test_a_hinted_runtime_leads_the_other_snippets(catalogue: Sequence[Signature
     ]
     assert fix.runtime_notes[0].startswith("podman: ")
     data = envelope("explain", json_body(d))
-    jsonschema.validate(data, SCHEMA)
+    SCHEMA.validate(data)
     assert data["results"][0]["fix"]["snippets"][0]["runtime"] == "podman"
 
 
@@ -328,7 +327,7 @@ def test_runtime_evidence_names_the_input_when_there_are_several(
 def test_json_carries_the_runtime_evidence(catalogue: Sequence[Signature]) -> None:
     d = diagnose_text(DESCRIBE + BUS, catalogue)
     data = envelope("explain", json_body(d))
-    jsonschema.validate(data, SCHEMA)
+    SCHEMA.validate(data)
     assert data["runtime"] == "kubernetes" and data["runtime_source"] == "log"
     assert data["runtime_confidence"] == "high"
     assert [(e["line"], e["pattern"]) for e in data["runtime_evidence"]] == [
@@ -368,7 +367,7 @@ def test_cli_accepts_platforms(tmp_path: Path, flag: str, runtime: str) -> None:
     )
     assert done.returncode == 1, done.stderr
     data = json.loads(done.stdout)
-    jsonschema.validate(data, SCHEMA)
+    SCHEMA.validate(data)
     fix = data["results"][0]["fix"]
     assert (data["runtime"], data["runtime_source"]) == (runtime, "flag")
     assert fix["runtime"] == runtime and fix["snippets"] == []

@@ -1,11 +1,12 @@
 """Options and checks shared by ``sandbox``, ``measure``, ``probe`` and ``demo``: the command
 after ``--``, limits, percentages, ``--plot``, and the exit status for an interrupted run."""
 
+import contextlib
 import math
 import os
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -137,6 +138,22 @@ def _duration(text: str | None, flag: str) -> float | None:
 _MAX_CONFIRM = 10
 #: Bounds of --interval in ms: below 0.1 ms the sampler would spin a core (with SCHED_FIFO).
 _INTERVAL_MS = (0.1, 1000.0)
+
+
+@contextlib.contextmanager
+def _sandbox_errors() -> Iterator[None]:
+    """Around a sandboxed run: a sandbox that cannot be set up exits 2 with its message; a run
+    the user interrupted (Ctrl-C, SIGTERM; probe's RunInterrupted) exits 130, torn down."""
+    from shmguard.measure.sandbox import RunInterrupted, SandboxError
+
+    try:
+        yield
+    except SandboxError as err:
+        fail(str(err))
+    except RunInterrupted as err:
+        fail(str(err), EXIT_INTERRUPTED)
+    except KeyboardInterrupt:
+        fail("interrupted; the sandbox was torn down", EXIT_INTERRUPTED)
 
 
 def _print(parts: Any) -> None:

@@ -120,19 +120,9 @@ def doctor(
     code = exit_status(report.findings, fail_on)
     if json_out:
         from shmguard.render.json import dumps
+        from shmguard.render.json_bodies import doctor_body
 
-        counts = {s: sum(f.severity.value == s for f in report.findings) for s in _LEVELS}
-        body = {
-            "facts": report.facts,
-            "findings": report.findings,
-            "summary": {
-                **counts,
-                "fail_on": fail_on,
-                "exit_status": code,
-                "workload": report.workload,
-                "config": str(conf.path) if conf.path is not None else None,
-            },
-        }
+        body = doctor_body(report, fail_on, code, conf.path)
         sys.stdout.write(dumps("doctor", body) + "\n")
     else:
         from rich.console import Console
@@ -151,6 +141,3 @@ def doctor(
             out.print(f"configuration: {conf.path}", style="dim", soft_wrap=True)
     if code:
         raise typer.Exit(code)
-
-
-_LEVELS = ("error", "warning", "info")

@@ -7,7 +7,6 @@ matplotlib) happen inside the command bodies.
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import typer
 
@@ -28,6 +27,7 @@ from shmguard.cli._runopts import (
     _Plot,
     _positive,
     _print,
+    _sandbox_errors,
     _write_plot,
 )
 
@@ -54,7 +54,7 @@ def sandbox(
     The exit status is the command's (128+N when signal N killed it). Nothing is left mounted,
     created or running afterwards.
     """
-    from shmguard.measure.sandbox import Sandbox, SandboxError, SandboxSpec
+    from shmguard.measure.sandbox import Sandbox, SandboxSpec
 
     shm = size_option(shm_size, "--shm-size")
     mem = size_option(memory, "--memory")
@@ -64,14 +64,9 @@ def sandbox(
     assert shm is not None
     spec = SandboxSpec(tuple(argv), shm, memory_limit=mem, cpus=cpus, account_memory=True)
     output = "tee" if json_out else "inherit"
-    try:
-        with Sandbox(spec, output=output, stdout_fd=2) as box:
-            box.start()
-            result = box.wait(stop_grace=stop_timeout)
-    except SandboxError as err:
-        fail(str(err))
-    except KeyboardInterrupt:
-        fail("interrupted; the sandbox was torn down", EXIT_INTERRUPTED)
+    with _sandbox_errors(), Sandbox(spec, output=output, stdout_fd=2) as box:
+        box.start()
+        result = box.wait(stop_grace=stop_timeout)
     if result.exec_error:
         sys.stderr.write(f"shmguard: error: {result.exec_error}\n")
     if result.stopped_by:
@@ -86,61 +81,10 @@ def sandbox(
         )
     if json_out:
         from shmguard.render.json import dumps
+        from shmguard.render.json_bodies import sandbox_body
 
-        body = {
-            "command": argv,
-            "shm_size": shm,
-            "memory_limit": mem,
-            "cpus": cpus,
-            "exit_status": result.exit_status,
-            "exit_code": result.exit_code,
-            "signal": result.signal_name,
-            "stopped_by": result.stopped_by,
-            "exec_error": result.exec_error,
-            "memory_peak": result.memory_peak,
-            "proc_remounted": result.proc_remounted,
-            "user_namespace": result.user_namespace,
-            "wall_time": round(result.wall_time, 3),
-            "leftovers": result.leftovers,
-            "oom_kills": result.oom_kills,
-        }
-        sys.stdout.write(dumps("sandbox", body) + "\n")
+        sys.stdout.write(dumps("sandbox", sandbox_body(spec, result)) + "\n")
     raise typer.Exit(result.exit_status)
-
-
-def measure_body(result: Any) -> dict[str, Any]:
-    """The ``shmguard.measure/1`` body of a MeasureResult (also nested in probe's JSON)."""
-    from shmguard.render.measure_text import thin_samples
-
-    tl = result.timeline
-    return {
-        "command": list(result.command),
-        "shm_size": result.shm_size,
-        "memory_limit": result.memory_limit,
-        "cpus": result.cpus,
-        "exit_status": result.exit_status,
-        "signal": result.signal,
-        "stopped_by": result.stopped_by,
-        "cause": result.cause,
-        "peak": result.peak,
-        "peak_at": round(result.peak_at, 4),
-        "baseline": result.baseline,
-        "owners_at_peak": result.owners_at_peak,
-        "rss_peak": result.rss_peak,
-        "memory_peak": result.memory_peak,
-        "wall_time": round(result.wall_time, 3),
-        "sampling": {
-            "interval": tl.interval,
-            "samples": tl.n_samples,
-            "mean_interval": round(tl.mean_interval, 6),
-            "max_gap": round(tl.max_gap, 6),
-            "realtime": tl.realtime,
-            "owner_scans": len(tl.owners),
-            "errors": list(tl.errors),
-        },
-        "timeline": [[round(t, 4), u] for t, u in thin_samples(tl)],
-        "recommendation": result.recommendation,
-    }
 
 
 @app.command(context_settings=_CTX)
@@ -180,7 +124,6 @@ def measure(
     usage errors or a sandbox that cannot be set up.
     """
     from shmguard.measure.run import measure_command
-    from shmguard.measure.sandbox import SandboxError
 
     shm = size_option(shm_size, "--shm-size")
     mem = size_option(memory, "--memory")
@@ -196,7 +139,7 @@ def measure(
     _limits(shm, mem, cpus)
     if plot is not None:
         _check_plot(plot)
-    try:
+    with _sandbox_errors():
         result = measure_command(
             argv,
             shm_size=shm,
@@ -210,14 +153,11 @@ def measure(
             output="tee",
             stdout_fd=2 if json_out else 1,
         )
-    except SandboxError as err:
-        fail(str(err))
-    except KeyboardInterrupt:
-        fail("interrupted; the sandbox was torn down", EXIT_INTERRUPTED)
     if plot is not None:
         _write_plot(result, plot)
     if json_out:
         from shmguard.render.json import dumps
+        from shmguard.render.json_bodies import measure_body
 
         sys.stdout.write(dumps("measure", measure_body(result)) + "\n")
     else:

@@ -226,7 +226,7 @@ def plan(
         raise typer.Exit(EXIT_OK)
     if fmt is _Format.json:
         from shmguard.render.json import dumps
-        from shmguard.render.plan_text import plan_body
+        from shmguard.render.json_bodies import plan_body
 
         _out(dumps("plan", plan_body(result, fit, workers, free)))
     elif max_workers and num_workers is None:

@@ -28,9 +28,9 @@ from shmguard.cli._runopts import (
     _percent,
     _positive,
     _print,
+    _sandbox_errors,
     _within_memory,
 )
-from shmguard.cli.measure import measure_body
 
 
 class _ProgressObserver:
@@ -85,46 +85,6 @@ def _run_probe(argv: list[str], **kwargs: Any) -> Any:
     return result
 
 
-def _probe_body(result: Any) -> dict[str, Any]:
-    model = result.model
-    return {
-        "command": list(result.command),
-        "measure": measure_body(result.measure),
-        "floor": result.floor,
-        "tolerance": result.tolerance,
-        "confirm": result.confirm,
-        "minimum": result.minimum,
-        "minimum_basis": result.minimum_basis,
-        "start_basis": result.start_basis,
-        "model": None
-        if model is None
-        else {
-            "workers": model.workers,
-            "batch_bytes": model.batch_bytes,
-            "prefetch_factor": model.prefetch_factor,
-            "steady": model.prediction.steady,
-            "peak": model.prediction.peak,
-        },
-        "trial_time": result.trial_time,
-        "survived": result.survived,
-        "stderr_tail": list(result.measure.stderr_tail),
-        "trials": [{**_trial_dict(t)} for t in result.trials],
-        "pass_rates": result.pass_rates,
-        "recommendation": result.recommendation,
-        "verified": result.verified,
-        "runs": result.runs,
-        "wall_time": round(result.wall_time, 3),
-    }
-
-
-def _trial_dict(trial: Any) -> dict[str, Any]:
-    from shmguard.render.json import to_data
-
-    data: dict[str, Any] = to_data(trial)
-    data["wall_time"] = round(trial.wall_time, 3)
-    return data
-
-
 @app.command(context_settings=_CTX)
 def probe(
     command: _Command = None,
@@ -177,8 +137,6 @@ def probe(
     Exit status: 0 when a minimum was found, 1 when the command fails even at the ceiling or no
     size passed reliably, 2 for usage errors.
     """
-    from shmguard.measure.sandbox import SandboxError
-
     low = size_option(floor, "--floor", allow_zero=True) or 0
     top = size_option(ceiling, "--ceiling")
     tol = _percent(tolerance, "--tolerance")
@@ -197,9 +155,7 @@ def probe(
     argv = _check_command(command)
     _within_memory(top, "--ceiling")
     _limits(None, mem, cpus)
-    from shmguard.measure.sandbox import RunInterrupted
-
-    try:
+    with _sandbox_errors():
         result = _run_probe(
             argv,
             floor=low,
@@ -215,21 +171,35 @@ def probe(
             cpus=cpus,
             trial_time=run_for,
         )
-    except SandboxError as err:
-        fail(str(err))
-    except RunInterrupted as err:
-        fail(str(err), EXIT_INTERRUPTED)
-    except KeyboardInterrupt:
-        fail("interrupted; the sandbox was torn down", EXIT_INTERRUPTED)
     if json_out:
         from shmguard.render.json import dumps
+        from shmguard.render.json_bodies import probe_body
 
-        sys.stdout.write(dumps("probe", _probe_body(result)) + "\n")
+        sys.stdout.write(dumps("probe", probe_body(result)) + "\n")
     else:
         from shmguard.render.measure_text import probe_report
 
         _print(probe_report(result))
     raise typer.Exit(EXIT_OK if result.minimum is not None else EXIT_FINDINGS)
+
+
+def _demo_argv(batches: int) -> list[str]:
+    """The bundled seed loader's command line for ``demo --batches N`` (exits 2 without torch)."""
+    import importlib.util
+
+    from shmguard.examples import __file__ as examples_init
+
+    if batches < 1:
+        fail(f"--batches: must be at least 1, got {batches}")
+    if importlib.util.find_spec("torch") is None:
+        fail(
+            "demo needs PyTorch (any 2.x); for the CPU-only wheel: python3 -m pip install "
+            "torch --index-url https://download.pytorch.org/whl/cpu"
+        )
+    script = Path(examples_init).with_name("seed_loader.py")
+    # 0.1 s of fake training per batch: the prefetch queue fills as it does in real training
+    # (a loop that does no work is production-limited and needs less; torch_shm.md section 3).
+    return [sys.executable, str(script), "--batches", str(batches), "--step-time", "0.1", "--quiet"]
 
 
 @app.command()
@@ -242,54 +212,35 @@ def demo(
     64 MiB sandbox (Docker's default), then probes the smallest size that works. Needs PyTorch.
     About a minute on 2 cores.
     """
-    import importlib.util
-
     from rich.rule import Rule
     from rich.text import Text
 
-    from shmguard.examples import __file__ as examples_init
     from shmguard.measure.run import measure_command
-    from shmguard.measure.sandbox import RunInterrupted, SandboxError
+    from shmguard.measure.sandbox import RunInterrupted
     from shmguard.render.measure_text import (
         command_line,
         demo_explanation,
+        demo_fix,
+        demo_result,
         probe_report,
     )
     from shmguard.render.parts import print_parts
-    from shmguard.units import DOCKER_DEFAULT_SHM, format_iec
+    from shmguard.units import DOCKER_DEFAULT_SHM
 
-    if batches < 1:
-        fail(f"--batches: must be at least 1, got {batches}")
-    if importlib.util.find_spec("torch") is None:
-        fail(
-            "demo needs PyTorch (any 2.x); for the CPU-only wheel: python3 -m pip install "
-            "torch --index-url https://download.pytorch.org/whl/cpu"
-        )
-    script = Path(examples_init).with_name("seed_loader.py")
-    # 0.1 s of fake training per batch: the prefetch queue fills as it does in real training
-    # (a loop that does no work is production-limited and needs less; torch_shm.md section 3).
-    argv = [sys.executable, str(script), "--batches", str(batches), "--step-time", "0.1", "--quiet"]
+    argv = _demo_argv(batches)
     con: Any = console()
     con.print(
         Rule("1. A typical image-classification DataLoader in Docker's default 64 MiB /dev/shm")
     )
     cmd = Text(f"$ shmguard sandbox --shm-size 64m -- {command_line(argv)}", style="dim")
     con.print(cmd, soft_wrap=True)  # a command: never wrapped, so it can be pasted
-    try:
+    with _sandbox_errors():
         failure = measure_command(
             argv, shm_size=DOCKER_DEFAULT_SHM, output="capture", timeout=90, hang_after=5.0
         )
-    except SandboxError as err:
-        fail(str(err))
-    except KeyboardInterrupt:
-        fail("interrupted; the sandbox was torn down", EXIT_INTERRUPTED)
     if failure.interrupted:
         fail(str(RunInterrupted(failure.interrupted)), EXIT_INTERRUPTED)
-    verdict = "failed" if not failure.passed else "passed (unexpected)"
-    con.print(
-        f"Result: {verdict}: {failure.cause.outcome.value}, exit status {failure.exit_status}, "
-        f"after {failure.wall_time:.1f} s; /dev/shm peak {format_iec(failure.peak)} of 64 MiB."
-    )
+    con.print(demo_result(failure))
     for line in failure.cause.evidence[:2]:
         con.print(Text(f"  {line}", style="red"))
     con.print(Rule("2. Why"))
@@ -297,21 +248,11 @@ def demo(
         con.print("This run got lucky (the edge is random for fast consumers); it usually fails.")
     con.print(demo_explanation(failure, 32 * 3 * 224 * 224 * 4, 4, 2))
     con.print(Rule("3. The smallest /dev/shm that works (shmguard probe)"))
-    try:
+    with _sandbox_errors():
         result = _run_probe(argv, hang_after=5.0)
-    except SandboxError as err:
-        fail(str(err))
-    except RunInterrupted as err:
-        fail(str(err), EXIT_INTERRUPTED)
-    except KeyboardInterrupt:
-        fail("interrupted; the sandbox was torn down", EXIT_INTERRUPTED)
     print_parts(con, probe_report(result))
     con.print(Rule("4. The fix"))
-    rec = result.recommendation
-    if rec.shm_size is not None:
-        con.print(
-            f"Give the container {format_iec(rec.shm_size)} of /dev/shm (the snippets above), or "
-            "keep 64 MiB and ship uint8 images from the workers (examples/fits_loader.py needs "
-            "about 42 MiB), or lower num_workers x prefetch_factor."
-        )
+    fix = demo_fix(result.recommendation)
+    if fix is not None:
+        con.print(fix)
     raise typer.Exit(EXIT_OK)

@@ -154,7 +154,6 @@ def _output(
 ) -> None:
     from shmguard.render.rightsize_text import (
         basis_lines,
-        rightsize_data,
         rightsize_table,
         workload_patches,
     )
@@ -174,15 +173,11 @@ def _output(
     edited = _manifests(report, *manifests) if manifests[0] else None
     if json_out:
         from shmguard.render.json import dumps
+        from shmguard.render.json_bodies import recommend_body
 
-        extra: dict[str, object] = {
-            "percentile": options.percentile,
-            "min_samples": options.min_samples,
-        }
-        if edited is not None:
-            extra["manifests"] = edited.data
+        body = recommend_body(report, options, files, edited.data if edited is not None else None)
         if sys.stdout is not None:
-            sys.stdout.write(dumps("recommend", rightsize_data(report, extra, files)) + "\n")
+            sys.stdout.write(dumps("recommend", body) + "\n")
         if edited is not None and edited.errors:
             raise typer.Exit(2)
         return
@@ -224,7 +219,8 @@ def _manifests(report: RightsizeReport, paths: list[str], mode: str, conf: Confi
     from shmguard.lint.proposal import apply_proposals
     from shmguard.monitor.manifests import manifest_files, proposals
     from shmguard.render.check_text import diagnostic_line, unified_diff
-    from shmguard.render.manifests_text import manifest_lines, manifests_data
+    from shmguard.render.json_bodies import manifests_body
+    from shmguard.render.manifests_text import manifest_lines
 
     wanted, skipped = proposals(report.workloads)
     check_options = CheckOptions(policy=conf.policy)
@@ -259,5 +255,5 @@ def _manifests(report: RightsizeReport, paths: list[str], mode: str, conf: Confi
         results.append(r)
     lines = manifest_lines(results, wanted, skipped, mode)
     text = "".join(diffs.values()) + "".join(line + "\n" for line in lines)
-    body = manifests_data(results, wanted, skipped, mode == "fix", diffs if diffs else None)
+    body = manifests_body(results, wanted, skipped, mode == "fix", diffs if diffs else None)
     return _Edited(text, body, errors)

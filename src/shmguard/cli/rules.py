@@ -42,22 +42,9 @@ def rules(
     every = _every(config)
     if json_out:
         from shmguard.render.json import dumps
+        from shmguard.render.json_bodies import rules_body
 
-        items = [
-            {
-                "code": r.code,
-                "name": r.name,
-                "summary": r.summary,
-                "severity": r.severity,
-                "by_workload": dict(r.by_workload),
-                "variants": dict(r.variants),
-                "fix": r.fix,
-                "targets": r.targets,
-                "user_defined": r.code.startswith("USR"),
-            }
-            for r in every
-        ]
-        sys.stdout.write(dumps("rules", {"rules": items}) + "\n")
+        sys.stdout.write(dumps("rules", rules_body(every)) + "\n")
         return
     for r in every:
         mark = " (user-defined)" if r.code.startswith("USR") else ""

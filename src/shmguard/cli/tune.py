@@ -236,7 +236,7 @@ def tune(
         _write_plot(result, plot)
     if json_out:
         from shmguard.render.json import dumps
-        from shmguard.render.tune_text import tune_body
+        from shmguard.render.json_bodies import tune_body
 
         sys.stdout.write(dumps("tune", tune_body(result)) + "\n")
     else:

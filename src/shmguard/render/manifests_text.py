@@ -1,14 +1,12 @@
 """``recommend --manifests``: what was (or would be) changed in each manifest file, the files
-that hold no recommended workload, and the workloads no file holds; as lines and as the
-``manifests`` member of ``shmguard.recommend/1``."""
+that hold no recommended workload, and the workloads no file holds, as lines (the ``manifests``
+member of ``shmguard.recommend/1``: :func:`shmguard.render.json_bodies.manifests_body`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from shmguard.lint.proposal import ManifestResult, Proposal
-from shmguard.render.check_text import diagnostic_line
 
 
 def _who(p: Proposal) -> str:
@@ -54,36 +52,3 @@ def manifest_lines(
             else "nothing written (--diff): --fix writes these changes"
         )
     return out
-
-
-def manifests_data(
-    results: Sequence[ManifestResult],
-    proposals: Sequence[Proposal],
-    skipped: Mapping[tuple[str, str], str],
-    written: bool,
-    diffs: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """The ``manifests`` member of ``shmguard.recommend/1``."""
-    diffs = diffs or {}
-    return {
-        "written": written,
-        "files": [
-            {
-                "file": r.path,
-                "workloads": [{"workload": p.label, "container": p.container} for p in r.matched],
-                "changes": list(r.applied),
-                "not_applied": list(r.not_applied),
-                "left": list(r.left),
-                "diagnostics": [diagnostic_line(d) for d in r.diagnostics],
-                "diff": diffs.get(r.path),
-            }
-            for r in results
-        ],
-        "no_manifest": [
-            {"workload": p.label, "container": p.container} for p in unmatched(results, proposals)
-        ],
-        "not_proposed": [
-            {"workload": name, "container": container, "why": why}
-            for (name, container), why in skipped.items()
-        ],
-    }

@@ -282,6 +282,26 @@ def stderr_parts(lines: tuple[str, ...], whose: str) -> list[Part]:
     return [(head, False), *((Text(f"  {line}"), True) for line in lines)]
 
 
+def demo_result(failure: MeasureResult) -> str:
+    """demo's step 1 verdict: how the run in Docker's default 64 MiB ended."""
+    verdict = "failed" if not failure.passed else "passed (unexpected)"
+    return (
+        f"Result: {verdict}: {failure.cause.outcome.value}, exit status {failure.exit_status}, "
+        f"after {failure.wall_time:.1f} s; /dev/shm peak {format_iec(failure.peak)} of 64 MiB."
+    )
+
+
+def demo_fix(rec: Recommendation) -> str | None:
+    """demo's step 4: the size to give, and the two other ways out; None without a size."""
+    if rec.shm_size is None:
+        return None
+    return (
+        f"Give the container {format_iec(rec.shm_size)} of /dev/shm (the snippets above), or "
+        "keep 64 MiB and ship uint8 images from the workers (examples/fits_loader.py needs "
+        "about 42 MiB), or lower num_workers x prefetch_factor."
+    )
+
+
 def demo_explanation(failure: MeasureResult, batch_bytes: int, workers: int, prefetch: int) -> str:
     """Plain words on why the demo's loader fails in 64 MiB (docs/background.md, "How much is
     needed": a slow consumer sits on (nw x pf + 1) batches; (nw x pf + 2) bounds every run, and

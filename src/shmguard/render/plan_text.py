@@ -1,8 +1,7 @@
-"""``shmguard plan``'s text report, its check and max-workers lines, and its JSON body."""
+"""``shmguard plan``'s text report and its check and max-workers lines (its JSON body:
+:func:`shmguard.render.json_bodies.plan_body`)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from shmguard.estimate.plan import WORKERS_LIMIT, Plan, PlanFit
 from shmguard.render.measure_text import _kv, snippets_parts
@@ -127,59 +126,3 @@ def max_workers_line(n: int, free: int, path: str, plan: Plan) -> str:
         return f"no worker fits in the {format_iec(free)} free in {path} ({what})"
     many = f"{n} or more workers" if n >= WORKERS_LIMIT else f"{n} worker{'s' if n > 1 else ''}"
     return f"{many} fit in the {format_iec(free)} free in {path} ({what})"
-
-
-def plan_body(
-    plan: Plan, fit: PlanFit | None = None, workers: int | None = None, free: int | None = None
-) -> dict[str, Any]:
-    """The ``shmguard.plan/1`` body (docs/plan.md; schema in schemas/plan.schema.json)."""
-    r = plan.request
-    p = plan.prediction
-    body: dict[str, Any] = {
-        "loader": {
-            "num_workers": r.num_workers,
-            "prefetch_factor": r.prefetch_factor,
-            "batch_size": r.batch_size,
-            "sample_shape": list(r.sample_shape) if r.sample_shape is not None else None,
-            "dtype": r.dtype if r.batch_bytes is None else None,
-            "batch_bytes": r.batch_bytes,
-            "pin_memory": r.pin_memory,
-            "persistent_workers": r.persistent_workers,
-            "drops_batch": r.drops_batch,
-            "local_ranks": r.local_ranks,
-            "loaders": r.loaders,
-            "model_peak": r.model_peak,
-        },
-        "storages": list(plan.storages),
-        "batch_pages": plan.batch_pages,
-        "prediction": {
-            "steady": p.steady,
-            "peak": p.peak,
-            "fast_low": p.fast_low,
-            "per_iterator_steady": p.per_iterator_steady,
-            "per_iterator_peak": p.per_iterator_peak,
-            "semaphores": p.semaphores,
-            "pinned_memory": p.pinned_memory,
-            "in_flight": p.in_flight,
-        },
-        "notes": list(p.notes),
-        "shm_size": plan.shm.bytes if plan.shm is not None else None,
-        "shm_basis": plan.shm.basis if plan.shm is not None else "num_workers=0 uses no /dev/shm",
-        "memory_limit": plan.memory_limit,
-        "memory_basis": plan.memory_basis,
-        "changes": plan.changes,
-        "snippets": fix_snippets(plan),
-        "check": None,
-        "max_workers": None,
-    }
-    if fit is not None:
-        body["check"] = {
-            "path": fit.path,
-            "free": fit.free,
-            "total": fit.total,
-            "peak": fit.peak,
-            "fits": fit.fits,
-        }
-    if workers is not None:
-        body["max_workers"] = {"workers": workers, "free": free}
-    return body

@@ -1,11 +1,10 @@
-"""``shmguard recommend``'s table, its JSON body (``shmguard.recommend/1``,
-schemas/recommend.schema.json) and its per-workload Kubernetes patches."""
+"""``shmguard recommend``'s table and its per-workload Kubernetes patches (its JSON body,
+``shmguard.recommend/1``: :func:`shmguard.render.json_bodies.recommend_body`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -13,7 +12,6 @@ from shmguard.config import ANNOTATIONS
 from shmguard.fix.k8s import POD_SPEC_PATHS, named_plan, strategic_merge_patch
 from shmguard.monitor.manifests import memory_to_set, skip_reason, workload_name
 from shmguard.monitor.rightsize import RightsizeReport, WorkloadRecommendation
-from shmguard.render.json import to_data
 from shmguard.render.words import plural
 from shmguard.units import format_iec, format_k8s_quantity
 
@@ -149,54 +147,3 @@ def workload_patches(report: RightsizeReport) -> tuple[list[Patch], dict[tuple[s
         )
         patches.append(Patch(name, text, keys))
     return patches, skipped
-
-
-def rightsize_data(
-    report: RightsizeReport,
-    options: Mapping[str, Any],
-    patch_files: Mapping[tuple[str, str], str] | None = None,
-) -> dict[str, Any]:
-    """The ``shmguard.recommend/1`` body: where, when, how, and one object per workload
-    container (figures read, sizes proposed with their basis, fix values and snippets, the
-    patch file written for it or null)."""
-    files = patch_files or {}
-    rows = []
-    for w in report.workloads:
-        h, r = w.history, w.recommendation
-        rows.append(
-            {
-                "namespace": h.namespace,
-                "kind": h.workload.kind,
-                "workload": h.workload.name,
-                "named_by": h.workload.source,
-                "container": h.container,
-                "volume": h.volume,
-                "pods": list(h.pods),
-                "peak": h.peak,
-                "used_percentile": h.used_percentile,
-                "size": h.size,
-                "memory_limit": h.memory_limit,
-                "memory_limit_from": h.memory_limit_from,
-                "shmem_peak": h.shmem_peak,
-                "required": h.required,
-                "samples": h.samples,
-                "first_seen": h.first_seen,
-                "last_seen": h.last_seen,
-                "coverage": w.coverage,
-                "enough_history": w.enough_history,
-                "confidence": w.confidence,
-                "recommendation": to_data(r),
-                "shm_change": w.shm_change,
-                "memory_change": w.memory_change,
-                "patch": files.get((workload_name(w), h.container)),
-            }
-        )
-    return {
-        "prometheus": report.prometheus,
-        "window": report.window_text,
-        "window_seconds": report.window,
-        "evaluated_at": report.evaluated_at,
-        "owners": report.owners,
-        **options,
-        "workloads": rows,
-    }

@@ -1,4 +1,4 @@
-"""``shmguard tune``'s text report and its JSON body.
+"""``shmguard tune``'s text report (its JSON body: :func:`shmguard.render.json_bodies.tune_body`).
 
 The table lists every trial; the recommendation is given as DataLoader keyword arguments and
 as the container settings it needs, the shm size and memory limit written by the one snippet
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from shmguard.render.json import to_data
 from shmguard.render.measure_text import TEXT_RUNTIMES, _kv, snippets_parts
 from shmguard.render.parts import Part
 from shmguard.render.snippets import fix_snippets
@@ -158,14 +157,3 @@ def tune_report(result: TuneResult) -> list[Part]:
         parts.append((Text("Notes", style="bold"), False))
         parts.append((_kv([("-", n) for n in result.notes]), False))
     return parts
-
-
-def tune_body(result: TuneResult) -> dict[str, Any]:
-    """The ``shmguard.tune/1`` body (docs/tune.md; schema in schemas/tune.schema.json)."""
-    body: dict[str, Any] = to_data(result)
-    rec = result.recommended
-    body["recommended_kwargs"] = rec.config.kwargs() if rec is not None else None
-    body["budget"]["rank_shm"] = result.budget.rank_shm
-    body["budget"]["rank_memory"] = result.budget.rank_memory
-    body["budget"]["rank_cpus"] = result.budget.rank_cpus
-    return body

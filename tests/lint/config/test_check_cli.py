@@ -7,17 +7,16 @@ import json
 import os
 import shutil
 import stat
-from importlib import resources
 from pathlib import Path
 
-import jsonschema
 import pytest
 from typer.testing import CliRunner
 
+from schema_registry import validator
 from shmguard.cli import app
 
 FIXTURES = Path(__file__).parent / "fixtures"
-SCHEMA = json.loads((resources.files("shmguard") / "schemas" / "check.schema.json").read_text())
+SCHEMA = validator("check")
 
 
 def run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
@@ -46,8 +45,7 @@ def test_text_output_lines_and_default_fail_on_warning() -> None:
 def test_json_validates_and_counts() -> None:
     code, out, _ = run("check", "--json", "--ignore", "SHM023", str(FIXTURES))
     doc = json.loads(out)
-    jsonschema.Draft202012Validator.check_schema(SCHEMA)
-    jsonschema.Draft202012Validator(SCHEMA).validate(doc)
+    SCHEMA.validate(doc)
     assert doc["schema"] == "shmguard.check/1" and code == 1
     codes = [f["code"] for file in doc["files"] for f in file["findings"]]
     # compose_bad's train has its size only under build: SHM019, not SHM001

@@ -5,19 +5,19 @@ from __future__ import annotations
 
 import json
 import shutil
-from importlib import resources
 from pathlib import Path
 
 import jsonschema
 import pytest
 from typer.testing import CliRunner
 
+from schema_registry import validator
 from shmguard.cli import app
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TESTS = Path(__file__).resolve().parents[2]
 SARIF = json.loads((TESTS / "fixtures" / "schemas" / "sarif-schema-2.1.0.json").read_text())
-CHECK = json.loads((resources.files("shmguard") / "schemas" / "check.schema.json").read_text())
+CHECK = validator("check")
 
 COMPOSE = """\
 services:
@@ -81,7 +81,7 @@ def test_json_and_format_conflict_and_format_json() -> None:
     assert code == 2 and "--json and --format sarif ask for two outputs" in err
     code, out, _ = run("check", "--format", "JSON", str(FIXTURES / "pod_good.yaml"))
     doc = json.loads(out)
-    jsonschema.Draft202012Validator(CHECK).validate(doc)
+    CHECK.validate(doc)
     assert code == 0 and doc["summary"]["baselined"] == 0
 
 
@@ -110,7 +110,7 @@ def test_create_baseline_then_only_new_findings_fail(
     Path("compose.yaml").write_text(COMPOSE + "  extra:\n    image: vllm/vllm-openai:v0.6.0\n")
     code, out, _ = run("check", "--json", "--baseline", "base.json", "compose.yaml")
     doc = json.loads(out)
-    jsonschema.Draft202012Validator(CHECK).validate(doc)
+    CHECK.validate(doc)
     assert code == 1
     assert [f["location"]["path"] for f in doc["files"][0]["findings"]] == ["services.extra"]
     assert (doc["summary"]["warning"], doc["summary"]["baselined"]) == (1, 2)
