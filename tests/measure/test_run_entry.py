@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -49,14 +50,68 @@ def test_exec_replaces_shmguard_keeps_stdout_clean_and_passes_the_status() -> No
     assert err.count(b"\n") == 1 and err.startswith(b"shmguard run: /dev/shm")
 
 
+def _hangup(action: signal.Handlers) -> Callable[[], None]:
+    """A preexec_fn giving shmguard a known SIGHUP disposition, whatever this test inherited
+    (pytest under ``nohup`` has SIGHUP ignored)."""
+    return lambda: signal.signal(signal.SIGHUP, action) and None
+
+
 @pytest.mark.parametrize("watch", [False, True])
 def test_the_command_gets_default_signal_actions_and_an_empty_mask(watch: bool) -> None:
     # Python ignores SIGPIPE and SIGXFSZ; a plain os.execvp would hand that on (SigIgn 1001000).
     r = run(
-        "--brief", *(["--watch"] if watch else []), "--", "grep", "^Sig[IB]", "/proc/self/status"
-    )
+        "--brief", *(["--watch"] if watch else []), "--", "grep", "^Sig[IB]", "/proc/self/status",
+        preexec_fn=_hangup(signal.SIG_DFL),
+    )  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert r.stdout.decode().split() == ["SigBlk:", "0" * 16, "SigIgn:", "0" * 16]
+
+
+@pytest.mark.parametrize("watch", [False, True])
+def test_under_nohup_the_command_keeps_sighup_ignored(watch: bool) -> None:
+    # nohup ignores SIGHUP so that the job outlives the terminal; exec hands that on, and so
+    # does --watch (which resets the other forwarded signals to their defaults).
+    r = run(
+        "--brief", *(["--watch"] if watch else []), "--", "grep", "^SigIgn", "/proc/self/status",
+        preexec_fn=_hangup(signal.SIG_IGN),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode().split() == ["SigIgn:", f"{1 << (signal.SIGHUP - 1):016x}"]
+
+
+@pytest.mark.parametrize(
+    ("action", "ignored"), [(signal.SIG_DFL, 0), (signal.SIG_IGN, 1 << (signal.SIGHUP - 1))]
+)
+def test_the_sandboxed_command_keeps_sighup_ignored_only_under_nohup(
+    action: signal.Handlers, ignored: int
+) -> None:
+    r = subprocess.run(
+        [*SANDBOX_64M, "grep", "^SigIgn", "/proc/self/status"],
+        capture_output=True,
+        timeout=60,
+        check=False,
+        preexec_fn=_hangup(action),
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode().split() == ["SigIgn:", f"{ignored:016x}"]
+
+
+def test_under_nohup_watch_does_not_forward_a_hangup() -> None:
+    proc = subprocess.Popen(
+        [*RUN, "--brief", "--watch", "--", "sh", "-c", "echo ready; sleep 1.5; echo alive"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=_hangup(signal.SIG_IGN),
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == b"ready\n"
+        os.kill(proc.pid, signal.SIGHUP)
+        assert proc.wait(timeout=30) == 0
+        assert proc.stdout.read() == b"alive\n"
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 @pytest.mark.parametrize("watch", [False, True])
@@ -162,6 +217,7 @@ def test_watch_forwards_each_signal_and_exits_with_the_commands_status() -> None
         [*RUN, "--brief", "--watch", "--", sys.executable, "-c", TRAP],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=_hangup(signal.SIG_DFL),  # a SIGHUP that nohup ignores is not forwarded
     )
     try:
         assert proc.stdout is not None

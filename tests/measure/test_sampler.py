@@ -112,3 +112,26 @@ def test_a_stream_of_writes_does_not_turn_into_a_busy_poll(
     assert tl.peak == 12 * MiB
     end = tl.samples[-1][0]
     assert tl.n_samples <= (end / 0.05 + 2) * (EVENT_POLLS + 1)
+
+
+def _last_write(hold: bool) -> Timeline:
+    # A 2 s clock and no inotify: the command writes 8 MiB and ends (and its mount namespace
+    # with it) long before the fast loop's next poll, as on a loaded machine where the loop is
+    # not scheduled between the last write and the end.
+    spec = SandboxSpec(("sh", "-c", "head -c 8388608 /dev/zero > /dev/shm/x"), 16 * MiB)
+    with Sandbox(spec, output="capture") as box:
+        box.start(hold=True)
+        sampler = ShmSampler(box.shm_path, interval=2.0, events=False, realtime=False, hold=hold)
+        sampler.start()
+        box.release()
+        result = box.wait(timeout=30)
+        timeline = sampler.stop()
+    assert result.exit_status == 0, result.stderr_tail
+    return timeline
+
+
+def test_hold_sees_what_the_command_left_when_it_ended(root_only: None, no_leftovers: None) -> None:
+    tl = _last_write(hold=True)
+    assert tl.peak == 8 * MiB
+    assert tl.samples[-1][1] == 8 * MiB
+    assert tl.errors == ()

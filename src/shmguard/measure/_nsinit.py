@@ -76,6 +76,21 @@ FORWARD = (
 TTY_SIGNALS = (signal.SIGINT, signal.SIGQUIT)
 WAIT_SET = {*FORWARD, signal.SIGCHLD}
 
+
+def hangup_ignored() -> bool:
+    """This process was started with SIGHUP ignored (``nohup``): the command keeps it ignored
+    and a SIGHUP shmguard gets is not forwarded, as an ``exec`` would have left it."""
+    return signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+
+
+def command_signals(nohup: bool) -> None:
+    """The dispositions a command starts with: the defaults (Python ignores SIGPIPE and SIGXFSZ,
+    and an ignored signal stays ignored across execve(2)), SIGHUP ignored under ``nohup``."""
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ, *FORWARD):
+        keep = nohup and sig == signal.SIGHUP
+        signal.signal(sig, signal.SIG_IGN if keep else signal.SIG_DFL)
+
+
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -262,8 +277,7 @@ def _inner(spec: dict[str, Any], status: Status, alive_r: int, run: Runner | Non
                 if os.read(gate, 1) != b"g":
                     os._exit(EXIT_SETUP)
                 os.close(gate)
-            for default in (signal.SIGPIPE, signal.SIGXFSZ, *FORWARD):
-                signal.signal(default, signal.SIG_DFL)
+            command_signals(bool(spec.get("nohup")))
             signal.pthread_sigmask(signal.SIG_SETMASK, set())
             if run is not None:
                 os.close(status.fd)  # as exec would (not inheritable)

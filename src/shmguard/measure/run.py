@@ -297,6 +297,7 @@ def measure_command(
             pids=box.tree_pids,
             owner_interval=owner_interval,
             usage_file=box.memory_usage_file,
+            hold=True,
         )
         try:
             sampler.start()

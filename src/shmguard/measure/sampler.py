@@ -95,6 +95,12 @@ class ShmSampler:
             watchers that run for days) instead of the first ones (measure, probe: the
             start of a run is what they report); :attr:`Timeline.dropped_points` counts the
             ones left out either way.
+        hold: keep the file system open from the first poll to :meth:`stop` and poll it
+            through that directory descriptor: a sandbox's /dev/shm then outlives its mount
+            namespace until the sampler is done, and :meth:`stop` takes one last poll, so
+            what the command wrote just before it ended is seen even when the fast loop
+            was not scheduled in between (measure and probe under load). False for a
+            watcher of a path that may be mounted over: it polls the path.
 
     For a watcher inside another process or running for days use :meth:`watcher`: it changes
     nothing process-wide (no switch interval, no real-time scheduling) and keeps a ring.
@@ -113,6 +119,7 @@ class ShmSampler:
         fast_switch: bool = True,
         max_points: int = MAX_POINTS,
         ring: bool = False,
+        hold: bool = False,
     ) -> None:
         if interval <= 0 or owner_interval <= 0:
             raise ValueError("sampling intervals must be > 0")
@@ -120,6 +127,8 @@ class ShmSampler:
             raise ValueError("max_points must be at least 2")
         self.max_points = max_points
         self.ring = ring
+        self.hold = hold
+        self._fd: int | None = None
         self.path = str(path)
         self.interval = interval
         self.pids = pids
@@ -254,6 +263,8 @@ class ShmSampler:
 
     def start(self) -> None:
         """Take the first poll (raising OSError if the path cannot be read) and start."""
+        if self.hold:
+            self._fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         used, total = shm_usage(self.path)
         if self.pids is not None or self.usage_file is not None:
             # Import here, not in the slow thread: an import holds the GIL for tens of ms,
@@ -297,15 +308,19 @@ class ShmSampler:
         self._threads = []
         if self.fast_switch:
             sys.setswitchinterval(self._switch)
+        self._release()
 
     def stop(self) -> Timeline:
-        """Stop both loops and return what they saw."""
+        """Stop both loops and return what they saw (with ``hold``, after one last poll)."""
         self._stop.set()
         for t in self._threads:
             t.join(timeout=5)
         self._threads = []
         if self.fast_switch:
             sys.setswitchinterval(self._switch)
+        if self._fd is not None:
+            self._last_poll(self._fd)
+            self._release()
         end = self._last_t - self._t0
         points = list(self._points)
         dropped = self._changes + 1 - len(points)
@@ -330,6 +345,32 @@ class ShmSampler:
             dropped_points=dropped,
         )
 
+    def _release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def _last_poll(self, fd: int) -> None:
+        """One poll after the loops ended, through the held descriptor."""
+        try:
+            st = os.statvfs(fd)
+        except OSError as err:
+            self._errors.setdefault(f"{self.path}: {err.strerror}", None)
+            return
+        now = time.monotonic()
+        self._n += 1
+        self._max_gap = max(self._max_gap, now - self._last_t)
+        self._last_t = now
+        value = (st.f_blocks - st.f_bfree) * st.f_frsize
+        if value != self._used:
+            self._used = value
+            self._last_change = now
+            self._changes += 1
+            if self.ring or len(self._points) < self.max_points:
+                self._points.append((now - self._t0, value))
+            if value > self._peak:
+                self._peak, self._peak_t = value, now
+
     # ------------------------------------------------------------------- loops
 
     def _fast(self) -> None:
@@ -343,6 +384,7 @@ class ShmSampler:
         # and "used"/"peak" (read live by the hang detector) only when they change.
         path, interval, is_set = self.path, self.interval, self._stop.is_set
         statvfs, monotonic, sleep = os.statvfs, time.monotonic, time.sleep
+        target: int | str = self._fd if self._fd is not None else path
         points, t0 = self._points, self._t0
         # A ring (a deque with maxlen) takes every point and drops its oldest; a list stops.
         cap = self.max_points + 1 if self.ring else self.max_points
@@ -366,7 +408,7 @@ class ShmSampler:
                 else:
                     due, burst = due + interval, 0
                 try:
-                    st = statvfs(path)
+                    st = statvfs(target)
                 except OSError as err:
                     if err.errno not in (errno.ENOENT, errno.ESRCH):  # gone: the run is over
                         self._errors.setdefault(f"{path}: {err.strerror}", None)

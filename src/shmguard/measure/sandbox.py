@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from shmguard.measure._nsinit import FORWARD, SI_KERNEL
+from shmguard.measure._nsinit import FORWARD, SI_KERNEL, hangup_ignored
 from shmguard.measure._sigmask import MainMask
 from shmguard.measure._threads import start_thread
 from shmguard.measure.cgroups import CgroupPlan, plan_cgroups
@@ -112,6 +112,7 @@ class Sandbox:
         self._gate_w: int | None = None
         self._holds_mask = False
         self._tmpdir: str | None = None
+        self._nohup = hangup_ignored()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -212,6 +213,7 @@ class Sandbox:
                 for d in self.plan.dirs
             ],
             "mount_proc": spec.mount_proc,
+            "nohup": self._nohup,
             "status_fd": status_w,
             "gate_fd": gate_r,
             "parent_pid": os.getpid(),
@@ -442,6 +444,8 @@ class Sandbox:
                 if info is None or info.si_signo == signal.SIGCHLD:
                     continue
                 sig = info.si_signo
+                if sig == signal.SIGHUP and self._nohup:
+                    continue  # started under nohup: the hangup is ignored, as nohup asked
                 if sig in _STOP_SIGNALS and self._interrupted is None:
                     self._interrupted = signame(sig)
                 if sig in (signal.SIGINT, signal.SIGQUIT) and info.si_code == SI_KERNEL:

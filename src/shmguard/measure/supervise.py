@@ -43,7 +43,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from shmguard.measure._nsinit import FORWARD, SI_KERNEL, TTY_SIGNALS, WAIT_SET
+from shmguard.measure._nsinit import (
+    SI_KERNEL,
+    TTY_SIGNALS,
+    WAIT_SET,
+    command_signals,
+    hangup_ignored,
+)
 from shmguard.measure._threads import start_thread
 from shmguard.measure.execute import STOP_SIGNALS, exec_failure, signal_name
 from shmguard.measure.sandbox import TAIL_BYTES
@@ -135,6 +141,7 @@ class Supervisor:
         if not argv:
             raise ValueError("no command given")
         self.argv = list(argv)
+        self._nohup = False
         self.on_output = on_output
         self.pid: int | None = None
         self.subreaper = False
@@ -158,6 +165,7 @@ class Supervisor:
         command, held until :meth:`release`. Call before starting any thread."""
         if threading.current_thread() is not threading.main_thread():
             raise RuntimeError("Supervisor.spawn must run in the main thread")
+        self._nohup = hangup_ignored()
         self._mask = signal.pthread_sigmask(signal.SIG_BLOCK, WAIT_SET)
         if os.getpid() != 1:
             self.subreaper = _prctl(PR_SET_CHILD_SUBREAPER, 1)
@@ -216,9 +224,9 @@ class Supervisor:
             if os.read(gate_r, 1) != b"g":  # EOF: shmguard gave up before releasing it
                 os._exit(125)
             # Python ignores SIGPIPE and SIGXFSZ; an ignored signal stays ignored across
-            # execve(2), so restore the defaults the command expects, and the empty mask.
-            for sig in (signal.SIGPIPE, signal.SIGXFSZ, *FORWARD):
-                signal.signal(sig, signal.SIG_DFL)
+            # execve(2), so restore the defaults the command expects (SIGHUP stays ignored
+            # under nohup), and the empty mask.
+            command_signals(self._nohup)
             signal.pthread_sigmask(signal.SIG_SETMASK, set())
             os.execvp(self.argv[0], self.argv)
         except OSError as err:
@@ -340,6 +348,8 @@ class Supervisor:
             if info is None or info.si_signo == signal.SIGCHLD:
                 continue
             sig = info.si_signo
+            if sig == signal.SIGHUP and self._nohup:
+                continue  # started under nohup: the hangup is ignored, as nohup asked
             if sig in STOP_SIGNALS and interrupted is None:
                 interrupted = signal_name(sig)
             if sig in TTY_SIGNALS and info.si_code == SI_KERNEL:
