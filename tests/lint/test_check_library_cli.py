@@ -20,8 +20,8 @@ from shmguard.config import load_config
 from shmguard.lint.baseline import parse_baseline
 from shmguard.lint.check import check_loaded
 from shmguard.lint.report import CheckReport, check_paths
-from shmguard.render.check_json import check_json
 from shmguard.render.json import to_data
+from shmguard.render.json_bodies import check_json
 from shmguard.sources.load import load_path
 
 HERE = Path(__file__).parent

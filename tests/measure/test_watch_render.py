@@ -16,7 +16,8 @@ from shmguard.measure.sandbox import Sandbox, SandboxSpec
 from shmguard.monitor.target import resolve_target
 from shmguard.monitor.watch import Monitor, WatchSnapshot
 from shmguard.render.json import envelope
-from shmguard.render.watch_text import sparkline, summary_lines, watch_data, watch_view
+from shmguard.render.json_bodies import watch_body as watch_data
+from shmguard.render.watch_text import sparkline, summary_lines, watch_view
 from shmguard.units import MiB
 
 FILL = (

@@ -16,8 +16,8 @@ import pytest
 from _triage_helpers import FIXTURES
 
 from schema_registry import validator
-from shmguard.render.explain_text import json_body
 from shmguard.render.json import envelope
+from shmguard.render.json_bodies import explain_body as json_body
 from shmguard.triage import explain_streams
 from shmguard.triage.model import Signature
 

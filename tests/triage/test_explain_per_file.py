@@ -18,8 +18,8 @@ from _triage_helpers import FIXTURES
 import shmguard
 import shmguard.triage
 from schema_registry import validator
-from shmguard.render.explain_text import json_body
 from shmguard.render.json import to_data
+from shmguard.render.json_bodies import explain_body as json_body
 from shmguard.triage import explain_each, explain_files
 from shmguard.triage.matchers import Matcher
 from shmguard.triage.model import Signature

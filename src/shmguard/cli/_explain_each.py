@@ -99,15 +99,15 @@ def explain_per_file(
 
     try:
         if json_out:
-            from shmguard.render.explain_text import file_json_body
             from shmguard.render.json import dumps_streamed
+            from shmguard.render.json_bodies import explain_file_body
 
             def tail() -> dict[str, object]:
                 errors = [{"file": n, "error": e} for n, _, e in rows if e is not None]
                 return {"errors": errors, "exit_code": status()}
 
             for piece in dumps_streamed(
-                "explain", "files", (file_json_body(n, d) for n, d in diagnosed()), tail
+                "explain", "files", (explain_file_body(n, d) for n, d in diagnosed()), tail
             ):
                 sys.stdout.write(piece)
             sys.stdout.write("\n")

@@ -234,7 +234,7 @@ def _output(fmt: OutputFormat, report: CheckReport, conf: Config) -> None:
         lines += [annotation(f, r.path) for r in report.results for f in r.findings]
         sys.stdout.write("\n".join([*lines, _summary(report)]) + "\n")
     elif fmt is OutputFormat.JSON:
-        from shmguard.render.check_json import check_json
+        from shmguard.render.json_bodies import check_json
 
         sys.stdout.write(check_json(report) + "\n")
     else:

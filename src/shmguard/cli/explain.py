@@ -164,10 +164,10 @@ def explain(
         fail("interrupted", code=130)
 
     if json_out:
-        from shmguard.render.explain_text import json_body
         from shmguard.render.json import dumps
+        from shmguard.render.json_bodies import explain_body
 
-        sys.stdout.write(dumps("explain", json_body(diagnosis)) + "\n")
+        sys.stdout.write(dumps("explain", explain_body(diagnosis)) + "\n")
     else:
         from shmguard.render.explain_text import render
 

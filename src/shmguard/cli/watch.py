@@ -116,7 +116,8 @@ def watch(
     from shmguard.monitor.target import TargetError, resolve_target
     from shmguard.monitor.watch import Monitor
     from shmguard.render.json import dumps, envelope
-    from shmguard.render.watch_text import stall_lines, summary_lines, watch_data
+    from shmguard.render.json_bodies import watch_body
+    from shmguard.render.watch_text import stall_lines, summary_lines
 
     period = _seconds(interval, "--interval")
     stall = _seconds(stall_after, "--stall-after")
@@ -158,14 +159,14 @@ def watch(
             children = [c for c in children if c.poll() is None]
             if once:
                 _out(
-                    dumps("watch", watch_data(snap)) if json_out else "\n".join(summary_lines(snap))
+                    dumps("watch", watch_body(snap)) if json_out else "\n".join(summary_lines(snap))
                 )
                 status = EXIT_STALLED if snap.stalled else EXIT_FINDINGS if snap.alert else EXIT_OK
                 break
             if json_out:
                 import json
 
-                _out(json.dumps(envelope("watch", watch_data(snap)), ensure_ascii=False))
+                _out(json.dumps(envelope("watch", watch_body(snap)), ensure_ascii=False))
             elif live is not None:
                 from shmguard.render.watch_text import watch_view
 

@@ -9,7 +9,7 @@ findings it knows taken out, the exit status. So the library and the CLI give th
 findings (tests/lint/test_check_library_cli.py). ``check --cluster`` builds the same value
 from a live cluster's objects (:func:`shmguard.fleet.cluster_check.check_cluster`).
 
-Nothing here prints or writes a report: the CLI renders it (:mod:`shmguard.render.check_json`
+Nothing here prints or writes a report: the CLI renders it (:mod:`shmguard.render.json_bodies`
 for JSON) and writes the baseline file from :attr:`CheckReport.new_baseline`.
 """
 

@@ -7,8 +7,7 @@ Log text is never interpreted as Rich markup: every piece of it goes through
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import fields
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from shmguard.render.snippets import render_snippets
@@ -27,18 +26,6 @@ _FACT_NAMES = {
 }
 #: Runtimes shown in text when the log does not say which one (JSON has all five).
 _DEFAULT_TEXT_RUNTIMES = ("docker", "compose", "kubernetes")
-
-
-def json_body(d: Diagnosis) -> Mapping[str, Any]:
-    """The ``--json`` body (wrapped by :func:`shmguard.render.json.envelope` as
-    ``shmguard.explain/1``); field names as in :class:`~shmguard.triage.model.Diagnosis`."""
-    return {f.name: getattr(d, f.name) for f in fields(d)}
-
-
-def file_json_body(name: str, d: Diagnosis) -> Mapping[str, Any]:
-    """One entry of ``files`` in ``explain --per-file --json``: ``file`` (the name as given,
-    ``<stdin>`` for standard input), then the fields of :func:`json_body`."""
-    return {"file": name, **json_body(d)}
 
 
 def render(

@@ -1,7 +1,6 @@
 """The JSON body of each command's report value, for :func:`shmguard.render.json.dumps`: one
 serializer per value, so a field is added in one place (and in the command's schema,
 src/shmguard/schemas/<command>.schema.json). The CLI calls these and never builds a JSON dict.
-(check's, explain's and watch's bodies are still written beside their text renderers.)
 
 Bodies hold library values (facts, findings, enums, dataclasses) that
 :func:`~shmguard.render.json.to_data` converts; sizes are int bytes. Nothing heavy is imported
@@ -10,6 +9,7 @@ at module level (doctor's ``--json`` path starts fast and never loads Rich).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from shmguard.lint.doctor import DoctorReport
     from shmguard.lint.engine import Rule
     from shmguard.lint.proposal import ManifestResult, Proposal
+    from shmguard.lint.report import CheckReport
     from shmguard.measure.probe_result import ProbeResult, Trial
     from shmguard.measure.run import MeasureResult
     from shmguard.measure.sandbox_result import SandboxResult, SandboxSpec
@@ -29,7 +30,9 @@ if TYPE_CHECKING:
         RightsizeReport,
         WorkloadRecommendation,
     )
+    from shmguard.monitor.watch import WatchSnapshot
     from shmguard.torch.tuning.model import TuneResult
+    from shmguard.triage.model import Diagnosis
 
 _LEVELS = ("error", "warning", "info")
 
@@ -339,3 +342,72 @@ def rules_body(rules: Iterable[Rule[Any, Any]]) -> dict[str, Any]:
             for r in rules
         ]
     }
+
+
+def check_body(report: CheckReport) -> dict[str, Any]:
+    """The document's body (before the envelope): ``files`` and ``summary``."""
+    findings = report.findings
+    counts = {s: sum(f.severity.value == s for f in findings) for s in _LEVELS}
+    return {
+        "files": [
+            {
+                "file": r.path,
+                "kind": r.kind,
+                "findings": r.findings,
+                "diagnostics": [dataclasses.asdict(d) for d in r.diagnostics],
+            }
+            for r in report.results
+        ],
+        "summary": {
+            **counts,
+            "files": len(report.files),
+            "fixed": report.fixed,
+            "baselined": report.baselined,
+            "fail_on": report.fail_on,
+            "exit_status": report.exit_status,
+            "config": str(report.config) if report.config is not None else None,
+        },
+    }
+
+
+def check_json(report: CheckReport) -> str:
+    """The whole document as indented JSON text (no final newline)."""
+    from shmguard.render.json import dumps
+
+    return dumps("check", check_body(report))
+
+
+def explain_body(d: Diagnosis) -> Mapping[str, Any]:
+    """explain's ``--json`` body (``shmguard.explain/1``): the fields of
+    :class:`~shmguard.triage.model.Diagnosis`, by name."""
+    return {f.name: getattr(d, f.name) for f in dataclasses.fields(d)}
+
+
+def explain_file_body(name: str, d: Diagnosis) -> Mapping[str, Any]:
+    """One entry of ``explain --per-file --json``: ``file`` (the path as given, ``<stdin>`` for
+    standard input), then the fields of :func:`explain_body`."""
+    return {"file": name, **explain_body(d)}
+
+
+def watch_body(snap: WatchSnapshot) -> dict[str, Any]:
+    """watch's ``--json`` body for one snapshot (``shmguard.watch/1``)."""
+    from shmguard.monitor.watch import STALLED
+    from shmguard.render.json import to_data
+    from shmguard.render.watch_text import owners
+
+    data: dict[str, Any] = to_data(snap)
+    data["owners"] = owners(snap)
+    data["used_fraction"] = round(snap.used_fraction, 6)
+    data["stall"] = {
+        "stalled": snap.stalled,
+        "full": snap.stall.full,
+        "headline": STALLED if snap.stalled else None,
+        "evidence": list(snap.stall.evidence),
+    }
+    data["failed_allocations"] = [{"name": name, "bytes": n} for name, n in snap.failed_allocations]
+    data["fix_size"] = (
+        None
+        if snap.fix_size is None
+        else {"bytes": snap.fix_size.bytes, "basis": snap.fix_size.basis}
+    )
+    return data

@@ -3,11 +3,10 @@ report and the JSON body (``shmguard.watch/1``, schemas/watch.schema.json)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from shmguard.model.fix import shm_changes
 from shmguard.monitor.watch import STALLED, WatchSnapshot
-from shmguard.render.json import to_data
 from shmguard.render.snippets import render_snippets
 from shmguard.render.words import plural
 from shmguard.units import format_iec
@@ -134,23 +133,3 @@ def watch_view(snap: WatchSnapshot) -> RenderableType:
     for i, line in enumerate(stall_lines(snap)):
         parts.append(Text(line, style="bold red" if i == 0 else ""))
     return Group(*parts)
-
-
-def watch_data(snap: WatchSnapshot) -> dict[str, Any]:
-    """The ``--json`` body for one snapshot."""
-    data: dict[str, Any] = to_data(snap)
-    data["owners"] = owners(snap)
-    data["used_fraction"] = round(snap.used_fraction, 6)
-    data["stall"] = {
-        "stalled": snap.stalled,
-        "full": snap.stall.full,
-        "headline": STALLED if snap.stalled else None,
-        "evidence": list(snap.stall.evidence),
-    }
-    data["failed_allocations"] = [{"name": name, "bytes": n} for name, n in snap.failed_allocations]
-    data["fix_size"] = (
-        None
-        if snap.fix_size is None
-        else {"bytes": snap.fix_size.bytes, "basis": snap.fix_size.basis}
-    )
-    return data
