@@ -141,7 +141,8 @@ def test_no_rule_imports_another_rule() -> None:
 
 #: The top-level packages (a direct child of src/shmguard: a folder, or a module such as
 #: config.py), bottom to top. A package imports from its own layer or a lower one; an import
-#: from a lower layer to a higher one is a "back-up" import, and only :data:`BACK_UP` may.
+#: from a lower layer to a higher one is a "back-up" import, and only :data:`BACK_UP` may
+#: (STYLE.md allows one; there is none now).
 #: This is the order issue 20 reads from ../shared/STYLE.md's drawing (model and units at the
 #: bottom; estimate, inspect, config; sources; triage, measure, lint; fix; monitor, torch,
 #: fleet; render; cli) but for fix, which sits below lint: lint's rules build their edits from
@@ -160,9 +161,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli", "examples"),
     ("__init__", "__main__"),
 )
-#: The one import that runs back up: the guard's exception text (torch/) shows the fix as the
-#: snippet renderer (render/) writes it for ``shmguard plan``, so both say the same lines.
-BACK_UP = {("shmguard.torch.fixes", "shmguard.render.snippets")}
+#: The imports allowed to run back up, at most one. Empty: the guard's exception text (torch/)
+#: once took the snippet text from render/, which closed a render <-> torch loop (render/'s
+#: tune views show torch/'s TuneResult); the snippet emitter lives in fix/ (STYLE.md: fix
+#: plans once and emits each syntax, snippet text included), below both.
+BACK_UP: set[tuple[str, str]] = set()
 #: The one module that defines ``__version__``; it imports nothing of shmguard.
 VERSION_LEAF = "shmguard._version"
 
@@ -289,7 +292,7 @@ def test_the_graph_reads_every_kind_of_import() -> None:
     # under TYPE_CHECKING: the root's curated API
     assert ("shmguard.config", "Config") in graph["shmguard"]
     # inside a function: the guard's message renders its snippet lazily
-    assert ("shmguard.render.snippets", "render_snippets") in graph["shmguard.torch.fixes"]
+    assert ("shmguard.fix.snippets", "render_snippets") in graph["shmguard.torch.fixes"]
     # relative imports (src has none today) resolve against the importing package
     node = ast.parse("from ..engine import Rule\nfrom . import shm001_x").body
     assert list(_resolve(node[0], "shmguard.lint.config")) == [("shmguard.lint.engine", "Rule")]
@@ -298,9 +301,8 @@ def test_the_graph_reads_every_kind_of_import() -> None:
 
 
 def test_no_circle_between_top_level_packages() -> None:
-    """The one named back-up import closes the one loop there is (render/'s tune views show
-    torch/'s TuneResult, torch/'s exception text uses render/'s snippets): no other import
-    may, so without it the drawing has no circle, and with it only that one."""
+    """No circle between top-level packages; a named back-up import (:data:`BACK_UP`) may
+    close at most the one loop between its two packages."""
     assert _circles(_package_graph(back_up=False)) == []
     assert _circles(_package_graph()) in ([], [sorted({_top(m) for e in BACK_UP for m in e})])
 

@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from shmguard import __version__
+from shmguard.fix.snippets import RUNTIMES, render_snippets
 from shmguard.model import Fact, FailOn, Finding, Location, Severity, exit_status, shm_changes
 from shmguard.render.json import dumps, envelope
-from shmguard.render.snippets import RUNTIMES, render_snippets
 from shmguard.units import GiB, MiB, k8s_quantity_bytes, parse_docker_size
 
 

@@ -17,10 +17,10 @@ import pytest
 from rich.console import Console
 
 from schema_registry import validator
+from shmguard.fix.snippets import fix_snippets
 from shmguard.lint.doctor import DoctorOptions, diagnose
 from shmguard.model import Fact, FailOn
 from shmguard.render import doctor_text
-from shmguard.render.snippets import fix_snippets
 
 pytestmark = pytest.mark.timeout(120)
 

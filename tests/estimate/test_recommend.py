@@ -7,8 +7,8 @@ import pytest
 from shmguard.estimate import clean_size, dataloader_bound, recommend
 from shmguard.estimate.decide import Need
 from shmguard.estimate.policy import clean_memory
+from shmguard.fix.snippets import fix_snippets
 from shmguard.model.fact import Fact
-from shmguard.render.snippets import fix_snippets
 from shmguard.units import GiB, MiB
 
 

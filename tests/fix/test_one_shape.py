@@ -12,10 +12,10 @@ import yaml
 from shmguard.estimate.policy import Policy
 from shmguard.fix.k8s import VOLUME_NAME, mount_entry, named_plan, strategic_merge_patch
 from shmguard.fix.runtime import compose_entry, run_flag
+from shmguard.fix.snippets import render_snippets
 from shmguard.fleet.policy import Mode, kyverno
 from shmguard.lint.check import CheckOptions, fix_file
 from shmguard.model.fix import Change, Setting
-from shmguard.render.snippets import render_snippets
 from shmguard.units import GiB, MiB
 
 SIZE = 2 * GiB

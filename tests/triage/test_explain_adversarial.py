@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from _triage_helpers import diagnose_text
 
-from shmguard.render.snippets import fix_snippets
+from shmguard.fix.snippets import fix_snippets
 from shmguard.triage.loader import SignatureError, builtin_dir, load_file, nested_repeat
 from shmguard.triage.matchers import Matcher
 from shmguard.triage.model import Diagnosis, Signature

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import pytest
 from _triage_helpers import diagnose_text
 
-from shmguard.render.snippets import fix_snippets
+from shmguard.fix.snippets import fix_snippets
 from shmguard.triage.model import Diagnosis, Result, Signature
 from shmguard.triage.scoring import score
 

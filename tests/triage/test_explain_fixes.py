@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 from _triage_helpers import FIXTURES, diagnose_text
 
+from shmguard.fix.snippets import fix_snippets, render_snippets
 from shmguard.model import shm_changes
-from shmguard.render.snippets import fix_snippets, render_snippets
 from shmguard.triage.model import Signature
 from shmguard.units import GiB, MiB
 

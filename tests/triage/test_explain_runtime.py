@@ -17,11 +17,11 @@ import pytest
 from _triage_helpers import diagnose_text
 
 from schema_registry import validator
+from shmguard.fix.snippets import fix_snippets
 from shmguard.model.fix import PLATFORM_NOTES, PLATFORMS, RUNTIMES
 from shmguard.render.explain_text import runtime_line
 from shmguard.render.json import envelope
 from shmguard.render.json_bodies import explain_body as json_body
-from shmguard.render.snippets import fix_snippets
 from shmguard.triage import explain_streams
 from shmguard.triage.model import LOG_RUNTIMES, Signature
 from shmguard.triage.runtime import ORDER, WEIGHTS

@@ -217,7 +217,7 @@ def plan(
         fit = check_fit(result, free, path=SHM, total=total)
     failed = (fit is not None and not fit.fits) or workers == 0
     if fmt in (_Format.docker, _Format.compose, _Format.k8s):
-        from shmguard.render.snippets import fix_snippets
+        from shmguard.fix.snippets import fix_snippets
 
         snips = fix_snippets(result, (_RUNTIME[fmt.value],))
         if not snips:

@@ -1,7 +1,7 @@
 """One :class:`~shmguard.model.fix.Change` in the syntax of ``docker run``/``podman run`` and
 Compose: the flag or entry a fix writes, whether ``check --fix`` splices it into a file
 (:func:`shmguard.lint.config._base.change_edit`) or a snippet prints it
-(:mod:`shmguard.render.snippets`), so both write the same text.
+(:mod:`shmguard.fix.snippets`), so both write the same text.
 
 Syntax (../shared/research/config_formats.md): ``--shm-size`` and ``--memory`` take go-units
 (binary, ``2g``); Compose ``shm_size`` and ``mem_limit`` the same strings, quoted; ``--cpus``

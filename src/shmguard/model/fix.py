@@ -1,6 +1,6 @@
 """The fix model: a fix is a value (which setting, for which runtime, to what size), not text.
 
-The snippet renderer (:mod:`shmguard.render.snippets`), ``check --fix`` and the admission
+The snippet renderer (:mod:`shmguard.fix.snippets`), ``check --fix`` and the admission
 webhook all start from these values; each writes them in its runtime's own syntax
 (:mod:`shmguard.units`). Nothing here knows a renderer, a rule or a host.
 """

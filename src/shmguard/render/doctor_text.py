@@ -15,12 +15,12 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from shmguard.fix.snippets import fix_snippets
 from shmguard.lint.doctor import DoctorReport
 from shmguard.model import Fact, FailOn, Finding, Severity
 from shmguard.model.host import HostFacts
 from shmguard.render.parts import Part
 from shmguard.render.parts import print_parts as print_parts  # re-exported: it lived here
-from shmguard.render.snippets import fix_snippets
 from shmguard.render.words import plural, severity_counts
 from shmguard.units import format_iec
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from shmguard.render.snippets import render_snippets
+from shmguard.fix.snippets import render_snippets
 from shmguard.render.words import plural
 from shmguard.triage.model import Diagnosis, FixPlan, Result
 from shmguard.units import format_iec

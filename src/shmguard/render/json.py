@@ -17,9 +17,9 @@ from typing import Any
 
 from shmguard._version import __version__
 from shmguard.estimate.policy import Sized
+from shmguard.fix.snippets import render_snippets
 from shmguard.model.fact import Fact
 from shmguard.model.fix import Change
-from shmguard.render.snippets import render_snippets
 
 
 def to_data(obj: Any) -> Any:

@@ -256,7 +256,7 @@ def plan_body(
     plan: Plan, fit: PlanFit | None = None, workers: int | None = None, free: int | None = None
 ) -> dict[str, Any]:
     """The ``shmguard.plan/1`` body (docs/plan.md; schema in schemas/plan.schema.json)."""
-    from shmguard.render.snippets import fix_snippets
+    from shmguard.fix.snippets import fix_snippets
 
     r = plan.request
     p = plan.prediction

@@ -10,8 +10,8 @@ import shlex
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from shmguard.fix.snippets import Snippet, render_snippets
 from shmguard.render.parts import Part
-from shmguard.render.snippets import Snippet, render_snippets
 from shmguard.render.words import plural
 from shmguard.units import format_iec
 

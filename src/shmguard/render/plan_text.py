@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 from shmguard.estimate.plan import WORKERS_LIMIT, Plan, PlanFit
+from shmguard.fix.snippets import fix_snippets
 from shmguard.render.measure_text import _kv, snippets_parts
 from shmguard.render.parts import Part
-from shmguard.render.snippets import fix_snippets
 from shmguard.units import format_iec
 
 

@@ -8,6 +8,7 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from shmguard.fix.snippets import fix_snippets
 from shmguard.lint.doctor import DoctorReport
 from shmguard.measure.watched import StallReport, WatchResult
 from shmguard.model import FailOn, Finding
@@ -15,7 +16,6 @@ from shmguard.model.host import HostFacts
 from shmguard.render.doctor_text import brief_parts
 from shmguard.render.explain_text import render as render_diagnosis
 from shmguard.render.parts import Part, print_parts
-from shmguard.render.snippets import fix_snippets
 from shmguard.units import format_iec
 
 if TYPE_CHECKING:

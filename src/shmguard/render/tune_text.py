@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from shmguard.fix.snippets import fix_snippets
 from shmguard.render.measure_text import TEXT_RUNTIMES, _kv, snippets_parts
 from shmguard.render.parts import Part
-from shmguard.render.snippets import fix_snippets
 from shmguard.torch.tuning.model import Trial, TuneResult
 from shmguard.units import format_iec
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from shmguard.fix.snippets import render_snippets
 from shmguard.model.fix import shm_changes
 from shmguard.monitor.watch import STALLED, WatchSnapshot
-from shmguard.render.snippets import render_snippets
 from shmguard.render.words import plural
 from shmguard.units import format_iec
 

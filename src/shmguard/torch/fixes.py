@@ -122,9 +122,9 @@ def size_fix(need: int | None, what: str, policy: Policy, *, too_small: int) -> 
     /dev/shm held; ``what`` names it in the basis), or, when the need is unknown, the policy's
     default size (at least twice ``too_small``, the /dev/shm that ran short): the one size
     decision (:func:`~shmguard.estimate.decide.choose_shm`), never at or below ``too_small``."""
+    from shmguard.fix.snippets import render_snippets
     from shmguard.inspect.host import inspect_host
     from shmguard.lint.doctor import DoctorOptions, shm_fix
-    from shmguard.render.snippets import render_snippets
 
     facts = inspect_host(holders=False, gpus=False)
     model = Need(need, what) if need is not None and need > 0 else None

@@ -3,9 +3,9 @@ its messages, severities and fixes."""
 
 from __future__ import annotations
 
+from shmguard.fix.snippets import fix_snippets
 from shmguard.lint.doctor import diagnose
 from shmguard.model import Severity
-from shmguard.render.snippets import fix_snippets
 
 
 def test_env001_message_and_fix_for_docker(host):

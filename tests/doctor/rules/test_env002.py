@@ -3,9 +3,9 @@ its messages, severities and fixes."""
 
 from __future__ import annotations
 
+from shmguard.fix.snippets import fix_snippets
 from shmguard.lint.doctor import DoctorOptions, diagnose
 from shmguard.model import Severity
-from shmguard.render.snippets import fix_snippets
 from shmguard.units import GiB, format_iec
 
 

@@ -3,8 +3,8 @@ its messages, severities and fixes."""
 
 from __future__ import annotations
 
+from shmguard.fix.snippets import fix_snippets
 from shmguard.lint.doctor import DoctorOptions, diagnose
-from shmguard.render.snippets import fix_snippets
 
 
 def test_env003_usage_names_the_percentage(host):

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from shmguard.fix.snippets import fix_snippets
 from shmguard.lint.doctor import diagnose
 from shmguard.model import Severity
 from shmguard.model.host import RuntimeFacts
-from shmguard.render.snippets import fix_snippets
 
 
 def test_env010_on_v1_host_ipc(host):
