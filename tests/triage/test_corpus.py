@@ -29,7 +29,7 @@ FIELDS = {
 }  # fmt: skip
 #: Corpus files collected after the held-out third was drawn (2026-12-01): their reports are
 #: validated like the rest but are never held out, and the draw is over the other files only.
-ADDED_AFTER_THE_DRAW = ("reports_added.jsonl",)
+ADDED_AFTER_THE_DRAW = ("reports_added.jsonl", "reports_programs.jsonl")
 #: The seed in heldout.txt's header.
 HELDOUT_SEED = 20261201
 
