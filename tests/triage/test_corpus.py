@@ -22,7 +22,9 @@ KINDS = {
 }  # fmt: skip
 #: Fields a report may have beyond FIELDS.
 OPTIONAL = {"log_kind", "family"}
-FAMILIES = {"browser", "postgres", "mpi", "elasticsearch", "triton", "ray"}
+FAMILIES = {"browser", "postgres", "mpi", "elasticsearch", "triton", "ray", "ldap", "zoneminder"}
+#: The families issue 22 names, each in the held-out set.
+HELDOUT_FAMILIES = {"browser", "postgres", "mpi", "elasticsearch", "triton", "ray"}
 FIELDS = {
     "id", "source_url", "framework", "kind", "lookalike", "summary", "log", "config",
     "runtime", "expected_cause", "expected_fix", "decidable", "next_step", "confidence",
@@ -74,7 +76,7 @@ def test_ids_and_threads_are_unique_across_both_sets() -> None:
 
 def test_the_second_heldout_set_is_there_and_labelled_by_family() -> None:
     assert len(HELDOUT2) >= 40
-    assert {r.get("family") for r in HELDOUT2} == FAMILIES
+    assert {r.get("family") for r in HELDOUT2} == HELDOUT_FAMILIES
     assert sum(bool(r["lookalike"]) for r in HELDOUT2) >= 10
 
 

@@ -39,8 +39,9 @@ SHM_IDS = frozenset(
     }
 )
 #: Signatures added since (issue 22), of kinds the old list never had: a failed /dev/shm
-#: allocation of Chrome's renderer and of PostgreSQL's dynamic shared memory.
-ADDED_SHM_IDS = frozenset({"browser-shm-crash", "postgres-dsm-resize"})
+#: allocation of Chrome's renderer, of PostgreSQL's dynamic shared memory and of 389-ds's
+#: database region files.
+ADDED_SHM_IDS = frozenset({"browser-shm-crash", "postgres-dsm-resize", "dirsrv-shm-db-region"})
 #: outcome.SIGBUS_SIGNATURES before the fields.
 SIGBUS_IDS = frozenset({"dataloader-bus-error", "sigbus-generic"})
 #: outcome.STATE_SIGNATURES before the fields.
