@@ -16,7 +16,16 @@ Two sets are printed side by side: the baseline set explain was built on
 signature work was done (issue 10); that figure is recorded in heldout.txt's header and
 benchmarks/results/. ``--heldout`` scores that third again, ``--seen`` the rest.
 
-Usage: python benchmarks/explain_accuracy.py [--heldout | --seen] [--misses]
+``--heldout2`` scores tests/fixtures/corpus/reports_heldout2.jsonl alone: the reports of the
+programs other than PyTorch that live on /dev/shm (browsers, PostgreSQL, MPI, inference
+servers) and their look-alikes, committed before their signatures were written (issue 22) and
+scored before and after that work (benchmarks/results/explain_heldout2_*.txt); since then they
+are tests like the rest of the corpus. ``--file PATH`` scores
+any file of reports in the corpus format alone. Reports with a ``family`` field also get one
+row per family.
+
+Usage: python benchmarks/explain_accuracy.py [--heldout | --seen | --heldout2 | --file PATH]
+       [--misses]
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ from shmguard.triage.scoring import Score, score  # noqa: E402
 
 BASELINE = REPO / "tests" / "fixtures" / "logs" / "public_reports.jsonl"
 CORPUS = REPO / "tests" / "fixtures" / "corpus"
+HELDOUT2 = CORPUS / "reports_heldout2.jsonl"
 
 
 def load(paths: list[Path]) -> list[dict[str, object]]:
@@ -76,6 +86,8 @@ def summary(scored: list[tuple[dict[str, object], Score]]) -> dict[str, tuple[in
     by: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for r, s in scored:
         keys = [str(r["kind"]), "ALL"]
+        if r.get("family"):
+            keys.append(f"family {r['family']}")
         if r.get("decidable", True):
             keys.append("ALL whose log decides")
         for key in keys:
@@ -110,8 +122,14 @@ def main() -> int:
         help="only the held-out third (first scored 2026-12-01: see heldout.txt's header)",
     )
     which.add_argument(
-        "--seen", action="store_true", help="only the reports that were never held out"
+        "--seen", action="store_true", help="only the reports that were never held out (either set)"
     )
+    which.add_argument(
+        "--heldout2",
+        action="store_true",
+        help="only tests/fixtures/corpus/reports_heldout2.jsonl (issue 22's held-out programs)",
+    )
+    which.add_argument("--file", type=Path, help="only the reports in this jsonl file")
     ap.add_argument(
         "--misses",
         action="store_true",
@@ -120,10 +138,15 @@ def main() -> int:
     args = ap.parse_args()
     held = heldout_ids()
     corpus_rows = load(sorted(CORPUS.glob("reports_*.jsonl")))
-    if args.heldout:
+    if args.heldout2 or args.file:
+        path = HELDOUT2 if args.heldout2 else args.file
+        corpus_rows = load([path])
+        name = path.name
+    elif args.heldout:
         corpus_rows = [r for r in corpus_rows if r["id"] in held]
         name = "held-out third"
     elif args.seen:
+        held |= {r["id"] for r in load([HELDOUT2])}
         corpus_rows = [r for r in corpus_rows if r["id"] not in held]
         name = "corpus (not held out)"
     else:
@@ -133,8 +156,9 @@ def main() -> int:
     new = summary(scored)
     rows = ("ALL", "ALL whose log decides", *UNDECIDED, "ALL right or left open")
     rows += ("look-alikes given shm advice",)
-    kinds = sorted(k for k in set(base) | set(new) if k not in rows)
-    keys = kinds + [k for k in rows if k in base or k in new]
+    kinds = sorted(k for k in set(base) | set(new) if k not in rows and k[:7] != "family ")
+    families = sorted(k for k in new if k[:7] == "family ")
+    keys = kinds + families + [k for k in rows if k in base or k in new]
     width = max(len(k) for k in keys)
     print(f"{'kind':{width}}  {'baseline (seen)':>18}  {name:>22}")
     for k in keys:

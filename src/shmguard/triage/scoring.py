@@ -46,6 +46,9 @@ LOOKALIKE_KINDS = frozenset(
         "mmap_truncated",
         "hugepages",
         "gpu_smem",
+        "pg_lock_table",
+        "mpi_cma_ptrace",
+        "es_bootstrap",
     }
 )
 
