@@ -16,12 +16,14 @@ policy --engine kyverno`` prints, parsed as YAML; no Kyverno engine runs here).
   beside the margin gets no size from either (check --fix: no fix; the webhook: ``no-room``),
   while the flag and the size annotation are still taken as given;
 * a flag (``--shm-size``): check --fix and explain take it as given;
+* the DataLoader's parameters: explain of a DataLoader failure whose inputs show the loader
+  (here the Deployment's ``shmguard.io/dataloader`` given with the log) gives the size check
+  --fix and the webhook write for that annotation;
 * no evidence at all: the policy's default (1 GiB) in check --fix, the webhook, the Kyverno
-  mutate and doctor; under a 1.5 GiB memory limit the same 512 MiB (the limit less the 1 GiB
-  margin) in check --fix, the webhook and doctor. The Kyverno mutate writes one static value
-  and cannot cap it (fleet/policy.py says so), and explain's log always matches a signature
-  that documents a size (a vendor's stated need, above the default in the precedence), so
-  neither has the "default under a memory limit" evidence.
+  mutate, doctor and explain (a DataLoader failure whose log shows no size and no loader);
+  under a 1.5 GiB memory limit the same 512 MiB (the limit less the 1 GiB margin) in check
+  --fix, the webhook, doctor and explain (the limit on the log's `docker run` line). The
+  Kyverno mutate writes one static value and cannot cap it (fleet/policy.py says so).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from typer.testing import CliRunner
 
 from shmguard.cli import app
 from shmguard.fleet.admission import AdmissionDecision, decide_admission
-from shmguard.units import GiB, MiB, k8s_quantity_bytes, parse_docker_size
+from shmguard.units import GiB, MiB, k8s_quantity_bytes
 
 ROOT = Path(__file__).resolve().parent
 #: A DataLoader bus error (PyTorch 2.13, a 64 MiB /dev/shm the log does not show).
@@ -292,9 +294,10 @@ def doctor_size(root: Path) -> int:
     return int(size)
 
 
-def explain_size(*flags: str) -> dict[str, Any]:
-    """explain's /dev/shm size (bytes and how it was chosen) for the DataLoader bus error."""
-    r = CliRunner().invoke(app, ["explain", "--json", *flags, str(BUS_ERROR_LOG)])
+def explain_size(*flags: str, files: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """explain's /dev/shm size (bytes and how it was chosen) for the DataLoader bus error
+    (its log first, then ``files``: one incident)."""
+    r = CliRunner().invoke(app, ["explain", "--json", *flags, str(BUS_ERROR_LOG), *map(str, files)])
     size: dict[str, Any] = json.loads(r.stdout)["results"][0]["fix"]["shm_size"]
     return size
 
@@ -335,9 +338,36 @@ def test_the_default_under_a_memory_limit_is_capped_alike(tmp_path: Path) -> Non
     assert doctor_size(host(tmp_path, 1536 * MiB)) == k8s_quantity_bytes(fixed) == 512 * MiB
 
 
-def test_explain_without_a_size_in_the_log_gives_the_documented_size() -> None:
-    # The log shows no /dev/shm size: the signature's documented starting point (8g for a
-    # DataLoader bus error) decides, above the policy's default in the one precedence.
+def test_explain_without_a_size_or_a_loader_gives_the_policy_default(tmp_path: Path) -> None:
+    # The log shows no /dev/shm size and no loader: the policy's default, as check --fix and
+    # the webhook write for a workload that states nothing (not the 8 GiB the DataLoader
+    # signatures document, which it was before issue 22).
     explained = explain_size()
-    assert explained["bytes"] == parse_docker_size("8g")
-    assert explained["method"].startswith("a starting point: ")
+    fixed, _ = check_fix(tmp_path, None)
+    assert explained["bytes"] == k8s_quantity_bytes(fixed) == GiB
+    assert explained["source"] == "default" and "`shmguard measure`" in explained["method"]
+
+
+def test_explain_under_a_memory_limit_caps_the_default_alike(tmp_path: Path) -> None:
+    run_line = tmp_path / "run.sh"
+    run_line.write_text("docker run --memory=1536m --gpus all trainer python train.py\n")
+    explained = explain_size(files=(run_line,))
+    fixed, _ = check_fix(tmp_path, None, "1536Mi")
+    assert explained["bytes"] == k8s_quantity_bytes(fixed) == 512 * MiB
+    assert explained["memory_limit"] is None  # it fits beside the margin, as chosen
+
+
+@pytest.mark.parametrize(
+    "loader", [LOADER_896, "num_workers=4,batch_size=32,sample_shape=3x224x224"]
+)
+def test_explain_sizes_the_loader_its_inputs_show_as_check_fix_and_the_webhook(
+    tmp_path: Path, loader: str
+) -> None:
+    # the Deployment check --fix reads, given to explain beside the failure log
+    job = tmp_path / "job.yaml"
+    job.write_text(yaml.safe_dump(template(None, None, loader), sort_keys=False))
+    explained = explain_size(files=(job,))
+    fixed, _ = check_fix(tmp_path, None, loader=loader)
+    injected, _, _ = webhook(None, loader=loader)
+    assert explained["bytes"] == k8s_quantity_bytes(fixed) == k8s_quantity_bytes(injected)
+    assert explained["source"] == "model"

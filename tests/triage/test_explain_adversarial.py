@@ -310,7 +310,10 @@ def test_memory_limit_after_hugepages_is_read(catalogue: Sequence[Signature]) ->
     d = diagnose_text(DESCRIBE_HUGEPAGES + BUS, catalogue, runtime="kubernetes")
     assert [(f.name, f.bytes, f.line) for f in d.facts] == [("mem_limit", 32 * GiB, 6)]
     fix = d.results[0].fix
-    assert fix is not None and fix.memory_limit == 40 * GiB
+    # The sizing policy's 1 GiB default (the log shows no loader) fits beside the margin
+    # under the 32 GiB limit read: the size decision raises no limit.
+    assert fix is not None and fix.shm_size is not None and fix.shm_size.bytes == GiB
+    assert fix.memory_limit is None
 
 
 DISK_EMPTYDIR_EVICTED = """\
@@ -393,7 +396,7 @@ def test_nvidia_banner_example_is_not_host_ipc(catalogue: Sequence[Signature]) -
     assert d.exit_code == 0 and d.runtime is None
     d = diagnose_text(banner + BUS, catalogue, runtime="docker")
     fix = d.results[0].fix
-    assert fix is not None and fix.shm_size is not None and fix.shm_size.bytes == 8 * GiB
+    assert fix is not None and fix.shm_size is not None and fix.shm_size.bytes == GiB
 
 
 def test_podman_host_ipc_rejection_is_not_answered_with_the_same_flag(

@@ -69,7 +69,7 @@ def test_failure_exit_1_text(tmp_path: Path) -> None:
         f"{S01}:49  RuntimeError: unable to allocate shared memory(shm) for file "
         "</torch_22128_2334166919_0>: No space left on device (28)" in out
     )
-    assert "docker run --shm-size=8g IMAGE ..." in out
+    assert "docker run --shm-size=1g IMAGE ..." in out
     assert "Result: 1 cause of medium confidence or more (exit 1)." in out
     assert "\x1b" not in out and r.stderr == b""
 
@@ -85,7 +85,7 @@ def test_narrow_output_keeps_commands_and_snippets_whole() -> None:
     )
     lines = r.stdout.decode().splitlines()
     assert r.returncode == 1, r.stderr
-    assert "       docker run --shm-size=8g IMAGE ..." in lines
+    assert "       docker run --shm-size=1g IMAGE ..." in lines
     assert "           - name: app  # your container's name: these keys merge into it" in lines
     measure = "Next: Measure the real peak with `shmguard measure -- <your command>` (or find"
     assert any(line.strip().startswith(measure) for line in lines)  # a step is one line

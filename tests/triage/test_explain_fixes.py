@@ -1,5 +1,5 @@
 """Size choice and fix rendering: exact sizes for each rule, snippets from the shared
-renderer, memory limit grown by the shm size, no snippets for app-side or non-shm fixes."""
+renderer, the memory limit from the size decision, no snippets for app-side or non-shm fixes."""
 
 from __future__ import annotations
 
@@ -54,8 +54,13 @@ def test_triton_per_instance_factor(catalogue: Sequence[Signature]) -> None:
 def test_default_with_basis_and_override(catalogue: Sequence[Signature]) -> None:
     fix = diagnose_text(BUS, catalogue).results[0].fix
     assert fix is not None and fix.shm_size is not None
-    assert fix.shm_size.bytes == 8 * GiB and fix.shm_size.basis.startswith("a starting point: ")
-    assert fix_snippets(fix) == render_snippets(shm_changes(8 * GiB))
+    # A DataLoader failure whose log shows no size and no loader: the sizing policy's
+    # default, said so, with the pointers to measure it (not the signature's 8 GiB).
+    assert fix.shm_size.bytes == GiB and fix.shm_size.source == "default"
+    assert fix.shm_size.basis.startswith("the log shows no /dev/shm size and no DataLoader")
+    assert "`shmguard measure`" in fix.shm_size.basis
+    assert any("`shmguard plan" in step for step in fix.next)
+    assert fix_snippets(fix) == render_snippets(shm_changes(GiB))
     fix = diagnose_text(BUS, catalogue, shm_size=3 * GiB, runtime="compose").results[0].fix
     assert fix is not None and fix.shm_size is not None
     assert fix.shm_size.bytes == 3 * GiB and fix.shm_size.basis == "the size given with --shm-size"
@@ -75,7 +80,7 @@ def test_the_size_the_user_wrote_is_reused(catalogue: Sequence[Signature]) -> No
     assert fix_snippets(fix)[0].text.endswith('shm_size: "2g"')
 
 
-def test_memory_limit_grows_with_the_shm_size(catalogue: Sequence[Signature]) -> None:
+def test_memory_limit_follows_the_size_decision(catalogue: Sequence[Signature]) -> None:
     d = diagnose_text((FIXTURES / "mixed_ranks_nccl.log").read_bytes(), catalogue)
     assert d.runtime == "docker"
     facts = {f.name: f.bytes for f in d.facts}
@@ -83,8 +88,16 @@ def test_memory_limit_grows_with_the_shm_size(catalogue: Sequence[Signature]) ->
     fix = d.results[0].fix
     assert d.results[0].id == "nccl-shm-segment"
     assert fix is not None and fix.shm_size is not None
-    # 32 GiB + 1 GiB (whole GiB: the sizing policy's memory steps above 4 GiB).
-    assert fix.shm_size.bytes == GiB and fix.memory_limit == 33 * GiB
+    # 1 GiB fits beside the policy's 1 GiB margin under 32 GiB: the limit stays, as in
+    # check --fix, the webhook and plan (the decision's Sized.memory_limit is None).
+    assert fix.shm_size.bytes == GiB and fix.memory_limit is None
+    assert fix.shm_size.memory_limit is None
+    assert fix_snippets(fix)[0].text == "docker run --shm-size=1g IMAGE ..."
+    # A --shm-size is taken as given: the limit grows by it, 32 GiB + 1 GiB (whole GiB: the
+    # sizing policy's memory steps above 4 GiB).
+    d = diagnose_text((FIXTURES / "mixed_ranks_nccl.log").read_bytes(), catalogue, shm_size=GiB)
+    fix = d.results[0].fix
+    assert fix is not None and fix.memory_limit == 33 * GiB
     assert fix_snippets(fix)[0].text == "docker run --shm-size=1g --memory=33g IMAGE ..."
 
 
@@ -176,8 +189,9 @@ def test_bare_enospc_gets_a_size_when_the_log_shows_dev_shm_full(
     d = diagnose_text(SHM_FULL_DF + BARE_ENOSPC, catalogue)
     bare = next(r for r in d.results if r.id == "enospc-bare")
     assert bare.fix is not None and bare.fix.shm_size is not None
-    # 8 GiB: the signature's default, more than twice the 64 MiB df shows.
-    assert bare.fix.shm_size.bytes == 8 * GiB
+    # 1 GiB: the sizing policy's default (a DataLoader-kind failure whose log shows no
+    # loader), more than twice the 64 MiB df shows.
+    assert bare.fix.shm_size.bytes == GiB
     assert "64 MiB, line 1" in bare.fix.shm_size.basis
 
 
@@ -191,7 +205,7 @@ def test_bare_bus_error_gets_no_shm_size_without_shm_evidence(
     assert top.fix.shm_size is None and top.fix.changes == ()
     assert "`df -h /dev/shm`" in top.decide and "mmap" in top.decide
     # With PyTorch multiprocessing frames in the same log, /dev/shm is the likely file
-    # system and the signature's 8 GiB default comes back.
+    # system and a size comes back: the sizing policy's default (no loader in the log).
     traced = (
         '  File "/opt/venv/lib/python3.11/site-packages/torch/multiprocessing/reductions.py", '
         "line 560, in reduce_storage\n"
@@ -199,4 +213,4 @@ def test_bare_bus_error_gets_no_shm_size_without_shm_evidence(
     )
     top = diagnose_text(traced, catalogue).results[0]
     assert top.id == "sigbus-generic" and top.fix is not None
-    assert top.fix.shm_size is not None and top.fix.shm_size.bytes == 8 * GiB
+    assert top.fix.shm_size is not None and top.fix.shm_size.bytes == GiB

@@ -284,7 +284,7 @@ def test_platform_fix_is_a_sentence_with_the_size(catalogue: Sequence[Signature]
         fix = d.results[0].fix
         assert d.runtime == platform and fix is not None and fix.runtime == platform
         assert fix_snippets(fix) == () and fix.changes == ()
-        assert fix.shm_size is not None and fix.shm_size.bytes == 8 << 30
+        assert fix.shm_size is not None and fix.shm_size.bytes == 1 << 30
         assert fix.runtime_notes == (PLATFORM_NOTES[platform],)
 
 

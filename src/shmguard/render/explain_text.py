@@ -268,8 +268,8 @@ def _fix(
         line(f"Size: {format_iec(f.shm_size.bytes)}, {f.shm_size.basis}.", indent=5)
         if f.memory_limit is not None:
             line(
-                f"Memory limit: {format_iec(f.memory_limit)} (the limit the log shows plus the "
-                "shm size: tmpfs pages count against it).",
+                f"Memory limit: {format_iec(f.memory_limit)} (the room the limit the log shows "
+                "left the job, plus the shm size: tmpfs pages count against the limit).",
                 indent=5,
             )
         snippets = all_snippets

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from shmguard.triage.fixes import MODELLED_KINDS
 from shmguard.triage.model import Signature
 from shmguard.units import format_iec
 
@@ -130,7 +131,17 @@ def render_markdown(sigs: Sequence[Signature]) -> str:
                 out.append(f"- {rt}: {_cell(text)}")
             for step in s.fix.app:
                 out.append(f"- application: {_cell(step)}")
-        if s.size is not None:
+        if s.size is not None and s.kind in MODELLED_KINDS:
+            out.append("")
+            out.append(
+                "Size: the DataLoader model's for the loader the log shows (what `shmguard plan` "
+                "gives for it), else the sizing policy's default; the file's default "
+                f"({format_iec(s.size.default)}) and floor ({format_iec(s.size.floor)}) are not "
+                f"used for a {s.kind} failure; the file's reason: {s.size.basis}"
+                + (f"; only when {' or '.join(s.size.when)} matched too" if s.size.when else "")
+                + "."
+            )
+        elif s.size is not None:
             out.append("")
             out.append(
                 f"Size: default {format_iec(s.size.default)}, at least {format_iec(s.size.floor)}"

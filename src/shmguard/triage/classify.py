@@ -167,6 +167,7 @@ def diagnose(
     lead = guess.name if weak else None
     host = [t for t in tallies if t.signature.host_shm and t.first]
     host_ev = min(host, key=lambda t: t.first_pos or (0, 0)).first[0] if host else None
+    loader, loader_gap = matcher.loader.need(policy), matcher.loader.gap()
 
     results: list[Result] = []
     for t in tallies:
@@ -183,7 +184,17 @@ def diagnose(
         if sig.role == "cause" and explained is None and sig.fix is not None:
             captured: Captured = t.captures
             fix = plan_fix(
-                sig, captured, facts, fix_rt, shm_override, host_ev, policy, matched_all, lead=lead
+                sig,
+                captured,
+                facts,
+                fix_rt,
+                shm_override,
+                host_ev,
+                policy,
+                matched_all,
+                lead=lead,
+                loader=loader,
+                loader_gap=loader_gap,
             )
         results.append(
             Result(

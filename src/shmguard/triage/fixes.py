@@ -10,44 +10,70 @@ Size choice, first rule that applies:
 2. a size the log itself suggests (Ray prints ``--shm-size=12.34gb``);
 3. a size the log says was requested (``shm_need``) times the signature's ``need_factor``
    (Ray's object store: 1.1, as Ray's own hint);
-4. twice the /dev/shm size (or free space) the log shows (``df``, a mount line, an emptyDir
+4. for a DataLoader failure (a signature of a kind in :data:`MODELLED_KINDS`), the DataLoader
+   model's predicted peak for the loader the log (or a configuration read with it) shows
+   (:mod:`shmguard.triage.loader_seen`), with the policy's headroom: the size ``shmguard plan``
+   gives for that loader;
+5. twice the /dev/shm size (or free space) the log shows (``df``, a mount line, an emptyDir
    ``sizeLimit``, ``--shm-size`` on a ``docker run`` line), when that is more than the
-   signature's ``default``;
-5. the signature's ``default``, for the reason its ``basis`` gives.
+   starting point of rule 6;
+6. the signature's ``default``, for the reason its ``basis`` gives; for a DataLoader failure
+   the sizing policy's default instead (1 GiB, ``[tool.shmguard.sizes]``), with the pointer to
+   ``shmguard measure``, ``plan`` and ``probe``: a DataLoader's need is what the model says of
+   its parameters, and the 8 GiB its signatures document is many times what most loaders need
+   (4 workers of 32 images at 224x224 need 245 MiB: ``plan`` gives 320 MiB).
 
 A size from the log (rules 2 and 3) must make sense against what the failing job already
 had: when the log also shows the job's /dev/shm size or free space, a suggestion less than
 that plus the policy's headroom (25%) is a tool's own hint capped by what it found (Ray
-suggests ``--shm-size=0.07gb`` when a 64 MiB /dev/shm capped its object store) and rule 4
+suggests ``--shm-size=0.07gb`` when a 64 MiB /dev/shm capped its object store) and rule 5
 applies instead. Whatever the rule, the size is never at or below the /dev/shm the log shows
 (:func:`~shmguard.estimate.policy.default_shm_size` with ``too_small``: twice it) nor at or
 below a size the log says was requested and failed
 (:func:`~shmguard.estimate.policy.shm_size_for`: the request plus headroom). Only the user's
 ``--shm-size`` is taken as given.
 
-The result is raised to the signature's ``floor`` and rounded up by the one sizing policy
+The result is raised to the signature's ``floor`` (not for a DataLoader failure: the model or
+the policy's default decides) and rounded up by the one sizing policy
 (:func:`shmguard.estimate.policy.clean_size`). The rules are the one size decision's
 (:func:`shmguard.estimate.decide.choose_shm`); this module only reads the log's evidence for it
-(:func:`size_evidence`). tmpfs pages count against the memory limit
-(Linux memcg), so when the log shows the memory limit, the limit in the fix grows by the shm
-size (:func:`shmguard.estimate.policy.memory_limit_for`).
+(:func:`size_evidence`). tmpfs pages count against the memory limit (Linux memcg), so when the
+log shows the memory limit it is evidence too (the policy's default is capped by it, as in
+``check --fix``, the webhook and ``doctor``), and the fix's memory limit is the decision's
+``Sized.memory_limit``: the limit to raise to when the size does not fit beside the policy's
+margin (the room the job had plus the size, :func:`shmguard.estimate.policy.memory_limit_for`),
+none when it fits. Only a ``--shm-size``, which the decision takes as given without the check,
+grows the limit the log shows by its size.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from dataclasses import replace
 
 from shmguard.estimate.decide import Documented, LogSize, Need, RanShort, ShmEvidence, choose_shm
 from shmguard.estimate.policy import Policy, Sized, memory_limit_for
 from shmguard.model.fix import PLATFORM_NOTES, PLATFORMS, RUNTIMES, Change, shm_changes
 from shmguard.triage.model import Evidence, FixPlan, Signature, SizeRule
-from shmguard.units import format_iec
+from shmguard.units import DOCKER_DEFAULT_SHM, format_iec
 
 #: Shown with every shm-size fix: the size above is a starting point, these measure it.
 MEASURE_HINT = (
     "Measure the real peak with `shmguard measure -- <your command>` "
     "(or find the smallest size that works with `shmguard probe`)."
 )
+
+#: Shown with a DataLoader failure's size when the log shows neither a size nor the loader.
+PLAN_HINT = (
+    "Or predict it before a run from the loader's parameters: `shmguard plan --batch-size N "
+    "--sample-shape C,H,W --num-workers W` (`explain` does the same when the log or a file "
+    "given with it shows num_workers and a batch's torch.Size)."
+)
+
+#: Signature kinds whose need the DataLoader model predicts: their size comes from the loader
+#: the log shows, else from the sizing policy's default, never from a size the signature
+#: documents (module docstring, rules 4 and 6).
+MODELLED_KINDS = ("dataloader_shm",)
 
 Captured = Mapping[str, tuple[int, Evidence]]
 
@@ -66,13 +92,23 @@ def _had(captured: Captured, facts: Captured) -> tuple[int, Evidence, str] | Non
 
 
 def size_evidence(
-    rule: SizeRule, captured: Captured, facts: Captured, flag: int | None = None
+    rule: SizeRule,
+    captured: Captured,
+    facts: Captured,
+    flag: int | None = None,
+    *,
+    loader: Need | None = None,
+    modelled: bool = False,
 ) -> ShmEvidence:
     """What a log says about a /dev/shm size, as evidence for the one size decision
-    (module docstring, rules 1-5): ``--shm-size`` (``flag``); a size the log suggests (a
+    (module docstring, rules 1-6): ``--shm-size`` (``flag``); a size the log suggests (a
     tool's hint) or a request times the signature's ``need_factor`` (a stated size); a
-    request that failed (a lower bound); the largest /dev/shm size or free space the log shows
-    (it ran short); the signature's ``default`` and ``floor`` (a documented size)."""
+    request that failed (a lower bound); ``loader``, the DataLoader model's predicted peak for
+    the loader the log shows (the model's evidence, used when ``modelled``: a signature of
+    :data:`MODELLED_KINDS`); the largest /dev/shm size or free space the log shows (it ran
+    short); the signature's ``default`` and ``floor`` (a documented size; not when
+    ``modelled``); the memory limit the log shows, and the runtimes' 64 MiB /dev/shm as the
+    one there now when the log shows none (so the default is never capped to it)."""
     log: LogSize | None = None
     if "shm_suggested" in captured:
         value, ev = captured["shm_suggested"]
@@ -100,12 +136,16 @@ def size_evidence(
             shown=f"the /dev/shm {what} the log shows ({format_iec(value)}, line {ev.line})",
             had=f"the {format_iec(value)} /dev/shm {what} the job already had (line {ev.line})",
         )
+    mem = facts.get("mem_limit")
     return ShmEvidence(
         flag=flag,
         log=log,
         request=request,
+        model=loader if modelled else None,
         ran_short=ran_short,
-        documented=Documented(rule.default, rule.basis, rule.floor),
+        documented=None if modelled else Documented(rule.default, rule.basis, rule.floor),
+        memory_limit=mem[0] if mem else None,
+        current=None if ran_short else DOCKER_DEFAULT_SHM,
     )
 
 
@@ -115,14 +155,31 @@ def choose_size(
     facts: Captured,
     override: int | Sized | None,
     policy: Policy | None = None,
+    *,
+    loader: Need | None = None,
+    modelled: bool = False,
+    loader_gap: str = "no DataLoader parameters (num_workers and a batch's torch.Size)",
 ) -> Sized:
     """A /dev/shm size in bytes and how it was chosen: the one size decision
-    (:func:`~shmguard.estimate.decide.choose_shm`) over :func:`size_evidence`. ``override``:
-    bytes given with ``--shm-size``, or a size chosen elsewhere with its own basis (``run
-    --watch``: the DataLoader model for the loader its sampler saw)."""
+    (:func:`~shmguard.estimate.decide.choose_shm`) over :func:`size_evidence` (``loader`` and
+    ``modelled`` as there; ``loader_gap``: what the log shows of the loader when it shows too
+    little, for the default's basis). ``override``: bytes given with ``--shm-size``, or a size
+    chosen elsewhere with its own basis (``run --watch``: the DataLoader model for the loader
+    its sampler saw)."""
     if isinstance(override, Sized):
         return override
-    return choose_shm(size_evidence(rule, captured, facts, override), policy)
+    evidence = size_evidence(rule, captured, facts, override, loader=loader, modelled=modelled)
+    sized = choose_shm(evidence, policy)
+    if modelled and sized.source == "default":
+        rest = sized.basis.removeprefix("the default")
+        had = evidence.ran_short
+        if had is None:
+            said = f"the log shows no /dev/shm size and {loader_gap}: the sizing policy's"
+        else:
+            said = f"the log shows {loader_gap}, and twice {had.shown_text()} is less than the"
+            said += " sizing policy's"
+        return replace(sized, basis=f"{said} default{rest}")
+    return sized
 
 
 def host_ipc_note(ev: Evidence) -> str:
@@ -146,6 +203,8 @@ def plan_fix(
     matched: Collection[str] = (),
     *,
     lead: str | None = None,
+    loader: Need | None = None,
+    loader_gap: str = "no DataLoader parameters (num_workers and a batch's torch.Size)",
 ) -> FixPlan:
     """The fix for ``sig`` on ``runtime``: a runtime of :data:`~shmguard.model.fix.RUNTIMES`
     (its snippet), a platform of :data:`~shmguard.model.fix.PLATFORMS` (the size, no snippet:
@@ -159,6 +218,10 @@ def plan_fix(
     it: docs.docker.com/reference/cli/docker/container/run, podman #14609), and the fix says
     what to do on the host instead. ``matched``: the ids of every signature that matched the
     same inputs; a size rule with ``when`` gives a size only when one of its ids is among them.
+    ``loader``: the DataLoader model's predicted peak for the loader the inputs show
+    (:meth:`~shmguard.triage.loader_seen.LoaderSeen.need`), the size of a DataLoader failure;
+    ``loader_gap``, what they show of it when that is too little
+    (:meth:`~shmguard.triage.loader_seen.LoaderSeen.gap`).
 
     Raises:
         ValueError: ``sig`` has no ``fix`` (only cause signatures have one).
@@ -179,8 +242,22 @@ def plan_fix(
     if wants_size and host_shm is not None and runtime != "app":
         nxt.insert(0, host_ipc_note(host_shm))
     elif wants_size and runtime != "app" and sig.size is not None and applies:
-        size = choose_size(sig.size, captured, facts, override, policy)
-        if "mem_limit" in facts:
+        modelled = sig.kind in MODELLED_KINDS
+        size = choose_size(
+            sig.size,
+            captured,
+            facts,
+            override,
+            policy,
+            loader=loader,
+            modelled=modelled,
+            loader_gap=loader_gap,
+        )
+        # The memory limit is the decision's (a size the limit shown cannot hold beside the
+        # policy's margin: the limit to raise to). A --shm-size is taken as given, unchecked
+        # by the decision: the limit then grows by it, as it always did.
+        memory = size.memory_limit
+        if memory is None and size.source == "flag" and "mem_limit" in facts:
             memory = memory_limit_for(
                 size.bytes, policy or Policy(), current_limit=facts["mem_limit"][0]
             )
@@ -194,6 +271,8 @@ def plan_fix(
         changes = shm_changes(size.bytes, memory, chosen) if chosen else ()
         if sig.remedy == "shm-size":
             nxt.append(MEASURE_HINT)
+            if modelled and size.source in ("default", "ran-short"):
+                nxt.append(PLAN_HINT)
     notes: list[str] = []
     if not (sig.remedy == "shm-size" and host_shm is not None):
         # (with host IPC the sentences, which size /dev/shm per container, do not apply)

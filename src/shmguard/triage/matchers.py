@@ -20,6 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
+from shmguard.triage.loader_seen import LITERALS as LOADER_LITERALS
+from shmguard.triage.loader_seen import LoaderSeen
 from shmguard.triage.model import Evidence, Pattern, Signature
 from shmguard.triage.scanner import (
     BlockReader,
@@ -136,7 +138,9 @@ class Tally:
 
 class Matcher:
     """Runs a catalogue over inputs; :meth:`feed` one input at a time, then read
-    :attr:`tallies` (signature id -> :class:`Tally`) and :attr:`inputs`."""
+    :attr:`tallies` (signature id -> :class:`Tally`), :attr:`inputs` and :attr:`loader` (the
+    DataLoader parameters the lines show, :mod:`shmguard.triage.loader_seen`: the lines that
+    hold one of its literals are read there too)."""
 
     def __init__(self, signatures: Sequence[Signature], *, backend: str = "auto") -> None:
         self.signatures = tuple(signatures)
@@ -144,6 +148,10 @@ class Matcher:
         for s in self.signatures:
             for p in s.patterns:
                 literals.setdefault(p.literal, []).append((s, p))
+        for lit in LOADER_LITERALS:
+            literals.setdefault(lit, [])
+        self._loader_literals = frozenset(LOADER_LITERALS)
+        self.loader = LoaderSeen()
         # Markers first, so a marker and its target on one line work.
         self._by_literal = [
             (lit, sorted(pairs, key=lambda sp: not sp[1].marker)) for lit, pairs in literals.items()
@@ -159,6 +167,7 @@ class Matcher:
         about 5 ms with Aho-Corasick), so one matcher can diagnose many inputs one by one."""
         self.tallies = {}
         self.inputs = []
+        self.loader.reset()
 
     def feed(self, name: str, stream: BinaryIO) -> None:
         """Match every line of ``stream`` (binary). Memory stays bounded whatever its size."""
@@ -193,6 +202,9 @@ class Matcher:
             held = [self._by_literal[i] for i in self._present(raw)]
         else:
             held = [(lit, pairs) for lit, pairs in self._by_literal if lit in raw]
+        if any(lit in self._loader_literals for lit, _pairs in held):
+            parts = clean_parts(raw)
+            self.loader.add(name, line, " ".join(parts))
         for _lit, pairs in held:
             if parts is None:
                 parts = clean_parts(raw)
