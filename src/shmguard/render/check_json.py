@@ -4,7 +4,8 @@ one serialization of a :class:`~shmguard.lint.report.CheckReport`, in the envelo
 
 ``files``: per file its path, kind, findings and diagnostics, in the order checked;
 ``summary``: findings per severity, files, fixes, baselined findings, the threshold, the exit
-status and the configuration file read.
+status and the configuration file read; ``skipped`` (and ``summary.skipped``, counts by
+reason): the files a directory walk met and did not check.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ def check_body(report: CheckReport) -> dict[str, Any]:
             }
             for r in report.results
         ],
+        "skipped": [{"file": path, "reason": why} for path, why in report.skipped],
         "summary": {
             **counts,
             "files": len(report.files),
@@ -45,6 +47,7 @@ def check_body(report: CheckReport) -> dict[str, Any]:
             "fail_on": report.fail_on,
             "exit_status": report.exit_status,
             "config": str(report.config) if report.config is not None else None,
+            "skipped": report.skipped_counts,
         },
     }
 
