@@ -120,7 +120,14 @@ IgnoreOption = Annotated[
         help="Never report these codes or prefixes (added to the configuration's ignore).",
     ),
 ]
-FixOption = Annotated[bool, typer.Option("--fix", help="Apply safe fixes to the files, in place.")]
+FixOption = Annotated[
+    bool,
+    typer.Option(
+        "--fix",
+        help="Apply safe fixes to the files, in place (in a walk, never through a symbolic "
+        "link out of the directory walked).",
+    ),
+]
 DiffOption = Annotated[
     bool,
     typer.Option("--diff", help="Print the fixes as a unified diff; write nothing."),

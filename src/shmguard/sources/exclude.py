@@ -4,8 +4,8 @@ As ruff's settings of the same names (https://docs.astral.sh/ruff/settings/#excl
 a pattern without ``/`` (``.venv``, ``*.tar``) matches any file or directory of that name at
 any depth; a pattern with ``/`` (``deploy/legacy/*.yaml``, ``charts/**/values.yaml``) matches
 the path relative to the project root (the configuration file's directory, else the current
-directory). Globs as :func:`fnmatch.fnmatchcase` reads them (``*``, ``?``, ``[...]``; ``**``
-spans directories). An excluded directory is not entered. ``exclude`` replaces
+directory). Globs as :func:`fnmatch.fnmatchcase` reads them, case-sensitive (``*``, ``?``,
+``[...]``; ``**`` spans directories). An excluded directory is not entered. ``exclude`` replaces
 :data:`DEFAULT_EXCLUDE` (ruff's default list); ``extend-exclude`` adds to it. Paths named on the
 command line are checked even when excluded, unless ``force`` (``--force-exclude``, for
 pre-commit, which names every staged file).
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,13 +53,23 @@ DEFAULT_EXCLUDE = (
 )
 
 
-def _match(rel: str, name: str, pattern: str) -> bool:
-    pattern = pattern.strip("/") if pattern.endswith("/") else pattern.lstrip("/")
-    if "/" not in pattern:
-        return fnmatch.fnmatchcase(name, pattern)
-    return fnmatch.fnmatchcase(rel, pattern) or (
-        "**/" in pattern and fnmatch.fnmatchcase(rel, pattern.replace("**/", ""))
-    )
+def _compiled(patterns: tuple[str, ...]) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+    """One regular expression for the name patterns (no ``/``) and one for the path patterns
+    (``**/`` also matching no directory at all), or None where there are none."""
+    names, paths = [], []
+    for raw in patterns:
+        p = raw.strip("/") if raw.endswith("/") else raw.lstrip("/")
+        if "/" not in p:
+            names.append(fnmatch.translate(p))
+            continue
+        paths.append(fnmatch.translate(p))
+        if "**/" in p:
+            paths.append(fnmatch.translate(p.replace("**/", "")))
+
+    def one(parts: list[str]) -> re.Pattern[str] | None:
+        return re.compile("|".join(f"(?:{x})" for x in parts)) if parts else None
+
+    return one(names), one(paths)
 
 
 @dataclass(frozen=True)
@@ -76,6 +87,8 @@ class Exclusions:
     root: Path | None = None
     force: bool = False
     _root: str = field(default="", init=False, repr=False, compare=False)
+    _names: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
+    _paths: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         try:
@@ -83,6 +96,14 @@ class Exclusions:
         except OSError:  # the current directory was removed
             root = "/"
         object.__setattr__(self, "_root", root)
+        names, paths = _compiled(self.patterns)
+        object.__setattr__(self, "_names", names)
+        object.__setattr__(self, "_paths", paths)
+
+    def _matches(self, name: str, rel: str | None) -> bool:
+        if self._names is not None and self._names.match(name):
+            return True
+        return rel is not None and self._paths is not None and bool(self._paths.match(rel))
 
     def _rel(self, path: Path) -> str:
         absolute = os.path.abspath(path)
@@ -95,20 +116,11 @@ class Exclusions:
     def excludes(self, path: Path, is_dir: bool = False) -> bool:
         """Whether ``path`` (met in a walk) matches a pattern, by its name or its path
         relative to the root."""
-        if not self.patterns:
-            return False
-        rel, name = self._rel(path), path.name
-        return any(_match(rel, name, p) for p in self.patterns)
+        rel = self._rel(path) if self._paths is not None else None
+        return self._matches(path.name, rel)
 
     def excludes_named(self, path: Path) -> bool:
         """Whether ``path`` (named on the command line) or a directory above it, up to the
         root, matches a pattern (ruff's ``--force-exclude``)."""
-        if not self.patterns:
-            return False
-        rel = self._rel(path)
-        parts = rel.split("/")
-        return any(
-            _match("/".join(parts[: i + 1]), parts[i], p)
-            for i in range(len(parts))
-            for p in self.patterns
-        )
+        parts = self._rel(path).split("/")
+        return any(self._matches(parts[i], "/".join(parts[: i + 1])) for i in range(len(parts)))
