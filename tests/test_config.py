@@ -72,6 +72,19 @@ def test_selection_ignore_and_per_file_ignores(tmp_path: Path) -> None:
     assert c.enabled("SHM003", str(tmp_path / "deploy" / "job.yaml"))
 
 
+def test_exclusions_are_plain_data(tmp_path: Path) -> None:
+    assert Config().exclude is None  # not set: check uses ruff's default list
+    (tmp_path / ".shmguard.toml").write_text(
+        'exclude = []\nextend-exclude = ["vendor", "charts/*/tests"]\nforce-exclude = true\n'
+    )
+    c = load_config(tmp_path)
+    assert (c.exclude, c.extend_exclude, c.force_exclude) == (
+        (),
+        ("vendor", "charts/*/tests"),
+        True,
+    )
+
+
 def test_workload_severity_wins_over_the_code_severity() -> None:
     c = Config(
         severity={"ENV001": Severity.ERROR},
@@ -108,6 +121,9 @@ def test_workload_severity_wins_over_the_code_severity() -> None:
         ("x = " + "[" * 6000 + "]" * 6000 + "\n", "nested too deeply"),
         ("[tool.shmguard.sizes]\nheadroom = '25%'\n", "sizes.headroom: must be a number"),
         ("[tool.shmguard\n", "not valid TOML"),
+        ("[tool.shmguard]\nexclude = 'vendor'\n", "exclude: must be a list of glob patterns"),
+        ("[tool.shmguard]\nextend-exclude = [1]\n", "extend-exclude: must be a list of glob"),
+        ("[tool.shmguard]\nforce-exclude = 'yes'\n", "force-exclude: must be true or false"),
     ],
 )
 def test_bad_files_give_one_line_errors_naming_file_and_key(

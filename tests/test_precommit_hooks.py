@@ -43,6 +43,8 @@ def test_hook_parses_and_names_the_check_command() -> None:
     group = get_command(app)
     assert sub in group.commands  # type: ignore[attr-defined]
     # pre-commit runs the hook on parts of the file list in parallel already: one process each
-    assert options == ["--jobs", "1"]
+    # and the exclusions hold for the staged files it names (ruff's hook does the same)
+    assert options == ["--jobs", "1", "--force-exclude"]
     check = group.commands[sub]  # type: ignore[attr-defined]
     assert any("--jobs" in p.opts for p in check.params)
+    assert any("--force-exclude" in p.opts for p in check.params)

@@ -9,6 +9,7 @@ the defaults. docs/configuration.md lists every key; an example::
     select = ["ENV", "SHM"]          # codes or prefixes; default: every rule
     ignore = ["ENV006"]
     fail-on = "warning"              # doctor / check exit 1 at or above it
+    extend-exclude = ["vendor"]      # check's walk leaves these out (ruff's semantics)
 
     [tool.shmguard.severity]         # every workload
     ENV001 = "error"
@@ -95,6 +96,9 @@ MAX_HEADROOM = 10.0
 MIN_SIZE = 1 << 20
 MAX_SIZE = 1 << 50
 _KEYS = {
+    "exclude",
+    "extend-exclude",
+    "force-exclude",
     "select",
     "ignore",
     "fail-on",
@@ -140,6 +144,11 @@ class Config:
         checks: the user-defined checks (``[[checks]]``), as rules ``check`` runs after its
             own, validated on load by the :data:`ChecksReader` given to :func:`load_config`
             (:func:`shmguard.lint.settings.read_checks`: this module knows no rule).
+        exclude: glob patterns ``check``'s walk leaves out (ruff's ``exclude``:
+            :mod:`shmguard.sources.exclude`), relative to the file's directory; None: not set
+            (ruff's default list).
+        extend_exclude: patterns added to ``exclude``.
+        force_exclude: the exclusions apply to paths named on the command line too.
     """
 
     path: Path | None = None
@@ -154,6 +163,9 @@ class Config:
     target: str = ""
     checks: tuple[Any, ...] = ()
     required_shm: int | None = None
+    exclude: tuple[str, ...] | None = None
+    extend_exclude: tuple[str, ...] = ()
+    force_exclude: bool = False
 
     def enabled(self, code: str, file: str | None = None) -> bool:
         """Whether findings of ``code`` are reported (in ``file``, when given)."""
@@ -321,7 +333,22 @@ def parse_config(
         target=_target(table.get("target", ""), err),
         checks=_checks(table.get("checks", []), err, path, read_checks),
         required_shm=_exporter(table.get("exporter", {}), err),
+        exclude=_globs(table["exclude"], err, "exclude") if "exclude" in table else None,
+        extend_exclude=_globs(table.get("extend-exclude", []), err, "extend-exclude"),
+        force_exclude=_flag(table.get("force-exclude", False), err, "force-exclude"),
     )
+
+
+def _globs(value: object, err: Any, key: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise err(key, 'must be a list of glob patterns such as ["vendor", "charts/*/tests"]')
+    return tuple(value)
+
+
+def _flag(value: object, err: Any, key: str) -> bool:
+    if not isinstance(value, bool):
+        raise err(key, "must be true or false")
+    return value
 
 
 def _exporter(table: object, err: Any) -> int | None:

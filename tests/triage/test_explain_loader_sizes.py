@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from shmguard.cli import app
 from shmguard.estimate.plan import PlanRequest, make_plan
 from shmguard.estimate.policy import Policy, default_shm_size
-from shmguard.render.snippets import fix_snippets
+from shmguard.fix.snippets import fix_snippets
 from shmguard.triage import explain_streams
 from shmguard.triage.fixes import MODELLED_KINDS, PLAN_HINT
 from shmguard.triage.loader_seen import LoaderSeen

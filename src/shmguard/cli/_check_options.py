@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from shmguard.model import FailOn
+from shmguard.sources.read import READ_TIMEOUT
 
 __all__ = [
     "AllNamespacesOption",
@@ -18,8 +19,11 @@ __all__ = [
     "ContextOption",
     "CreateBaselineOption",
     "DiffOption",
+    "ExcludeOption",
+    "ExtendExcludeOption",
     "FailOnOption",
     "FixOption",
+    "ForceExcludeOption",
     "FormatOption",
     "IgnoreOption",
     "JobsOption",
@@ -27,6 +31,7 @@ __all__ = [
     "NamespaceOption",
     "OutputFormat",
     "PathsArgument",
+    "ReadTimeoutOption",
     "SelectOption",
     "ShmSizeOption",
     "TargetOption",
@@ -48,9 +53,10 @@ PathsArgument = Annotated[
     list[str] | None,
     typer.Argument(
         metavar="PATH...",
-        help="Files or directories (walked, .gitignore respected) to check; - reads "
-        "standard input (helm template ... | shmguard check -, kubectl get -A -o yaml "
-        "| shmguard check -).",
+        help="Files or directories (walked, .gitignore and --exclude respected; binary, "
+        "over-16-MiB, undecodable files, FIFOs and devices in a walk are skipped and "
+        "counted) to check; - reads standard input (helm template ... | shmguard check -, "
+        "kubectl get -A -o yaml | shmguard check -).",
         show_default=False,
     ),
 ]
@@ -114,7 +120,14 @@ IgnoreOption = Annotated[
         help="Never report these codes or prefixes (added to the configuration's ignore).",
     ),
 ]
-FixOption = Annotated[bool, typer.Option("--fix", help="Apply safe fixes to the files, in place.")]
+FixOption = Annotated[
+    bool,
+    typer.Option(
+        "--fix",
+        help="Apply safe fixes to the files, in place (in a walk, never through a symbolic "
+        "link out of the directory walked).",
+    ),
+]
 DiffOption = Annotated[
     bool,
     typer.Option("--diff", help="Print the fixes as a unified diff; write nothing."),
@@ -181,5 +194,45 @@ JobsOption = Annotated[
         help="Check the files in N processes, this one included (Linux; the output is the "
         "same); 1: one at a time; 0: one per usable CPU, at most one per 64 files. --fix, "
         "and - (standard input), check one at a time.",
+    ),
+]
+ExcludeOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--exclude",
+        metavar="GLOB",
+        help="Leave out of the walk files and directories matching GLOB (a name at any "
+        "depth, or a path relative to the project root; ruff's semantics; repeatable); "
+        "replaces the configuration's exclude and the default (.git, .venv, venv, "
+        "node_modules, build, dist, ...).",
+        show_default=False,
+    ),
+]
+ExtendExcludeOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--extend-exclude",
+        metavar="GLOB",
+        help="Leave these out too, beside exclude (repeatable).",
+        show_default=False,
+    ),
+]
+ForceExcludeOption = Annotated[
+    bool,
+    typer.Option(
+        "--force-exclude",
+        help="Apply the exclusions to paths named on the command line too (for pre-commit, "
+        "which names every staged file).",
+    ),
+]
+ReadTimeoutOption = Annotated[
+    float,
+    typer.Option(
+        "--read-timeout",
+        min=0.0,
+        metavar="SECONDS",
+        help="How long a FIFO or device named as PATH may deliver nothing before it is an "
+        f"error [default: {READ_TIMEOUT:g}] (standard input, -, waits for its producer).",
+        show_default=False,
     ),
 ]

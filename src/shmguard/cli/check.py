@@ -20,8 +20,11 @@ from shmguard.cli._check_options import (
     ContextOption,
     CreateBaselineOption,
     DiffOption,
+    ExcludeOption,
+    ExtendExcludeOption,
     FailOnOption,
     FixOption,
+    ForceExcludeOption,
     FormatOption,
     IgnoreOption,
     JobsOption,
@@ -29,6 +32,7 @@ from shmguard.cli._check_options import (
     NamespaceOption,
     OutputFormat,
     PathsArgument,
+    ReadTimeoutOption,
     SelectOption,
     ShmSizeOption,
     TargetOption,
@@ -37,6 +41,7 @@ from shmguard.cli._check_options import (
 from shmguard.cli._common import error_line, fail, info_line, size_option
 from shmguard.cli._config import ConfigOption, settings
 from shmguard.model import FailOn
+from shmguard.sources.read import READ_TIMEOUT
 
 if TYPE_CHECKING:
     from shmguard.config import Config
@@ -69,6 +74,10 @@ def check(
     namespace: NamespaceOption = None,
     all_namespaces: AllNamespacesOption = False,
     jobs: JobsOption = 0,
+    exclude: ExcludeOption = None,
+    extend_exclude: ExtendExcludeOption = None,
+    force_exclude: ForceExcludeOption = False,
+    read_timeout: ReadTimeoutOption = READ_TIMEOUT,
     config: ConfigOption = None,
 ) -> None:
     """Check config files (or, with --cluster, a live cluster's objects) for /dev/shm
@@ -108,6 +117,10 @@ def check(
             create_baseline=make,
             keep_sources=fmt is OutputFormat.SARIF,
             skip=[p for p in (baseline, create_baseline) if p is not None],
+            exclude=exclude,
+            extend_exclude=extend_exclude or (),
+            force_exclude=force_exclude or None,
+            read_timeout=read_timeout,
         )
     for c in report.files:
         if c.write_error is not None:
@@ -268,7 +281,14 @@ def _summary(report: CheckReport) -> str:
     from shmguard.render.check_text import summary_line
 
     found, files = report.findings, len(report.files)
-    return summary_line(found, files, report.fixed, report.baselined, written=report.written)
+    return summary_line(
+        found,
+        files,
+        report.fixed,
+        report.baselined,
+        written=report.written,
+        skipped=report.skipped_counts,
+    )
 
 
 def _target(configured: str, given: str | None) -> Any:

@@ -221,15 +221,16 @@ def _manifests(report: RightsizeReport, paths: list[str], mode: str, conf: Confi
     from shmguard.render.check_text import diagnostic_line, unified_diff
     from shmguard.render.json_bodies import manifests_body
     from shmguard.render.manifests_text import manifest_lines
+    from shmguard.sources.diagnostics import SourceDiagnostic
+    from shmguard.sources.read import read_input
 
     wanted, skipped = proposals(report.workloads)
     check_options = CheckOptions(policy=conf.policy)
     results, diffs, errors = [], {}, 0
     for path in manifest_files(paths):
-        try:
-            data = Path(path).read_bytes()
-        except OSError as err:
-            error_line(f"--manifests {path}: cannot read: {err.strerror or err}")
+        data = read_input(path)  # the one bounded reader, as check's
+        if isinstance(data, SourceDiagnostic):
+            error_line(f"--manifests {path}: {data.message}")
             errors += 1
             continue
         r = apply_proposals(data, path, wanted, check_options, config=conf)

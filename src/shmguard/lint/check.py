@@ -242,19 +242,24 @@ def write_atomic(path: str, data: bytes) -> None:
     """Replace ``path`` with ``data``: a temporary file in the same directory, the original's
     permission bits (and owner, when allowed), then ``os.replace`` (atomic on POSIX and
     Windows). A symbolic link is followed: the file it names is replaced and the link kept
-    (replacing the link itself left the linked file, a kustomize base say, unchanged).
+    (replacing the link itself left the linked file, a kustomize base say, unchanged). A file
+    with more than one hard link is rewritten in place instead, after the same temporary copy
+    is written whole, so that every link keeps naming it (a replace would leave the other links
+    on the old text); the copy is removed after, and kept (``.NAME.*.tmp``, the text to
+    restore) when the rewrite fails or is killed midway.
 
     Raises:
         OSError: the directory is not writable, or the replace failed (the original stays).
     """
     target = Path(os.path.realpath(path))
     st = target.stat()
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    tmp = _temp_copy(target, data)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        if st.st_nlink > 1:
+            # a failure here keeps the copy (not unlinked below): the text to restore
+            _overwrite(target, data)
+            Path(tmp).unlink(missing_ok=True)
+            return
         if hasattr(os, "chown") and (st.st_uid, st.st_gid) != (os.getuid(), os.getgid()):
             # not root: the file becomes the writer's, as any editor's save makes it
             with contextlib.suppress(PermissionError):
@@ -262,5 +267,31 @@ def write_atomic(path: str, data: bytes) -> None:
         os.chmod(tmp, st.st_mode & 0o7777)  # after chown, which clears set-id bits
         os.replace(tmp, target)
     except BaseException:
+        if st.st_nlink == 1:
+            Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _temp_copy(target: Path, data: bytes) -> str:
+    """A temporary file beside ``target`` holding ``data``, synced (a full disk fails here,
+    the original untouched)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return tmp
+
+
+def _overwrite(target: Path, data: bytes) -> None:
+    """Rewrite ``target`` in place (a file with several hard links: every link keeps naming
+    it)."""
+    with open(target, "r+b") as fh:
+        fh.write(data)
+        fh.truncate()
+        fh.flush()
+        os.fsync(fh.fileno())

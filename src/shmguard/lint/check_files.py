@@ -3,7 +3,10 @@
 
 :func:`check_files` yields one :class:`Checked` per path, in the order of the paths, whichever
 way it runs, so the report of ``check`` does not depend on it (tests/lint/config/
-test_check_jobs.py compares the serial and parallel output byte for byte). Nothing here
+test_check_jobs.py compares the serial and parallel output byte for byte). Every file is read
+through the one bounded reader (:mod:`shmguard.sources.read`); what a walk met and could not
+read as text is :attr:`Checked.skipped`, and ``--fix`` writes only regular files inside the
+walked tree (:class:`Reading`). Nothing here
 prints: a file that could not be written is a :attr:`Checked.write_error`. The other processes
 are forked (``os.fork``, Linux only): they inherit the loaded modules, the configuration and
 the user-defined checks without pickling them, and start in milliseconds; on macOS a forked
@@ -18,17 +21,30 @@ from __future__ import annotations
 import dataclasses
 import gc
 import os
+import stat
 import struct
 import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, NoReturn
 
+from shmguard.sources.read import READ_TIMEOUT
+
 if TYPE_CHECKING:
     from shmguard.config import Config
     from shmguard.lint.check import CheckOptions, FileResult
     from shmguard.model.finding import Finding
+    from shmguard.sources.diagnostics import SourceDiagnostic
 
-__all__ = ["FILES_PER_JOB", "Checked", "check_files", "check_one", "jobs_for", "usable_cpus"]
+__all__ = [
+    "FILES_PER_JOB",
+    "SKIPPED",
+    "Checked",
+    "Reading",
+    "check_files",
+    "check_one",
+    "jobs_for",
+    "usable_cpus",
+]
 
 #: The fewest files per process when ``--jobs`` is automatic (0): below it the files are
 #: checked in this process. A worker costs a fork and the pickling of its results, a few
@@ -63,6 +79,8 @@ class Checked:
         fixed_data: with ``diff``, the bytes the fixes would write (None: no change).
         write_error: ``<path>: cannot write: <reason>`` when the fixed file could not be
             written (the file is left as it was).
+        skipped: why a file met in a directory walk was not read (:data:`SKIPPED`:
+            ``binary``, ``too-large``, ``not-utf8``), else None; such a file is no error.
     """
 
     result: FileResult
@@ -71,6 +89,12 @@ class Checked:
     repaired: tuple[Finding, ...] = ()
     fixed_data: bytes | None = None
     write_error: str | None = None
+    skipped: str | None = None
+
+
+#: The diagnostics that make a file met in a directory walk skipped (counted by reason), not an
+#: error: images, checkpoints, tarballs, big CSVs. Named on the command line they are errors.
+SKIPPED = frozenset({"binary", "too-large", "not-utf8"})
 
 
 def usable_cpus() -> int:
@@ -94,8 +118,32 @@ def jobs_for(requested: int, paths: list[str], *, fix: bool) -> int:
     return max(1, min(usable_cpus(), len(paths) // FILES_PER_JOB))
 
 
+@dataclasses.dataclass(frozen=True)
+class Reading:
+    """How the files of one run are read (from the walk, :class:`shmguard.sources.discover.Walk`).
+
+    Attributes:
+        walked: the paths met in a directory walk (a binary, over-cap or undecodable one is
+            skipped, not an error).
+        outside: walked symbolic links whose real path is outside the walked directory:
+            checked, never written by ``--fix``.
+        timeout: seconds a FIFO or device named by path may deliver nothing (None: wait).
+    """
+
+    walked: frozenset[str] = frozenset()
+    outside: frozenset[str] = frozenset()
+    timeout: float | None = READ_TIMEOUT
+
+
 def check_one(
-    path: str, options: CheckOptions, conf: Config, *, fix: bool, diff: bool, unsafe: bool
+    path: str,
+    options: CheckOptions,
+    conf: Config,
+    *,
+    fix: bool,
+    diff: bool,
+    unsafe: bool,
+    reading: Reading | None = None,
 ) -> Checked:
     """Check ``path`` (and with ``fix`` write its fixes; with ``diff`` compute them), the
     cyclic garbage collector paused until its graph is freed (sources/gcpause.py)."""
@@ -103,19 +151,56 @@ def check_one(
 
     gcpause.pause()
     try:
-        return _check_one(path, options, conf, fix=fix, diff=diff, unsafe=unsafe)
+        return _check_one(path, options, conf, fix, diff, unsafe, reading or Reading())
     finally:
         gcpause.resume()
 
 
+def _not_written(path: str, why: str) -> SourceDiagnostic:
+    from shmguard.sources.diagnostics import DiagnosticKind, SourceDiagnostic
+
+    return SourceDiagnostic(path, None, None, why, DiagnosticKind.NOT_WRITTEN, info=True)
+
+
+def _unwritable(path: str, reading: Reading) -> str | None:
+    """Why ``--fix`` must not write ``path``: a symbolic link out of the walked tree, or no
+    regular file (a FIFO or device named on the command line); None when it may."""
+    if path in reading.outside:
+        real = os.path.realpath(path)
+        return f"not fixed: a symbolic link to {real}, outside the directory walked (read only)"
+    try:
+        regular = stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return None  # the write reports it
+    return None if regular else "not fixed: not a regular file (read only)"
+
+
 def _check_one(
-    path: str, options: CheckOptions, conf: Config, *, fix: bool, diff: bool, unsafe: bool
+    path: str,
+    options: CheckOptions,
+    conf: Config,
+    fix: bool,
+    diff: bool,
+    unsafe: bool,
+    reading: Reading,
 ) -> Checked:
-    from shmguard.lint.check import check_loaded, fix_file, write_atomic
+    from shmguard.lint.check import FileResult, check_loaded, fix_file, write_atomic
     from shmguard.sources.load import load_bytes, load_path
 
-    lf = load_path(path)
+    lf = load_path(path, timeout=reading.timeout)
+    if lf.kind == "error" and path in reading.walked:
+        skip = next((str(d.kind.value) for d in lf.diagnostics if d.kind.value in SKIPPED), None)
+        if skip is not None:
+            return Checked(FileResult(path, lf.kind, (), lf.diagnostics), None, skipped=skip)
     data = lf.src.data if lf.src is not None else None
+    if fix and data is not None and lf.kind != "error":
+        why = _unwritable(path, reading)
+        if why is not None:
+            result = check_loaded(lf, options, config=conf)
+            note = _not_written(path, why)
+            return Checked(
+                dataclasses.replace(result, diagnostics=(*result.diagnostics, note)), data
+            )
     if not (fix or diff) or data is None or lf.kind == "error":
         result = check_loaded(lf, options, config=conf)
         if lf.kind == "kubernetes":  # a stream that holds the shmguard webhook's objects
@@ -130,7 +215,8 @@ def _check_one(
         result = check_loaded(lf, options, config=conf)
         return Checked(result, data, len(fr.applied), fixed_data=fr.data)
     try:
-        write_atomic(path, fr.data)
+        assert lf.src is not None
+        write_atomic(path, lf.src.encoded(fr.data))  # a UTF-16 file stays UTF-16
     except OSError as err:
         result = check_loaded(lf, options, config=conf)
         why = f"{path}: cannot write: {err.strerror or err}"
@@ -149,6 +235,7 @@ def check_files(
     unsafe: bool,
     jobs: int,
     keep_data: bool,
+    reading: Reading | None = None,
 ) -> Iterator[Checked]:
     """:func:`check_one` for each of ``paths``, in their order, in ``jobs`` processes (from
     :func:`jobs_for`; 1: this one alone). ``fix`` needs ``jobs`` 1. ``data`` is None unless
@@ -171,7 +258,7 @@ def check_files(
         raise ValueError("--fix writes files in this process: jobs must be 1")
 
     def run(path: str) -> Checked:
-        return check_one(path, options, conf, fix=fix, diff=diff, unsafe=unsafe)
+        return check_one(path, options, conf, fix=fix, diff=diff, unsafe=unsafe, reading=reading)
 
     def lean(path: str) -> Checked:
         got = run(path)

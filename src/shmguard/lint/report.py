@@ -2,7 +2,10 @@
 :class:`CheckReport`, the one value ``shmguard check`` renders in every format.
 
 The report holds every step the command takes after reading its options: the files found
-(:func:`shmguard.sources.discover.discover`), checked in one process or several
+(:func:`shmguard.sources.discover.walk`: ``.gitignore`` and the exclusions applied; what a
+walk skips, FIFOs, devices and the files that are binary, over the cap or undecodable, counted
+in :attr:`CheckReport.skipped`; a directory that cannot be listed or a symbolic link loop is
+an error entry), checked in one process or several
 (:mod:`shmguard.lint.check_files`), the webhook-coverage step over Kubernetes streams
 (:mod:`shmguard.lint.coverage`), the fixes written or diffed, the baseline recorded and the
 findings it knows taken out, the exit status. So the library and the CLI give the same
@@ -22,10 +25,12 @@ from pathlib import Path
 from shmguard.config import Config
 from shmguard.lint.baseline import Baseline, BaselineEntry, entries
 from shmguard.lint.check import CheckOptions, FileResult
-from shmguard.lint.check_files import Checked, check_files, jobs_for
+from shmguard.lint.check_files import Checked, Reading, check_files, jobs_for
 from shmguard.model import FailOn, exit_status
 from shmguard.model.finding import Finding
-from shmguard.sources.discover import discover
+from shmguard.sources.discover import walk
+from shmguard.sources.exclude import DEFAULT_EXCLUDE, Exclusions
+from shmguard.sources.read import READ_TIMEOUT
 
 __all__ = ["CheckReport", "Checked", "check_paths", "report_of"]
 
@@ -46,6 +51,9 @@ class CheckReport:
         notes: what was skipped reading a cluster (one line each).
         new_baseline: the entries of a baseline of every finding, when asked for
             (``create_baseline``), for the caller to write.
+        skipped: ``(path, reason)`` of the files a directory walk met and did not check:
+            ``binary``, ``too-large``, ``not-utf8`` (read), ``fifo``, ``device``, ``socket``
+            (not opened). No error.
     """
 
     files: tuple[Checked, ...]
@@ -56,6 +64,15 @@ class CheckReport:
     config: Path | None = None
     notes: tuple[str, ...] = ()
     new_baseline: tuple[BaselineEntry, ...] | None = None
+    skipped: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def skipped_counts(self) -> dict[str, int]:
+        """Reason -> files skipped, most first (ties by reason)."""
+        counts: dict[str, int] = {}
+        for _, why in self.skipped:
+            counts[why] = counts.get(why, 0) + 1
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
     @property
     def results(self) -> tuple[FileResult, ...]:
@@ -102,6 +119,10 @@ def check_paths(
     create_baseline: bool = False,
     keep_sources: bool = False,
     skip: Iterable[Path] = (),
+    exclude: Iterable[str] | None = None,
+    extend_exclude: Iterable[str] = (),
+    force_exclude: bool | None = None,
+    read_timeout: float | None = READ_TIMEOUT,
 ) -> CheckReport:
     """``shmguard check PATH...``: check the files of ``paths`` (one path or several; ``-``:
     standard input; directories walked, ignored files and those of ``skip`` left out) as the
@@ -121,6 +142,14 @@ def check_paths(
             them all out (it replaces ``baseline``).
         keep_sources: keep every file's bytes (:attr:`CheckReport.sources`, which SARIF's
             snippets read); they are kept with a baseline too.
+        exclude: glob patterns a walk leaves out (:mod:`shmguard.sources.exclude`, ruff's
+            semantics), replacing the configuration's ``exclude`` (default: ruff's list,
+            :data:`~shmguard.sources.exclude.DEFAULT_EXCLUDE`).
+        extend_exclude: patterns added to those (after the configuration's own).
+        force_exclude: apply the exclusions to the paths named too (pre-commit); default:
+            the configuration's ``force-exclude``.
+        read_timeout: seconds a FIFO or device named by path may deliver nothing (None:
+            wait).
 
     Raises:
         ValueError: the configuration's target cannot be read (when ``options`` is None).
@@ -131,7 +160,16 @@ def check_paths(
 
         options = CheckOptions(policy=conf.policy, target=parse_target(conf.target))
     given = [paths] if isinstance(paths, str | Path) else paths
-    files = list(discover([str(p) for p in given], skip=skip))
+    patterns = (
+        *(exclude if exclude is not None else _default(conf.exclude, DEFAULT_EXCLUDE)),
+        *conf.extend_exclude,
+        *extend_exclude,
+    )
+    force = conf.force_exclude if force_exclude is None else force_exclude
+    root = conf.path.parent if conf.path is not None else None
+    found = walk([str(p) for p in given], skip, Exclusions(patterns, root, force))
+    files = found.files
+    reading = Reading(frozenset(found.walked), frozenset(found.outside), read_timeout)
     keep = keep_sources or baseline is not None or create_baseline
     checked = check_files(
         files,
@@ -142,15 +180,22 @@ def check_paths(
         unsafe=unsafe,
         jobs=jobs_for(jobs, files, fix=fix),
         keep_data=keep,
+        reading=reading,
     )
+    walk_errors = [Checked(FileResult(d.file, "error", (), (d,)), None) for d in found.errors]
     return report_of(
-        checked,
+        [*checked, *walk_errors],
+        skipped=found.skipped,
         fail_on=fail_on or conf.fail_on or FailOn.WARNING,
         baseline=baseline,
         create_baseline=create_baseline,
         written=not diff,
         config=conf.path,
     )
+
+
+def _default(value: tuple[str, ...] | None, default: tuple[str, ...]) -> tuple[str, ...]:
+    return default if value is None else value
 
 
 def report_of(
@@ -163,11 +208,16 @@ def report_of(
     config: Path | None = None,
     notes: Iterable[str] = (),
     errors: int | None = None,
+    skipped: Iterable[tuple[str, str]] = (),
 ) -> CheckReport:
     """The report of files (or objects) checked: the baseline recorded (``create_baseline``)
-    and the findings it knows (or ``baseline``'s) left out. ``errors`` default: the
-    diagnostics that are not ``info`` and the failed writes."""
-    files = tuple(checked)
+    and the findings it knows (or ``baseline``'s) left out; the files skipped
+    (:attr:`Checked.skipped`) taken out into :attr:`CheckReport.skipped`, after ``skipped``
+    (those a walk did not open). ``errors`` default: the diagnostics that are not ``info`` and
+    the failed writes."""
+    every = tuple(checked)
+    files = tuple(c for c in every if c.skipped is None)
+    left = (*skipped, *((c.result.path, c.skipped) for c in every if c.skipped is not None))
     if errors is None:
         errors = sum(
             (c.write_error is not None) + sum(not d.info for d in c.result.diagnostics)
@@ -186,6 +236,6 @@ def report_of(
             kept.append(replace(c, result=r))
             baselined += n
         return CheckReport(
-            tuple(kept), fail_on, baselined, errors, written, config, tuple(notes), found
+            tuple(kept), fail_on, baselined, errors, written, config, tuple(notes), found, left
         )
-    return CheckReport(files, fail_on, 0, errors, written, config, tuple(notes))
+    return CheckReport(files, fail_on, 0, errors, written, config, tuple(notes), None, left)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from shmguard.model.finding import Finding
 from shmguard.render.words import plural, severity_counts
@@ -65,15 +65,25 @@ def summary_line(
     baselined: int = 0,
     *,
     written: bool = True,
+    skipped: Mapping[str, int] | None = None,
 ) -> str:
-    """``N findings (E errors, W warnings, I info) in F files[; X fixed][; B in the baseline]``
-    (``baselined``: findings left out because ``--baseline`` knows them). With ``written``
-    False (``--diff``) the fixes are ``X fixable (not written: --diff)``."""
+    """``N findings (E errors, W warnings, I info) in F files[; X fixed][; B in the baseline]
+    [; S files skipped: binary 9, too large 3]`` (``baselined``: findings left out because
+    ``--baseline`` knows them; ``skipped``: reason -> files a walk did not check). With
+    ``written`` False (``--diff``) the fixes are ``X fixable (not written: --diff)``."""
     fs = list(findings)
     text = f"{plural(len(fs), 'finding')} ({severity_counts(fs)}) in {plural(files, 'file')}"
     if fixed:
         text += f"; {fixed} fixed" if written else f"; {fixed} fixable (not written: --diff)"
-    return text + (f"; {baselined} in the baseline" if baselined else "")
+    text += f"; {baselined} in the baseline" if baselined else ""
+    if skipped:
+        why = ", ".join(f"{_SKIP_WORDS.get(k, k)} {n:,}" for k, n in skipped.items())
+        text += f"; {plural(sum(skipped.values()), 'file')} skipped: {why}"
+    return text
+
+
+#: ``check``'s skip reasons (:attr:`shmguard.lint.report.CheckReport.skipped`) in words.
+_SKIP_WORDS = {"too-large": "too large", "not-utf8": "not UTF-8", "fifo": "FIFO"}
 
 
 def fixed_line(f: Finding) -> str:

@@ -345,7 +345,11 @@ def rules_body(rules: Iterable[Rule[Any, Any]]) -> dict[str, Any]:
 
 
 def check_body(report: CheckReport) -> dict[str, Any]:
-    """The document's body (before the envelope): ``files`` and ``summary``."""
+    """check's body (``shmguard.check/1``): ``files`` (per file its path, kind, findings and
+    diagnostics, in the order checked), ``skipped`` (the files a directory walk met and did
+    not check, with why) and ``summary`` (findings per severity, files, fixes, baselined
+    findings, the threshold, the exit status, the configuration file read, and ``skipped``
+    counts by reason)."""
     findings = report.findings
     counts = {s: sum(f.severity.value == s for f in findings) for s in _LEVELS}
     return {
@@ -358,6 +362,7 @@ def check_body(report: CheckReport) -> dict[str, Any]:
             }
             for r in report.results
         ],
+        "skipped": [{"file": path, "reason": why} for path, why in report.skipped],
         "summary": {
             **counts,
             "files": len(report.files),
@@ -366,6 +371,7 @@ def check_body(report: CheckReport) -> dict[str, Any]:
             "fail_on": report.fail_on,
             "exit_status": report.exit_status,
             "config": str(report.config) if report.config is not None else None,
+            "skipped": report.skipped_counts,
         },
     }
 

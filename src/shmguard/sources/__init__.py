@@ -11,6 +11,8 @@ Data flows sources -> rules -> edits (STYLE.md). Modules:
   :mod:`.workload_tokens` (the image tokens and command phrases, as data, each with its
   class) and :mod:`.tokenmatch` (matching them by token, and the same test as RE2 regular
   expressions for the generated policies).
-* :mod:`.discover`, :mod:`.load`: which files, and each loaded by content.
+* :mod:`.read`: the one bounded reader (the size cap, FIFOs, devices, standard input).
+* :mod:`.discover`, :mod:`.exclude`, :mod:`.load`: which files (the walk, ``exclude``), and
+  each loaded by content.
 * :mod:`.gcpause`: the cyclic garbage collector paused while a file is loaded and checked.
 """

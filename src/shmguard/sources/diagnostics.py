@@ -24,6 +24,12 @@ class DiagnosticKind(str, enum.Enum):
     TOO_LARGE = "too-large"
     TEMPLATE = "unrendered-template"
     UNREADABLE = "unreadable"
+    #: a FIFO or device named by path that delivered nothing within ``--read-timeout``
+    READ_TIMEOUT = "read-timeout"
+    #: a symbolic link in a walk that loops (ELOOP)
+    SYMLINK_LOOP = "symlink-loop"
+    #: (info) a file ``--fix`` left unwritten on purpose: a symlink out of the walked tree
+    NOT_WRITTEN = "not-written"
 
 
 @dataclass(frozen=True)
@@ -36,7 +42,8 @@ class SourceDiagnostic:
             file (size cap, unreadable).
         message: one line, in plain words (the parser's own text where one exists).
         kind: the :class:`DiagnosticKind`.
-        info: True when the file was skipped on purpose (an unrendered template), not broken.
+        info: True when the file was skipped on purpose (an unrendered template) or left
+            unwritten on purpose (``not-written``), not broken.
     """
 
     file: str

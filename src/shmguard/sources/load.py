@@ -9,9 +9,7 @@ lines as Markdown (fences), reST (``::`` blocks), a Dockerfile (``FROM``/``RUN``
 
 from __future__ import annotations
 
-import os
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,8 +18,9 @@ from shmguard.sources.compose import ComposeFile, compose_files
 from shmguard.sources.diagnostics import DiagnosticKind, SourceDiagnostic
 from shmguard.sources.jsonfiles import DaemonConfig, EcsTaskDefinition, json_sources
 from shmguard.sources.k8s import K8sObject, PodSpec, objects, pod_specs
+from shmguard.sources.read import READ_TIMEOUT, read_input
 from shmguard.sources.runline import RunLine
-from shmguard.sources.text import MAX_BYTES, SourceText
+from shmguard.sources.text import SourceText
 from shmguard.sources.textsources import (
     MENTION,
     dockerfile_run_lines,
@@ -61,26 +60,13 @@ class LoadedFile:
     diagnostics: tuple[SourceDiagnostic, ...] = ()
 
 
-def load_path(path: str) -> LoadedFile:
-    """Read ``path`` (``-``: standard input) and load it; an unreadable or too large file
-    gives a diagnostic (the size is checked before reading)."""
-    try:
-        if path == "-":
-            data = sys.stdin.buffer.read(MAX_BYTES + 1)
-        else:
-            # (os.stat and open, as Path.stat and Path.read_bytes do, without making Paths)
-            size = os.stat(path).st_size
-            if size > MAX_BYTES:
-                msg = f"file is {size:,} bytes, over the {MAX_BYTES:,}-byte limit; not read"
-                diag = SourceDiagnostic(path, None, None, msg, DiagnosticKind.TOO_LARGE)
-                return LoadedFile(path, "error", diagnostics=(diag,))
-            with open(path, "rb") as fh:
-                data = fh.read()
-    except OSError as e:
-        diag = SourceDiagnostic(
-            path, None, None, f"cannot read: {e.strerror or e}", DiagnosticKind.UNREADABLE
-        )
-        return LoadedFile(path, "error", diagnostics=(diag,))
+def load_path(path: str, *, timeout: float | None = READ_TIMEOUT) -> LoadedFile:
+    """Read ``path`` (``-``: standard input) through the one bounded reader
+    (:func:`~shmguard.sources.read.read_input`: the size cap, a FIFO's ``timeout``) and load
+    it; what cannot be read gives a diagnostic."""
+    data = read_input(path, timeout=timeout)
+    if isinstance(data, SourceDiagnostic):
+        return LoadedFile(path, "error", diagnostics=(data,))
     return load_bytes(data, path)
 
 

@@ -22,6 +22,18 @@ MAX_BYTES = 16 * 1024 * 1024
 BINARY_PROBE = 8000
 
 _BOM = b"\xef\xbb\xbf"
+#: UTF-16 byte-order marks (Windows PowerShell's ``>`` and Notepad's "Unicode" write UTF-16LE).
+_UTF16 = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
+
+
+def binary_problem(data: bytes, file: str) -> SourceDiagnostic | None:
+    """A ``binary`` diagnostic when ``data`` (a file's start) has a NUL in its first
+    :data:`BINARY_PROBE` bytes and is no UTF-16 text (a byte-order mark), else None."""
+    if data[:2] in _UTF16 or b"\x00" not in data[:BINARY_PROBE]:
+        return None
+    msg = "binary file (contains NUL bytes); not read"
+    return SourceDiagnostic(file, None, None, msg, DiagnosticKind.BINARY)
+
 
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
@@ -32,15 +44,19 @@ class SourceText:
 
     Attributes:
         file: the path as given.
-        data: the bytes as read (edits apply to these).
+        data: the bytes as read (edits apply to these); a UTF-16 file's text re-encoded as
+            UTF-8 (``encoding`` says how to write it back: :meth:`encoded`).
         text: ``data`` decoded as UTF-8, without a leading BOM.
         bias: bytes before ``text`` starts (3 with a BOM, else 0).
+        encoding: ``utf-8``, or ``utf-16-le`` / ``utf-16-be`` for a file that starts with that
+            byte-order mark.
     """
 
     file: str
     data: bytes
     text: str
     bias: int = 0
+    encoding: str = "utf-8"
     _wide: list[int] = field(default_factory=list, repr=False)
     _extra: list[int] = field(default_factory=list, repr=False)
 
@@ -48,7 +64,8 @@ class SourceText:
     def decode(cls, data: bytes, file: str) -> SourceText | SourceDiagnostic:
         """Decode ``data``; a diagnostic for a file over :data:`MAX_BYTES`, a binary file (NUL
         in the first :data:`BINARY_PROBE` bytes) or invalid UTF-8 (with the bad byte's line and
-        column)."""
+        column). UTF-16 with a byte-order mark is decoded and held as UTF-8 (invalid UTF-16:
+        ``not-utf8``, naming the encoding)."""
         if len(data) > MAX_BYTES:
             return SourceDiagnostic(
                 file,
@@ -57,14 +74,16 @@ class SourceText:
                 f"file is {len(data):,} bytes, over the {MAX_BYTES:,}-byte limit; not read",
                 DiagnosticKind.TOO_LARGE,
             )
-        if b"\x00" in data[:BINARY_PROBE]:
-            return SourceDiagnostic(
-                file,
-                None,
-                None,
-                "binary file (contains NUL bytes); not read",
-                DiagnosticKind.BINARY,
-            )
+        encoding = _UTF16.get(data[:2])
+        if encoding is not None:
+            try:
+                data = data[2:].decode(encoding).encode("utf-8")
+            except UnicodeError as e:
+                msg = f"not valid {encoding.upper()}: {e}"
+                return SourceDiagnostic(file, None, None, msg, DiagnosticKind.NOT_UTF8)
+        problem = binary_problem(data, file)
+        if problem is not None:
+            return problem
         bias = 3 if data.startswith(_BOM) else 0
         try:
             text = data[bias:].decode("utf-8")
@@ -79,7 +98,7 @@ class SourceText:
                 f"not UTF-8: byte 0x{data[pos]:02x} at offset {pos} ({e.reason})",
                 DiagnosticKind.NOT_UTF8,
             )
-        src = cls(file, data, text, bias)
+        src = cls(file, data, text, bias, encoding or "utf-8")
         if not text.isascii():
             extra = 0
             for m in _NON_ASCII.finditer(text):
@@ -88,6 +107,14 @@ class SourceText:
                 src._wide.append(m.start())
                 src._extra.append(extra)
         return src
+
+    def encoded(self, data: bytes) -> bytes:
+        """``data`` (this file's bytes as held, edited) in the file's own encoding: a UTF-16
+        file is written back as UTF-16 with its byte-order mark."""
+        if self.encoding == "utf-8":
+            return data
+        bom = next(b for b, e in _UTF16.items() if e == self.encoding)
+        return bom + data.decode("utf-8").encode(self.encoding)
 
     def byte_offset(self, index: int) -> int:
         """Byte offset in :attr:`data` of character ``index`` of :attr:`text`."""
