@@ -52,7 +52,13 @@ CODES = frozenset(
 #: after the volume-name change above: SHM001's and SHM008's fix descriptions name that
 #: annotation; with the old sentences the digest was the value before, so every size, edit and
 #: fixed file is unchanged.
-DIGEST = "aa7624d8cd841ac05c5b85aada313b4bc531853e62c27436f88edd7fc83ecff4"
+#: Recorded again when run lines came to be read with the file's own shell assignments
+#: (issue 21): over the corpus run lines, 3 SHM001 messages change, no finding or edit does:
+#: two Triton lines name their whole image (``nvcr.io/nvidia/tritonserver:<your container
+#: version>-py3``: a placeholder of several words is one word now, was cut at ``<``), and the
+#: picotron README line says ``(unless ${DOCKER_ARGS[@]} sets --shm-size or --ipc; the file
+#: does not assign it)`` (the corpus keeps the line, not the README that declares the array).
+DIGEST = "9279f204d58b7a57287d3e90af7d18aed869a6f16516ca2dbe756d47046408cc"
 
 
 def _files() -> list[tuple[str, bytes]]:

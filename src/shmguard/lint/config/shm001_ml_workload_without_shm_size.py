@@ -66,7 +66,7 @@ _RUN_KEYS = (
 )
 
 
-_SIZED_TEXT = re.compile(r"--shm-size|--ipc[= ]+(?:host|container:)|/dev/shm")
+_SIZED_TEXT = re.compile(rb"--shm-size|--ipc[= ]+(?:host|container:)|/dev/shm")
 
 
 def _evidence(unit: Unit) -> str:
@@ -155,14 +155,25 @@ def _run(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
     ipc = rl.last("--ipc")
     if rl.get("--shm-size") or run_shm_mounts(rl):
         return
-    if _SIZED_TEXT.search(rl.text):
-        return  # a doc placeholder (<path to data>) cut the words; the flag is still there
+    flags_text = unit.src.data[rl.start : rl.image[1] if rl.image else rl.end]
+    if _SIZED_TEXT.search(flags_text):
+        return  # words a doc placeholder cut; after the image it is the container's argument
     if ipc is not None and ipc_mode(ipc.value) in ("host", "container", None):
         return
     default = "65,536,000 bytes" if rl.tool == "podman" else "64 MiB"
+    unless = ""
+    if rl.opaque:  # expansions the file does not assign: they could hold the flag
+        one = len(rl.opaque) == 1
+        unless = (
+            f" (unless {' or '.join(rl.opaque)} {'sets' if one else 'set'} --shm-size or --ipc; "
+            f"the file does not assign {'it' if one else 'them'})"
+        )
+    late = next((w for w, _, _ in rl.command if w.startswith(("--shm-size", "--ipc"))), None)
+    if late is not None:
+        unless += f" ({late} after the image is an argument of the container's command)"
     message = (
-        f"{rl.tool} run of an ML workload{_evidence(unit)} without --shm-size or --ipc=host: "
-        f"/dev/shm is the default {default}"
+        f"{rl.tool} run of an ML workload{_evidence(unit)} without --shm-size or --ipc=host"
+        f"{unless}: /dev/shm is the default {default}"
     )
     sized = fix_sized(options, unit.workload, run_memory_limit(unit))
     yield Violation(
