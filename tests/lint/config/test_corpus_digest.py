@@ -58,7 +58,15 @@ CODES = frozenset(
 #: version>-py3``: a placeholder of several words is one word now, was cut at ``<``), and the
 #: picotron README line says ``(unless ${DOCKER_ARGS[@]} sets --shm-size or --ipc; the file
 #: does not assign it)`` (the corpus keeps the line, not the README that declares the array).
-DIGEST = "9279f204d58b7a57287d3e90af7d18aed869a6f16516ca2dbe756d47046408cc"
+#: Recorded again when the command's arguments became evidence (issue 21, item 3): 5 SHM001
+#: findings go from warning to info (variant ``no-workers``, message ``...; info only:
+#: --workers=0 starts no DataLoader worker and one GPU needs no NCCL shared memory inside the
+#: container``, fix unsafe): the single-GPU imagenet PyTorchJobs of aws-do-eks and of
+#: awsome-distributed-training's task-governance (team a and b; nvidia.com/gpu 1,
+#: ``--workers=0``, ``torchrun --nproc_per_node=1``), kubeflow's elastic imagenet example (no
+#: GPU, ``--workers=0``) and aws-do-eks's classy-vision ElasticJob (``--num_workers=0``,
+#: ``--nproc_per_node=1``). Every other finding and every fixed file unchanged.
+DIGEST = "372baf12af3050e339c420c2ef00f2e9ceab1598add60fcacae9fa15dfcad322"
 
 
 def _files() -> list[tuple[str, bytes]]:

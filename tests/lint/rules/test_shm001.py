@@ -132,3 +132,63 @@ def test_real_scripts_with_variables() -> None:
     assert "image nvcr.io/nvidia/pytorch:26.03-py3 (pytorch)" in msg
     r = fix_file(bad, "docker_run.sh")
     assert r.data == bad.replace(b"docker run --runtime", b"docker run --shm-size=1g --runtime")
+
+
+def _sev(data: bytes, name: str) -> list[tuple[str, str | None, str | None]]:
+    """SHM001's findings: severity, the fix's applicability (None without edits), the text
+    after '; info only: '."""
+    out = []
+    for f in check_loaded(load_bytes(data, name)).findings:
+        if f.code == "SHM001":
+            app = f.fix.applicability.value if f.fix is not None and f.fix.edits else None
+            why = f.message.partition("; info only: ")[2] or None
+            out.append((f.severity.value, app, why))
+    return out
+
+
+def test_single_gpu_pytorchjob_with_no_dataloader_worker_is_info() -> None:
+    """The held-out shape: a PyTorchJob whose containers have a GPU limit of 1 and say
+    --workers=0 gets no warning; --workers=4, torchrun --nproc-per-node=2 or a GPU limit of
+    2 keep the warning."""
+    fixtures = Path(__file__).parents[1] / "config" / "fixtures_rules_b"
+    why = (
+        "--workers=0 starts no DataLoader worker and one GPU needs no NCCL shared memory "
+        "inside the container"
+    )
+    quiet = (fixtures / "shm001_pytorchjob_1gpu_workers0.yaml").read_bytes()
+    assert _sev(quiet, "pj.yaml") == [("info", "unsafe", why)] * 2
+    assert fix_file(quiet, "pj.yaml").data == quiet  # --fix leaves it; --unsafe-fixes adds
+    assert b"mountPath: /dev/shm" in fix_file(quiet, "pj.yaml", unsafe=True).data
+    for name in (
+        "shm001_pytorchjob_1gpu_workers4.yaml",
+        "shm001_pytorchjob_1gpu_nproc2.yaml",
+        "shm001_pytorchjob_2gpu_workers0.yaml",
+    ):
+        data = (fixtures / name).read_bytes()
+        assert _sev(data, name) == [("warning", "safe", None)] * 2, name
+
+
+def test_arguments_on_run_lines_and_compose() -> None:
+    img = b"nvcr.io/nvidia/pytorch:24.01-py3"
+    for gpus, sev in (
+        (b"--gpus 1", "info"),
+        (b"--gpus '\"device=0\"'", "info"),
+        (b"--gpus all", "warning"),
+        (b"--gpus 2", "warning"),
+    ):
+        src = b"docker run " + gpus + b" " + img + b" python t.py --num-workers=0\n"
+        assert [s for s, _, _ in _sev(src, "run.sh")] == [sev], gpus
+    # a GPU and DataLoader workers: ML although the image says nothing
+    src = b"docker run --gpus all acme/trainer:1 python train.py --workers 8\n"
+    assert _sev(src, "run.sh") == [("warning", "safe", None)]
+    assert _sev(src.replace(b"--gpus all ", b""), "run.sh") == []
+    compose = (
+        b"services:\n  train:\n    image: pytorch/pytorch\n"
+        b"    command: python train.py dataloader.num_workers=0\n"
+        b"    deploy:\n      resources:\n        reservations:\n          devices:\n"
+        b"            - {driver: nvidia, count: 1, capabilities: [gpu]}\n"
+    )
+    ((sev, _, why),) = _sev(compose, "compose.yaml")
+    assert sev == "info" and why is not None and why.startswith("dataloader.num_workers=0 ")
+    ((sev, _, _),) = _sev(compose.replace(b"count: 1", b"count: all"), "compose.yaml")
+    assert sev == "warning"
