@@ -87,6 +87,9 @@ def test_unresolved_expansion_among_the_flags_is_options() -> None:
     (rl,) = _runs('docker run -it ${gpus:+--gpus $gpus} "${ARGS[@]}" $IMAGE_NAME bash\n')
     assert rl.opaque == ("${gpus:+--gpus $gpus}", "${ARGS[@]}")
     assert rl.image is not None and rl.image[0] == "$IMAGE_NAME"
+    (rl,) = _runs("docker run --rm $uid_mapping ${docker_image} bash\n")
+    assert rl.opaque == ("$uid_mapping",) and rl.image is not None
+    assert rl.image[0] == "${docker_image}"
     (rl,) = _runs("docker run -it $WHATEVER bash\n")  # nothing says options: the image
     assert rl.opaque == () and rl.image is not None and rl.image[0] == "$WHATEVER"
 

@@ -22,7 +22,7 @@ Words come expanded with the file's own assignments
 flags (``$EXTRA_MOUNTS``, ``${ARGS[@]}``, ``${gpus:+--gpus $gpus}``) may stand for any number
 of flags: it is read as options (:attr:`RunLine.opaque`) unless it names an image
 (``$IMAGE``, ``${DOCKER_IMAGE}``, ``$IMG_NAME``) or nothing says it is options and the next
-word is not a flag (then it is the image, as before).
+word is neither a flag nor another such expansion (then it is the image, as before).
 """
 
 from __future__ import annotations
@@ -154,6 +154,11 @@ class RunLine:
         return found[-1] if found else None
 
 
+def may_run(words: list[Word]) -> bool:
+    """Whether ``words`` hold a tool word at all (a cheap test before expanding them)."""
+    return any(os.path.basename(w.value.lstrip("@+-")) in TOOLS for w in words)
+
+
 def parse_run(
     words: list[Word],
     offset: Callable[[int], int],
@@ -280,4 +285,6 @@ def _options(w: Word, after: list[Word]) -> bool:
         return False
     if _OPTIONS_NAME.search(name):
         return True
+    if after and after[0].bare:
+        return True  # $uid_mapping ${shm:+--shm-size=$shm} ${docker_image}: still flags
     return bool(after) and after[0].value.startswith("-")

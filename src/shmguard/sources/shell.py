@@ -150,14 +150,12 @@ def _word(text: str, i: int, end: int, out: list[list[Word]]) -> tuple[Word, int
             buf.append(m.group(0))
             i = m.end()
             continue
-        if ch == "(" and _ARRAY_START.fullmatch(text, start, i):
-            j = closing(
-                text, i, end, comments=True
-            )  # NAME=(...): one word; array_elements reads it
-            buf.append(text[i:j])
-            i = j
-            continue
         if ch in _BREAK or (ch == "\r" and text.startswith("\r\n", i)):
+            if ch == "(" and _ARRAY_START.fullmatch(text, start, i):
+                j = closing(text, i, end, comments=True)  # NAME=(...): one word
+                buf.append(text[i:j])
+                i = j
+                continue
             break
         if ch == "\\":
             if i + 1 < end and text[i + 1] == "\n":

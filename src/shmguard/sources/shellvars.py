@@ -144,6 +144,10 @@ class ShellVars:
             if "$" not in w.raw and "`" not in w.raw:
                 out.append(w)
                 continue
+            if not self.values and "{" not in w.raw:  # nothing to resolve: the splitter's value
+                bare = _is_bare(w.raw)
+                out.append(replace(w, unresolved=(w.raw,) if bare else (), bare=bare))
+                continue
             state = _Word()
             self._word(w.raw, state, quoted=False)
             state.fields.flush()

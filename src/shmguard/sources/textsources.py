@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from shmguard.sources.runline import RunLine, parse_run
+from shmguard.sources.runline import RunLine, may_run, parse_run
 from shmguard.sources.shell import split_commands
 from shmguard.sources.shellvars import ShellVars
 from shmguard.sources.text import SourceText
@@ -72,7 +72,7 @@ def shell_run_lines(
     text = src.text
     env = ShellVars() if env is None else env
     for words in split_commands(text, start, end):
-        if env.assign(text, words):
+        if env.assign(text, words) or not may_run(words):
             continue
         rl = parse_run(env.expand(words), src.byte_offset, src.file, src.line_col, text)
         if rl is not None:
