@@ -30,6 +30,47 @@ def _loc(node: YNode | None) -> Where:
     return node.location if node is not None else None
 
 
+def _count(node: YNode | None) -> int | None:
+    """A GPU quantity (``nvidia.com/gpu: 1``, ECS ``GPU`` ``"1"``), None when not a number."""
+    v = text(node) if isinstance(node, YScalar) else None
+    return int(v) if v is not None and v.strip().isdigit() else None
+
+
+def run_gpu_count(value: str | None) -> int | None:
+    """The GPUs ``--gpus VALUE`` gives: ``2`` -> 2, ``"device=0,1"`` -> 2, ``count=1`` -> 1;
+    None for ``all`` and what is not read (docker/cli ``opts/gpus.go``: a number is a count,
+    ``device=`` a list of IDs)."""
+    v = (value or "").strip().strip("'\"")
+    if v.isdigit():
+        return int(v)
+    for part in v.split(","):
+        k, _, x = part.partition("=")
+        if k == "count" and x.isdigit():
+            return int(x)
+    if v.startswith("device="):
+        return len([d for d in v[len("device=") :].split(",") if d.strip()])
+    return None
+
+
+def _compose_gpu_count(svc: ComposeService) -> int | None:
+    """``count`` or ``device_ids`` of the service's GPU reservations (``count: all``, or
+    neither, is every GPU: None), or ``gpus: N``."""
+    total = 0
+    for d in svc.gpu_devices:
+        ids = d.get("device_ids")
+        if isinstance(ids, YSeq):
+            total += len(scalars(ids))
+        elif (n := _count(d.get("count"))) is not None:
+            total += n
+        else:
+            return None
+    g = svc.get("gpus")
+    if g is not None:
+        n = _count(g)
+        return None if n is None else total + n
+    return total
+
+
 def _ann(meta: dict[str, YNode]) -> dict[str, tuple[str, Where]]:
     return {
         k: (v.value, v.location) for k, v in meta.items() if k in _READ and isinstance(v, YScalar)
@@ -46,6 +87,7 @@ def pod_container_workload(pod: PodSpec, c: Container) -> Workload:
         env=[(e.name, e.node.location) for e in c.env],
         gpus=[(f"GPU request {c.gpu.raw}", c.gpu.location)] if c.gpu is not None else [],
         annotations={**_ann(pod.labels), **_ann(pod.annotations)},
+        gpu_count=_count(c.gpu),
     )
 
 
@@ -75,6 +117,7 @@ def service_workload(svc: ComposeService) -> Workload:
         env=[(e.name, e.node.location) for e in svc.environment],
         gpus=gpus,
         annotations=ann,
+        gpu_count=_compose_gpu_count(svc) if gpus else 0,
     )
 
 
@@ -86,19 +129,23 @@ def run_workload(rl: RunLine) -> Workload:
         return Location(rl.file, start=start, end=end)
 
     env, gpus, ann = [], [], {}
+    count: int | None = 0
     for f in rl.flags:
         where = loc(f.flag_start, f.value_end or f.flag_end)
         if f.name == "--env" and f.value:
             env.append((f.value.partition("=")[0], where))
         elif f.name == "--gpus" or (f.name == "--runtime" and f.value == "nvidia"):
             gpus.append((f"{f.name} {f.value}", where))
+            count = run_gpu_count(f.value) if f.name == "--gpus" and count == 0 else None
         elif f.name == "--device" and f.value and "nvidia" in f.value:
             gpus.append((f"--device {f.value}", where))
+            count = None
         elif f.name == "--label" and f.value:
             k, _, v = f.value.partition("=")
             ann[k] = (v, where)
     if rl.tool == "nvidia-docker":
         gpus.append(("nvidia-docker", loc(rl.start, rl.start + len("nvidia-docker"))))
+        count = None
     cmd = " ".join(w for w, _, _ in rl.command)
     return classify(
         images=[(rl.image[0], loc(rl.image[1], rl.image[2]))] if rl.image else [],
@@ -106,6 +153,7 @@ def run_workload(rl: RunLine) -> Workload:
         env=env,
         gpus=gpus,
         annotations=ann,
+        gpu_count=count,
     )
 
 
@@ -116,6 +164,7 @@ def ecs_workload(c: EcsContainer) -> Workload:
         commands=[(_words(c.command), _loc(c.command))] if c.command is not None else [],
         env=[(e.name, e.node.location) for e in c.env],
         gpus=[(f"GPU {c.gpu.raw}", c.gpu.location)] if c.gpu is not None else [],
+        gpu_count=_count(c.gpu),
         annotations=_ann(
             {k: v for k, (_, v) in lab.entries.items()}
             if isinstance(lab := c.node.get("dockerLabels"), YMap)

@@ -10,11 +10,25 @@ not in :data:`BOOL_FLAGS` takes a value (docker/cli ``cli/command/container/opts
 
 Each :class:`Flag` records the byte span of the flag token and of the value in the file, so a
 fixer can replace a value (``--shm-size=64m`` -> ``--shm-size=2g``) or insert a flag.
+
+Words after the image are the container's command and its arguments, never run flags:
+both CLIs stop reading flags at the first positional word (docker/cli
+``cli/command/container/run.go`` and podman ``cmd/podman/containers/run.go`` both call
+``flags.SetInterspersed(false)``), so ``docker run IMAGE --shm-size=1g python x.py`` passes
+``--shm-size=1g`` to the container and /dev/shm keeps the default.
+
+Words come expanded with the file's own assignments
+(:class:`~shmguard.sources.shellvars.ShellVars`). A *bare* unresolved expansion among the
+flags (``$EXTRA_MOUNTS``, ``${ARGS[@]}``, ``${gpus:+--gpus $gpus}``) may stand for any number
+of flags: it is read as options (:attr:`RunLine.opaque`) unless it names an image
+(``$IMAGE``, ``${DOCKER_IMAGE}``, ``$IMG_NAME``) or nothing says it is options and the next
+word is neither a flag nor another such expansion (then it is the image, as before).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -71,6 +85,11 @@ SHORT = {
     "w": "--workdir",
 }
 _GLOBAL_VALUE = frozenset({"-H", "--host", "-c", "--context", "--config", "-l", "--log-level"})
+#: Variable names that say an unresolved expansion holds the image, or options.
+_IMAGE_NAME = re.compile(r"IMAGE|IMG", re.I)
+_OPTIONS_NAME = re.compile(
+    r"OPT|ARG|FLAG|PARAM|MOUNT|VOL|ENV|GPU|DEVICE|EXTRA|RUN|DOCKER|PODMAN|NET|PORT|[@*]", re.I
+)
 _PREFIX = frozenset(
     {"sudo", "exec", "time", "env", "nohup", "command", "-E", "$", "%", "!"}
     | {"if", "then", "else", "elif", "do", "while", "until", "{"}
@@ -109,6 +128,8 @@ class RunLine:
         flags: in order; image: the image word's value and byte span (None when missing);
         command: the words after the image (value, start, end).
         text: the command's source text.
+        opaque: the unresolved expansions read as options, as written without outer quotes
+            (``$EXTRA_MOUNTS``, ``${ARGS[@]}``): they could carry any flag.
     """
 
     file: str
@@ -121,6 +142,7 @@ class RunLine:
     image: tuple[str, int, int] | None
     command: tuple[tuple[str, int, int], ...]
     text: str
+    opaque: tuple[str, ...] = ()
 
     def get(self, name: str) -> list[Flag]:
         """The flags with long name ``name`` (``--shm-size``), in order."""
@@ -130,6 +152,11 @@ class RunLine:
         """The last ``name`` flag: the one that takes effect for single-valued options."""
         found = self.get(name)
         return found[-1] if found else None
+
+
+def may_run(words: list[Word]) -> bool:
+    """Whether ``words`` hold a tool word at all (a cheap test before expanding them)."""
+    return any(os.path.basename(w.value.lstrip("@+-")) in TOOLS for w in words)
 
 
 def parse_run(
@@ -157,10 +184,15 @@ def parse_run(
         return None
     i += 1
     flags: list[Flag] = []
+    opaque: list[str] = []
     image = None
     while i < len(words):
         w = words[i]
         v = w.value
+        if w.bare and _options(w, words[i + 1 : i + 2]):
+            opaque.append(_written(w.raw))
+            i += 1
+            continue
         if v == "--":
             i += 1
             break
@@ -236,4 +268,23 @@ def parse_run(
         image,
         command,
         text[tool_word.start : words[-1].end],
+        tuple(opaque),
     )
+
+
+def _written(raw: str) -> str:
+    return raw[1:-1] if len(raw) >= 2 and raw[0] == raw[-1] == '"' else raw
+
+
+def _options(w: Word, after: list[Word]) -> bool:
+    """Whether the bare unresolved expansion ``w`` in the flags is options (module doc)."""
+    name = w.unresolved[0] if w.unresolved else w.raw
+    if ":+" in name or "[@]" in name or "[*]" in name:
+        return True  # ${x:+--flag $x}, "${ARGS[@]}": words, conditionally or many
+    if _IMAGE_NAME.search(name):
+        return False
+    if _OPTIONS_NAME.search(name):
+        return True
+    if after and after[0].bare:
+        return True  # $uid_mapping ${shm:+--shm-size=$shm} ${docker_image}: still flags
+    return bool(after) and after[0].value.startswith("-")

@@ -8,7 +8,9 @@ offsets after decoding;
 ``shlex`` in POSIX mode for quoting (its words equal ``shlex.split``'s on the corpus lines,
 tests/sources/test_shell.py) and adds what a linter needs: the span of every word in the
 file, command boundaries (``;`` ``&`` ``|`` ``&&`` ``||`` newline), comments, backslash-newline
-continuations, redirections skipped, and ``$(...)`` / backtick bodies parsed as commands too.
+continuations, redirections skipped, here-document bodies skipped (they are input, not
+commands), array assignments ``NAME=(a b c)`` kept as one word (their elements are
+:func:`array_elements`), and ``$(...)`` / backtick bodies parsed as commands too.
 
 Quoting rules (POSIX.1-2017 XCU 2.2): backslash escapes the next character outside quotes
 (``\\<newline>`` is removed); single quotes are literal; inside double quotes a backslash
@@ -23,19 +25,31 @@ from dataclasses import dataclass
 _OPERATORS = ("&&", "||", ";;", ";", "&", "|", "(", ")")
 _SPACE = " \t"
 _BREAK = " \t\n;&|()<>"
-#: ``<YOUR_TOKEN>``-style documentation placeholders: kept as literal text, not redirections.
-_PLACEHOLDER = re.compile(r"<[A-Za-z_][\w./:-]*>")
+#: ``<YOUR_TOKEN>``-style documentation placeholders, also of several words on one line
+#: (``-v <path to imagenet>:/imagenet``): kept as literal text, not redirections.
+_PLACEHOLDER = re.compile(r"<[A-Za-z_][\w./:-]*(?: [\w./:-]+)*>")
+#: The start of an array assignment's word: ``NAME=(`` or ``NAME+=(``.
+_ARRAY_START = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+#: A here-document operator and its delimiter word (``<<EOF``, ``<<-'EOF'``, ``<< "END"``).
+_HEREDOC = re.compile(r"<<(-?)[ \t]*(?:'([^'\n]*)'|\"([^\"\n]*)\"|\\?([^\s;&|()<>]+))")
 
 
 @dataclass(frozen=True)
 class Word:
     """One shell word: ``value`` after quote removal, ``start``/``end`` character offsets of
-    its source text (``raw``) in the text given to :func:`split_commands`."""
+    its source text (``raw``) in the text given to :func:`split_commands`.
+
+    After :meth:`shmguard.sources.shellvars.ShellVars.expand`: ``unresolved`` names the
+    expansions in it that the file does not assign (``$EXTRA_MOUNTS``, ``${1}``, ``$(cmd)``,
+    as written), and ``bare`` is True when the word is only one such expansion, unquoted
+    (it may stand for any number of words)."""
 
     value: str
     start: int
     end: int
     raw: str
+    unresolved: tuple[str, ...] = ()
+    bare: bool = False
 
 
 def split_commands(text: str, start: int = 0, end: int | None = None) -> list[list[Word]]:
@@ -47,11 +61,51 @@ def split_commands(text: str, start: int = 0, end: int | None = None) -> list[li
     return out
 
 
+def array_elements(text: str, word: Word) -> list[Word] | None:
+    """The element words of an array assignment word ``NAME=(a "b c")`` (positions in
+    ``text``), or None when ``word`` is not one."""
+    m = _ARRAY_START.match(word.raw)
+    if m is None or word.raw[m.end() : m.end() + 1] != "(" or not word.raw.endswith(")"):
+        return None
+    a = word.start + m.end() + 1
+    return [w for cmd in split_commands(text, a, word.end - 1) for w in cmd]
+
+
+def _heredoc_end(text: str, i: int, end: int, pending: list[tuple[str, bool]]) -> int:
+    """Index past the bodies of the ``pending`` here-documents starting at line ``i``."""
+    for delim, strip_tabs in pending:
+        while i < end:
+            nl = text.find("\n", i, end)
+            stop = end if nl < 0 else nl
+            line = text[i:stop].rstrip("\r")
+            i = stop + 1
+            if (line.lstrip("\t") if strip_tabs else line) == delim:
+                break
+    pending.clear()
+    return min(i, end)
+
+
 def _scan(text: str, i: int, end: int, out: list[list[Word]]) -> None:
     cmd: list[Word] = []
     skip_next = False
+    heredocs: list[tuple[str, bool]] = []
     while i < end:
         ch = text[i]
+        if ch == "\n" and heredocs:
+            if cmd:
+                out.append(cmd)
+            cmd = []
+            i = _heredoc_end(text, i + 1, end, heredocs)
+            continue
+        if (
+            ch == "<"
+            and (h := _HEREDOC.match(text, i)) is not None
+            and not text.startswith("<<<", i)
+        ):
+            delim = next(g for g in h.groups()[1:] if g is not None)
+            heredocs.append((delim, h.group(1) == "-"))
+            i = h.end()
+            continue
         if ch in _SPACE:
             i += 1
             continue
@@ -97,6 +151,11 @@ def _word(text: str, i: int, end: int, out: list[list[Word]]) -> tuple[Word, int
             i = m.end()
             continue
         if ch in _BREAK or (ch == "\r" and text.startswith("\r\n", i)):
+            if ch == "(" and _ARRAY_START.fullmatch(text, start, i):
+                j = closing(text, i, end, comments=True)  # NAME=(...): one word
+                buf.append(text[i:j])
+                i = j
+                continue
             break
         if ch == "\\":
             if i + 1 < end and text[i + 1] == "\n":
@@ -119,7 +178,7 @@ def _word(text: str, i: int, end: int, out: list[list[Word]]) -> tuple[Word, int
             buf.append(text[i : j + 1])
             i = j + 1
         elif ch == "$" and text.startswith(("$(", "${"), i):
-            j = _closing(text, i + 1, end)
+            j = closing(text, i + 1, end)
             if text[i + 1] == "(" and not text.startswith("$((", i):
                 _scan(text, i + 2, j - 1, out)
             buf.append(text[i:j])
@@ -145,7 +204,7 @@ def _double(text: str, i: int, end: int, buf: list[str], out: list[list[Word]]) 
                 buf.append(text[i + 1])
             i += 2
         elif ch == "$" and text.startswith(("$(", "${"), i):
-            j = _closing(text, i + 1, end)
+            j = closing(text, i + 1, end)
             if text[i + 1] == "(" and not text.startswith("$((", i):
                 _scan(text, i + 2, j - 1, out)
             buf.append(text[i:j])
@@ -156,8 +215,9 @@ def _double(text: str, i: int, end: int, buf: list[str], out: list[list[Word]]) 
     return i + 1
 
 
-def _closing(text: str, i: int, end: int) -> int:
-    """Index just past the bracket matching the one at ``i`` (``(`` or ``{``), quotes aware."""
+def closing(text: str, i: int, end: int, comments: bool = False) -> int:
+    """Index just past the bracket matching the one at ``i`` (``(`` or ``{``), quotes aware
+    (and, with ``comments``, skipping ``# ...`` comments, as in an array's body)."""
     open_ch = text[i]
     close_ch = ")" if open_ch == "(" else "}"
     depth = 0
@@ -165,6 +225,16 @@ def _closing(text: str, i: int, end: int) -> int:
         ch = text[i]
         if ch == "\\":
             i += 2
+            continue
+        if comments and ch == "#" and text[i - 1] in " \t\n":
+            j = text.find("\n", i, end)
+            i = end if j < 0 else j
+            continue
+        if comments and ch == '"':
+            j = i + 1
+            while j < end and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            i = j + 1
             continue
         if ch == "'" and open_ch == "(":
             j = text.find("'", i + 1, end)

@@ -21,8 +21,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from shmguard.sources.runline import RunLine, parse_run
+from shmguard.sources.runline import RunLine, may_run, parse_run
 from shmguard.sources.shell import split_commands
+from shmguard.sources.shellvars import ShellVars
 from shmguard.sources.text import SourceText
 
 #: Cheap pre-filter: a file without this cannot hold a run line.
@@ -62,13 +63,28 @@ def _lines_start(text: str) -> list[int]:
     return starts
 
 
-def shell_run_lines(src: SourceText, start: int = 0, end: int | None = None) -> Iterator[RunLine]:
-    """Run lines in ``src.text[start:end]`` read as shell (character offsets)."""
+def shell_run_lines(
+    src: SourceText, start: int = 0, end: int | None = None, env: ShellVars | None = None
+) -> Iterator[RunLine]:
+    """Run lines in ``src.text[start:end]`` read as shell (character offsets), their words
+    expanded with the assignments before them (``env``: shared by the code blocks of one
+    document; a new one when None)."""
     text = src.text
+    env = ShellVars() if env is None else env
     for words in split_commands(text, start, end):
-        rl = parse_run(words, src.byte_offset, src.file, src.line_col, text)
+        if env.assign(text, words) or not may_run(words):
+            continue
+        rl = parse_run(env.expand(words), src.byte_offset, src.file, src.line_col, text)
         if rl is not None:
             yield rl
+
+
+def _assign_only(src: SourceText, start: int, end: int, env: ShellVars) -> None:
+    """Record the assignments of a code block that runs nothing (``export IMAGE=...`` in
+    one block of a README, ``docker run $IMAGE`` in the next)."""
+    if "=" in src.text[start:end]:
+        for words in split_commands(src.text, start, end):
+            env.assign(src.text, words)
 
 
 def dockerfile_run_lines(src: SourceText) -> Iterator[RunLine]:
@@ -99,13 +115,14 @@ def markdown_run_lines(src: SourceText) -> Iterator[RunLine]:
 
     from markdown_it import MarkdownIt  # imported here: a check of YAML files never needs it
 
+    env = ShellVars()  # one document: a block's assignments hold in the blocks after it
     for tok in MarkdownIt("commonmark").parse(text):
         if tok.map is None:
             continue
         a, b = tok.map
         if tok.type in ("fence", "code_block"):
             lang = (tok.info or "").strip().split()[0].lower() if tok.info.strip() else ""
-            if lang in _SKIP_LANGS or not MENTION.search(tok.content):
+            if lang in _SKIP_LANGS:
                 continue
             first = a + 1 if tok.type == "fence" else a
             last = b - 1 if tok.type == "fence" and tok.markup and b - 1 > first else b
@@ -113,7 +130,10 @@ def markdown_run_lines(src: SourceText) -> Iterator[RunLine]:
                 tok.markup
             ):
                 last = b
-            yield from shell_run_lines(src, pos(first), pos(last))
+            if not MENTION.search(tok.content):
+                _assign_only(src, pos(first), pos(last), env)
+                continue
+            yield from shell_run_lines(src, pos(first), pos(last), env)
         elif tok.type == "inline" and tok.children:
             region = pos(a), pos(b)
             cursor = region[0]
@@ -123,7 +143,7 @@ def markdown_run_lines(src: SourceText) -> Iterator[RunLine]:
                 at = text.find(child.content, cursor, region[1])
                 if at >= 0:
                     cursor = at + len(child.content)
-                    yield from shell_run_lines(src, at, cursor)
+                    yield from shell_run_lines(src, at, cursor, env)
 
 
 def rst_run_lines(src: SourceText) -> Iterator[RunLine]:
@@ -131,6 +151,7 @@ def rst_run_lines(src: SourceText) -> Iterator[RunLine]:
     text = src.text
     lines = text.splitlines(keepends=True)
     starts = _lines_start(text)
+    env = ShellVars()
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -144,10 +165,12 @@ def rst_run_lines(src: SourceText) -> Iterator[RunLine]:
             if j > i + 1:
                 a, b = starts[i + 1], starts[j] if j < len(starts) else len(text)
                 if MENTION.search(text, a, b):
-                    yield from shell_run_lines(src, a, b)
+                    yield from shell_run_lines(src, a, b, env)
+                else:
+                    _assign_only(src, a, b, env)
             i = j
             continue
         for m in _RST_INLINE.finditer(line):
             if MENTION.search(m.group(1)):
-                yield from shell_run_lines(src, starts[i] + m.start(1), starts[i] + m.end(1))
+                yield from shell_run_lines(src, starts[i] + m.start(1), starts[i] + m.end(1), env)
         i += 1

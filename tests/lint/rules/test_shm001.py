@@ -3,6 +3,8 @@ tests/lint/test_rule_examples.py runs)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from _rule_helpers import fixes_of
 
 from shmguard.lint.check import check_loaded, fix_file
@@ -68,3 +70,125 @@ def test_no_volume_at_dev_shm_message() -> None:
         "Pod t: container 't' is an ML workload (image pytorch/pytorch (pytorch)) with no "
         "volume at /dev/shm: it gets the runtime's 64 MiB"
     )
+
+
+SHELL_FIXTURES = Path(__file__).parents[2] / "fixtures" / "shell"
+SCRIPT = (
+    b"#!/bin/bash\n"
+    b"IMAGE=nvcr.io/nvidia/pytorch:24.01-py3\n"
+    b'DOCKER_OPTS="--gpus all -v /data:/data"\n'
+    b'docker run --rm ${DOCKER_OPTS} "${IMAGE}" python train.py --workers 8\n'
+)
+
+
+def _shm001(data: bytes, name: str = "run.sh") -> list[str]:
+    return [f.message for f in check_loaded(load_bytes(data, name)).findings if f.code == "SHM001"]
+
+
+def test_a_script_with_variables_gets_shm001_and_the_fix_on_the_run_line() -> None:
+    (msg,) = _shm001(SCRIPT)
+    assert "image nvcr.io/nvidia/pytorch:24.01-py3 (pytorch)" in msg
+    r = fix_file(SCRIPT, "run.sh")
+    assert r.data == SCRIPT.replace(b"docker run --rm", b"docker run --shm-size=1g --rm")
+    assert r.remaining.findings == ()
+    assert fix_file(r.data, "run.sh").data == r.data  # idempotent
+
+
+def test_an_unresolved_expansion_keeps_the_finding_and_names_the_variable() -> None:
+    src = b"docker run --gpus all $EXTRA_MOUNTS nvcr.io/nvidia/pytorch:24.01-py3 python t.py\n"
+    (msg,) = _shm001(src)
+    assert "(unless $EXTRA_MOUNTS sets --shm-size or --ipc; the file does not assign it)" in msg
+    r = fix_file(src, "run.sh")
+    # inserted before the expansion: a --shm-size the variable holds comes later and wins
+    assert r.data.startswith(b"docker run --shm-size=1g --gpus all $EXTRA_MOUNTS ")
+    assert _shm001(src.replace(b"\n", b"  # shmguard: ignore[SHM001]\n")) == []
+    sized = b'EXTRA_MOUNTS="--shm-size=8g"\n' + src
+    assert _shm001(sized) == []
+
+
+def test_shm_size_after_the_image_is_the_containers_argument() -> None:
+    for tool in (b"docker", b"podman"):
+        src = tool + b" run --gpus all nvcr.io/nvidia/pytorch:24.01-py3 --shm-size=1g python t.py\n"
+        (msg,) = _shm001(src)
+        assert "(--shm-size=1g after the image is an argument of the container's command)" in msg
+        assert fix_file(src, "run.sh").data.startswith(tool + b" run --shm-size=1g --gpus all")
+
+
+def test_real_scripts_with_variables() -> None:
+    """tests/fixtures/shell/SOURCES.tsv: the picotron README (a declare -a array with
+    comments, expanded as "${DOCKER_ARGS[@]}"), OpenRLHF's docker_run.sh ($IMAGE_NAME)."""
+    readme = (SHELL_FIXTURES / "awsome-distributed-training__picotron-ec2-README.md").read_bytes()
+    (f,) = [f for f in check_loaded(load_bytes(readme, "README.md")).findings if f.code == "SHM001"]
+    assert f.location is not None and f.location.line == 57
+    r = fix_file(readme, "README.md")
+    assert r.data == readme.replace(
+        b'docker run "${DOCKER_ARGS[@]}"', b'docker run --shm-size=1g "${DOCKER_ARGS[@]}"'
+    )
+    assert fix_file(r.data, "README.md").data == r.data
+    good = (SHELL_FIXTURES / "openrlhf__docker_run.sh").read_bytes()
+    assert _shm001(good, "docker_run.sh") == []
+    bad = (SHELL_FIXTURES / "openrlhf__docker_run-unsized.sh").read_bytes()
+    (msg,) = _shm001(bad, "docker_run.sh")
+    assert "image nvcr.io/nvidia/pytorch:26.03-py3 (pytorch)" in msg
+    r = fix_file(bad, "docker_run.sh")
+    assert r.data == bad.replace(b"docker run --runtime", b"docker run --shm-size=1g --runtime")
+
+
+def _sev(data: bytes, name: str) -> list[tuple[str, str | None, str | None]]:
+    """SHM001's findings: severity, the fix's applicability (None without edits), the text
+    after '; info only: '."""
+    out = []
+    for f in check_loaded(load_bytes(data, name)).findings:
+        if f.code == "SHM001":
+            app = f.fix.applicability.value if f.fix is not None and f.fix.edits else None
+            why = f.message.partition("; info only: ")[2] or None
+            out.append((f.severity.value, app, why))
+    return out
+
+
+def test_single_gpu_pytorchjob_with_no_dataloader_worker_is_info() -> None:
+    """The held-out shape: a PyTorchJob whose containers have a GPU limit of 1 and say
+    --workers=0 gets no warning; --workers=4, torchrun --nproc-per-node=2 or a GPU limit of
+    2 keep the warning."""
+    fixtures = Path(__file__).parents[1] / "config" / "fixtures_rules_b"
+    why = (
+        "--workers=0 starts no DataLoader worker and one GPU needs no NCCL shared memory "
+        "inside the container"
+    )
+    quiet = (fixtures / "shm001_pytorchjob_1gpu_workers0.yaml").read_bytes()
+    assert _sev(quiet, "pj.yaml") == [("info", "unsafe", why)] * 2
+    assert fix_file(quiet, "pj.yaml").data == quiet  # --fix leaves it; --unsafe-fixes adds
+    assert b"mountPath: /dev/shm" in fix_file(quiet, "pj.yaml", unsafe=True).data
+    for name in (
+        "shm001_pytorchjob_1gpu_workers4.yaml",
+        "shm001_pytorchjob_1gpu_nproc2.yaml",
+        "shm001_pytorchjob_2gpu_workers0.yaml",
+    ):
+        data = (fixtures / name).read_bytes()
+        assert _sev(data, name) == [("warning", "safe", None)] * 2, name
+
+
+def test_arguments_on_run_lines_and_compose() -> None:
+    img = b"nvcr.io/nvidia/pytorch:24.01-py3"
+    for gpus, sev in (
+        (b"--gpus 1", "info"),
+        (b"--gpus '\"device=0\"'", "info"),
+        (b"--gpus all", "warning"),
+        (b"--gpus 2", "warning"),
+    ):
+        src = b"docker run " + gpus + b" " + img + b" python t.py --num-workers=0\n"
+        assert [s for s, _, _ in _sev(src, "run.sh")] == [sev], gpus
+    # a GPU and DataLoader workers: ML although the image says nothing
+    src = b"docker run --gpus all acme/trainer:1 python train.py --workers 8\n"
+    assert _sev(src, "run.sh") == [("warning", "safe", None)]
+    assert _sev(src.replace(b"--gpus all ", b""), "run.sh") == []
+    compose = (
+        b"services:\n  train:\n    image: pytorch/pytorch\n"
+        b"    command: python train.py dataloader.num_workers=0\n"
+        b"    deploy:\n      resources:\n        reservations:\n          devices:\n"
+        b"            - {driver: nvidia, count: 1, capabilities: [gpu]}\n"
+    )
+    ((sev, _, why),) = _sev(compose, "compose.yaml")
+    assert sev == "info" and why is not None and why.startswith("dataloader.num_workers=0 ")
+    ((sev, _, _),) = _sev(compose.replace(b"count: 1", b"count: all"), "compose.yaml")
+    assert sev == "warning"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 
 from shmguard.estimate.policy import Sized
 from shmguard.fix.k8s import ADD, RESIZE, VOLUME_NAME
@@ -44,7 +45,7 @@ from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
 from shmguard.model.fix import Change, Setting
 from shmguard.sources.k8s_model import Container, Volume, text
-from shmguard.sources.workload import strong
+from shmguard.sources.workload import Workload, no_shm_need, strong
 from shmguard.units import format_iec, format_k8s_quantity
 
 #: Compose keys that make a service something that runs (not only an image to build).
@@ -66,7 +67,20 @@ _RUN_KEYS = (
 )
 
 
-_SIZED_TEXT = re.compile(r"--shm-size|--ipc[= ]+(?:host|container:)|/dev/shm")
+_SIZED_TEXT = re.compile(rb"--shm-size|--ipc[= ]+(?:host|container:)|/dev/shm")
+
+
+def _judged(v: Violation, wl: Workload) -> Violation:
+    """``v`` as it stands, or at info (variant ``no-workers``) when the workload's own
+    arguments say it needs no more /dev/shm (:func:`no_shm_need`); that fix is then unsafe:
+    nothing needs it while the arguments stay so."""
+    why = no_shm_need(wl)
+    if why is None:
+        return v
+    fix = v.fix
+    if fix is not None and fix.edits:
+        fix = replace(fix, applicability=Applicability.UNSAFE)
+    return Violation(f"{v.message}; info only: {why}", v.location, fix, variant="no-workers")
 
 
 def _evidence(unit: Unit) -> str:
@@ -146,7 +160,8 @@ def _compose(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
         "Docker's 64 MiB /dev/shm (Podman: 65,536,000 bytes)"
     )
     sized = fix_sized(options, unit.workload, compose_memory_limit(unit))
-    yield Violation(with_size_problem(message, sized), where, _fix(unit, sized, "compose"))
+    v = Violation(with_size_problem(message, sized), where, _fix(unit, sized, "compose"))
+    yield _judged(v, unit.workload)
 
 
 def _run(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
@@ -155,21 +170,33 @@ def _run(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
     ipc = rl.last("--ipc")
     if rl.get("--shm-size") or run_shm_mounts(rl):
         return
-    if _SIZED_TEXT.search(rl.text):
-        return  # a doc placeholder (<path to data>) cut the words; the flag is still there
+    flags_text = unit.src.data[rl.start : rl.image[1] if rl.image else rl.end]
+    if _SIZED_TEXT.search(flags_text):
+        return  # words a doc placeholder cut; after the image it is the container's argument
     if ipc is not None and ipc_mode(ipc.value) in ("host", "container", None):
         return
     default = "65,536,000 bytes" if rl.tool == "podman" else "64 MiB"
+    unless = ""
+    if rl.opaque:  # expansions the file does not assign: they could hold the flag
+        one = len(rl.opaque) == 1
+        unless = (
+            f" (unless {' or '.join(rl.opaque)} {'sets' if one else 'set'} --shm-size or --ipc; "
+            f"the file does not assign {'it' if one else 'them'})"
+        )
+    late = next((w for w, _, _ in rl.command if w.startswith(("--shm-size", "--ipc"))), None)
+    if late is not None:
+        unless += f" ({late} after the image is an argument of the container's command)"
     message = (
-        f"{rl.tool} run of an ML workload{_evidence(unit)} without --shm-size or --ipc=host: "
-        f"/dev/shm is the default {default}"
+        f"{rl.tool} run of an ML workload{_evidence(unit)} without --shm-size or --ipc=host"
+        f"{unless}: /dev/shm is the default {default}"
     )
     sized = fix_sized(options, unit.workload, run_memory_limit(unit))
-    yield Violation(
+    v = Violation(
         with_size_problem(message, sized),
         span_loc(unit.src, rl.start, rl.start + len(rl.tool.encode())),
         _fix(unit, sized, "podman" if rl.tool == "podman" else "docker"),
     )
+    yield _judged(v, unit.workload)
 
 
 def _pod(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
@@ -217,9 +244,8 @@ def _pod(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
             f"volume at /dev/shm: it gets the runtime's 64 MiB{extra}".replace("  ", " ")
         )
         sized = fix_sized(options, wl, container_memory_limit(c))
-        yield Violation(
-            with_size_problem(message, sized), node.location(), _k8s_fix(unit, sized, c)
-        )
+        fix = _k8s_fix(unit, sized, c)
+        yield _judged(Violation(with_size_problem(message, sized), node.location(), fix), wl)
 
 
 def _disk_backed(kind: str, name: str, role: str, who: str, v: Volume) -> Violation:
@@ -273,6 +299,22 @@ pods (the operator mounts /dev/shm into the Ray container itself), MPIJob launch
 Compose services that only define an image to build (`build:` and nothing that runs), and
 services whose size is only under `build:` (SHM019 reports them, with their own size), and
 containers of a pod whose /dev/shm emptyDir they do not mount (SHM007 reports them).
+
+The command's arguments are evidence (`sources/workload.py`, the one detector): a DataLoader
+worker count (`--workers 4`, `--num-workers=4`, `--num_workers 4`, `--dataloader-num-workers`,
+Hydra's `dataloader.num_workers=4`, a `num_workers` key in an inline JSON/YAML config) above 0,
+or more than one process per node (`torchrun --nproc-per-node 8`, `accelerate launch
+--num-processes`, `deepspeed --num_gpus`), adds to the evidence (with a GPU request it is
+enough: `docker run --gpus all acme/trainer python train.py --workers 8`), never alone
+(`gunicorn --workers 4` is no DataLoader). A worker count of 0 (every one stated), at most one
+GPU in the container (a GPU limit of 1, `--gpus 1`, `--gpus '"device=0"'`, or none; `--gpus
+all` and `--gpus 2` are not one) and at most one process per node is an **info** finding
+(variant `no-workers`) that says why: no worker process passes batches through /dev/shm, and
+one GPU has no NCCL peer in the container (the single-GPU PyTorchJob with `--workers=0`).
+Shell run lines are read with the file's own variables (`IMAGE=...`, `DOCKER_OPTS="..."`,
+arrays, `${{VAR:-default}}`); an expansion the file does not assign among the flags keeps the
+finding, which names it: `(unless $EXTRA_MOUNTS sets --shm-size or --ipc; ...)`. Words after
+the image are the container's arguments: `docker run IMAGE --shm-size=1g ...` is reported.
 KubeRay: kuberay `ray-operator/controllers/ray/common/pod.go` (`addEmptyDir`). Sources: {SOURCES}.
 """,
     why="""\
@@ -299,9 +341,15 @@ tmpfs pages are only charged when written, so nothing is reserved; where a memor
 not keep the policy's margin beside the size, no fix is offered. Services and pods reached
 through YAML anchors, TrainJobs (whose pod spec is in the runtime) and `volumes: null` get the
 fix shown, not applied. The disk-backed emptyDir's info finding's fix (`medium: Memory` and a
-`sizeLimit`) is shown, never applied: it moves the pages into the container's memory limit.""",
-    applies="safe",
-    variant_words={"disk-emptydir": "for a disk-backed emptyDir at /dev/shm"},
+`sizeLimit`) is shown, never applied: it moves the pages into the container's memory limit.
+The `no-workers` info finding's fix is unsafe (applied with `--unsafe-fixes`): nothing needs it
+while the arguments stay as they are. On a run line the flag goes right after `run`, never into
+a variable the line expands: a `--shm-size` the variable holds comes later and wins.""",
+    applies="safe (unsafe for no-workers)",
+    variant_words={
+        "disk-emptydir": "for a disk-backed emptyDir at /dev/shm",
+        "no-workers": "when the arguments say no DataLoader worker on at most one GPU",
+    },
     bad=Example(
         "compose.yaml",
         """\
@@ -336,5 +384,5 @@ RULE = Rule(
     ),
     doc=DOC,
     check=check,
-    variants={"disk-emptydir": Severity.INFO},
+    variants={"disk-emptydir": Severity.INFO, "no-workers": Severity.INFO},
 )
