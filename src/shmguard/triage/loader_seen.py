@@ -35,7 +35,6 @@ from shmguard.estimate.dataloader import DEFAULT_PREFETCH_FACTOR, DTYPE_BYTES
 from shmguard.estimate.decide import Need
 from shmguard.estimate.plan import PlanRequest, make_plan
 from shmguard.estimate.policy import Policy
-from shmguard.sources.loader import loader_request
 
 #: The literals a line must hold to be read here (the matcher's cheap pre-filter).
 LITERALS = (
@@ -118,6 +117,10 @@ class LoaderSeen:
         note = self.found.get("annotation")
         if note is not None:
             try:
+                # imported here: the sources' detector stays out of every process that only
+                # classifies logs (the tune trial child, the guard)
+                from shmguard.sources.loader import loader_request
+
                 return loader_request(note.value), f"shmguard.io/dataloader {note.value}"
             except ValueError:
                 pass
