@@ -21,7 +21,7 @@ from shmguard.lint.baseline import parse_baseline
 from shmguard.lint.check import check_loaded
 from shmguard.lint.report import CheckReport, check_paths
 from shmguard.render.json import to_data
-from shmguard.render.json_bodies import check_json
+from shmguard.render.json_bodies import baseline_json, check_json
 from shmguard.sources.load import load_path
 
 HERE = Path(__file__).parent
@@ -146,6 +146,9 @@ def test_baselines_are_the_same(tmp_path: Path) -> None:
     used = check_paths([str(tree)], baseline=known)
     assert 0 < len(used.findings) < len(check_paths([str(tree)]).findings)
     _same(used, _cli("--baseline", str(base), str(tree), cwd=tmp_path))
+    # the library writes the same baseline file the CLI wrote
+    assert made.new_baseline is not None
+    assert baseline_json(made.new_baseline) + "\n" == base.read_text()
 
 
 def test_fixes_and_diffs_are_the_same(tmp_path: Path) -> None:

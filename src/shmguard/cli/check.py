@@ -220,11 +220,10 @@ def _check_cluster(
 
 
 def _write_baseline(path: Path, report: CheckReport) -> None:
-    from shmguard.render.json import dumps
+    from shmguard.render.json_bodies import baseline_json
 
-    found = list(report.new_baseline or ())
     try:
-        path.write_text(dumps("baseline", {"findings": found}) + "\n", encoding="utf-8")
+        path.write_text(baseline_json(report.new_baseline or ()) + "\n", encoding="utf-8")
     except OSError as err:
         fail(f"{path}: cannot write the baseline: {err.strerror or err}")
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from shmguard.estimate.plan import Plan, PlanFit
+    from shmguard.lint.baseline import BaselineEntry
     from shmguard.lint.doctor import DoctorReport
     from shmguard.lint.engine import Rule
     from shmguard.lint.proposal import ManifestResult, Proposal
@@ -374,6 +375,15 @@ def check_body(report: CheckReport) -> dict[str, Any]:
             "skipped": report.skipped_counts,
         },
     }
+
+
+def baseline_json(found: Iterable[BaselineEntry]) -> str:
+    """A baseline file's text (``shmguard.baseline/1``, no final newline) holding ``found``
+    (:attr:`CheckReport.new_baseline`); :func:`shmguard.lint.baseline.parse_baseline` reads
+    it back."""
+    from shmguard.render.json import dumps
+
+    return dumps("baseline", {"findings": list(found)})
 
 
 def check_json(report: CheckReport) -> str:
