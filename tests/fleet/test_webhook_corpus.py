@@ -92,6 +92,10 @@ def test_every_corpus_pod_template(
     # containers check's SHM001 flags, plus the Ray containers check leaves to the KubeRay
     # operator (whose pods reach the webhook with the operator's volume already mounted) and
     # MPIJob launchers (docs/webhook.md); 113 of them validated as written, and still do;
-    # 1 (aibrix's) reuses the pod's memory emptyDir shared-mem, which had no sizeLimit: it gets one
+    # 1 (aibrix's) reuses the pod's memory emptyDir shared-mem, which had no sizeLimit: it gets one.
+    # 5 more (130 -> 125, 113 -> 108 validated) are left alone as no-shm-need: single-GPU (or
+    # GPU-less) PyTorch workers whose command says --workers=0 / --num_workers=0, the 5 that
+    # check's SHM001 reports at info only (aws-do-eks classy-vision and imagenet-gpu, the two
+    # hyperpod task-governance imagenet jobs, training-operator's elastic imagenet)
     assert seen == 908
-    assert (injected, checked, reused) == (130, 113, 1)
+    assert (injected, checked, reused) == (125, 108, 1)

@@ -47,6 +47,7 @@ SKIP_ORDER = (
     "opted-out",
     "host-ipc",
     "no-ml-container",
+    "no-shm-need",
     "already-mounted",
     "no-room",
 )
@@ -202,6 +203,9 @@ class _Pod:
         if not wanted and self.ann.get(names.POD_INJECT_ANNOTATION, "").lower() == "true":
             wanted = list(containers)  # opted in by annotation: every main container
         if not wanted:
+            quiet = [c for c in containers if c.no_need]
+            if quiet:
+                return self.skip("no-shm-need", f"{quiet[0].no_need} (as check's SHM001 says)")
             return self.skip("no-ml-container", "no PyTorch, NCCL or inference container")
         todo = [c for c in wanted if c.shm_volume is None]
         if not todo:

@@ -19,8 +19,9 @@ from typing import Any
 
 from shmguard.config import ANNOTATIONS
 from shmguard.fix.k8s import ContainerView, MountView, PodView, VolumeView
+from shmguard.sources.detect import gpu_number
 from shmguard.sources.k8s_model import GPU_RESOURCES
-from shmguard.sources.workload import Workload, classify, strong
+from shmguard.sources.workload import Workload, classify, no_shm_need, strong
 from shmguard.units import SizeError, k8s_quantity_bytes
 
 #: The annotation and label names :func:`classify` reads.
@@ -57,11 +58,15 @@ class PodContainer:
             ``spec.containers``).
         workload: its class and evidence, as ``check`` decides them.
         needs_shm: True when ``check`` (SHM001) would ask for a /dev/shm for it.
+        no_need: for an ML container whose own arguments say it needs no /dev/shm beyond the
+            default, why (:func:`~shmguard.sources.workload.no_shm_need`: SHM001 reports it at
+            info only); None otherwise.
     """
 
     view: ContainerView
     workload: Workload
     needs_shm: bool
+    no_need: str | None = None
 
     @property
     def index(self) -> int:
@@ -90,12 +95,13 @@ def container_workload(c: Mapping[str, Any], meta: Mapping[str, str]) -> Workloa
     cmd = " ".join(x for x in (_words(c.get("command")), _words(c.get("args"))) if x)
     image = c.get("image")
     res = as_map(c.get("resources"))
-    gpus = [
-        (f"GPU request {g}: {as_map(res.get(part))[g]}", None)
+    found = [
+        (g, as_map(res.get(part))[g])
         for part in ("limits", "requests")
         for g in GPU_RESOURCES
         if g in as_map(res.get(part))
     ][:1]
+    gpus = [(f"GPU request {g}: {n}", None) for g, n in found]
     return classify(
         images=[(image, None)] if isinstance(image, str) else [],
         commands=[(cmd, None)] if cmd else [],
@@ -106,7 +112,16 @@ def container_workload(c: Mapping[str, Any], meta: Mapping[str, str]) -> Workloa
         ],
         gpus=gpus,
         annotations={k: (v, None) for k, v in meta.items() if k in _READ},
+        gpu_count=_gpu_count(found[0][1]) if found else 0,
     )
+
+
+def _gpu_count(value: object) -> int | None:
+    """A GPU quantity as the API server sends it (``1``, ``"2"``), None when not a whole number:
+    read as ``check`` reads the same field (:func:`~shmguard.sources.detect.gpu_number`)."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return None
+    return gpu_number(str(value))
 
 
 def _memory(part: Mapping[str, Any]) -> int | None:
@@ -125,7 +140,8 @@ def read_containers(spec: Mapping[str, Any], meta: Mapping[str, str]) -> tuple[P
     out = []
     for i, raw in enumerate(as_list(spec.get("containers"))):
         wl = container_workload(as_map(raw), meta)
-        out.append(PodContainer(_container_view(raw, i, False), wl, strong(wl)))
+        why = no_shm_need(wl) if strong(wl) else None
+        out.append(PodContainer(_container_view(raw, i, False), wl, strong(wl) and not why, why))
     return tuple(out)
 
 

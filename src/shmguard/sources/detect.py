@@ -30,10 +30,16 @@ def _loc(node: YNode | None) -> Where:
     return node.location if node is not None else None
 
 
+def gpu_number(value: str | None) -> int | None:
+    """A whole GPU count written in ASCII digits (at most 9), else None: ``"²"`` and other
+    Unicode digits that ``str.isdigit`` accepts are not numbers to ``int()``."""
+    v = (value or "").strip()
+    return int(v) if v.isascii() and v.isdigit() and len(v) <= 9 else None
+
+
 def _count(node: YNode | None) -> int | None:
     """A GPU quantity (``nvidia.com/gpu: 1``, ECS ``GPU`` ``"1"``), None when not a number."""
-    v = text(node) if isinstance(node, YScalar) else None
-    return int(v) if v is not None and v.strip().isdigit() else None
+    return gpu_number(text(node)) if isinstance(node, YScalar) else None
 
 
 def run_gpu_count(value: str | None) -> int | None:
@@ -41,12 +47,12 @@ def run_gpu_count(value: str | None) -> int | None:
     None for ``all`` and what is not read (docker/cli ``opts/gpus.go``: a number is a count,
     ``device=`` a list of IDs)."""
     v = (value or "").strip().strip("'\"")
-    if v.isdigit():
-        return int(v)
+    if gpu_number(v) is not None:
+        return gpu_number(v)
     for part in v.split(","):
         k, _, x = part.partition("=")
-        if k == "count" and x.isdigit():
-            return int(x)
+        if k == "count" and gpu_number(x) is not None:
+            return gpu_number(x)
     if v.startswith("device="):
         return len([d for d in v[len("device=") :].split(",") if d.strip()])
     return None
