@@ -74,9 +74,12 @@ def test_ml_repository_exits_by_its_findings_and_says_what_it_skipped(tmp_path: 
 @pytest.mark.parametrize("name", ["model.pt", "docs/logo.png", "data/labels.csv"])
 def test_named_unreadable_files_are_errors(tmp_path: Path, name: str) -> None:
     _ml_repo(tmp_path)
-    code, _, err = run("check", str(tmp_path / name))
+    code, out, err = run("check", str(tmp_path / name))
     assert code == 2
-    assert ": error: binary:" in err or ": error: too-large:" in err
+    assert err.startswith("shmguard: error: ") and err.count("error:") == 1
+    assert ": binary:" in err or ": too-large:" in err
+    # the file named is not counted as checked: it could not be read
+    assert out.endswith(" in 0 files; 1 file with errors (on stderr)\n")
 
 
 def test_fifo_and_device_in_a_walk_are_skipped(tmp_path: Path) -> None:
@@ -109,7 +112,7 @@ print(p.stderr)
 def test_dev_zero_named_is_refused_in_bounded_memory() -> None:
     got = _py(_PEAK, "/dev/zero")
     code, peak = map(int, got.stdout.split()[:2])
-    assert code == 2 and "/dev/zero: error: binary" in got.stdout
+    assert code == 2 and "shmguard: error: /dev/zero: binary" in got.stdout
     assert peak < 200 * 2**20, peak  # it grew to 8.1 GB before the bounded reader
 
 
@@ -132,7 +135,7 @@ def test_named_fifo_without_writer_is_an_error_after_the_timeout(tmp_path: Path)
     code, _, err = run("check", "--read-timeout", "0.5", str(tmp_path / "f.yaml"))
     assert time.monotonic() - t0 < 10
     assert code == 2
-    assert "error: read-timeout: no data for 0.5 s" in err
+    assert ": read-timeout: no data for 0.5 s" in err and err.count("error:") == 1
 
 
 def test_symlink_loop_is_an_error_in_every_format_and_the_rest_is_checked(tmp_path: Path) -> None:
@@ -140,7 +143,7 @@ def test_symlink_loop_is_an_error_in_every_format_and_the_rest_is_checked(tmp_pa
     (tmp_path / "loop.yaml").symlink_to("loop.yaml")
     code, out, err = run("check", str(tmp_path))
     assert code == 2
-    assert f"{tmp_path / 'loop.yaml'}: error: symlink-loop: symbolic link loop" in err
+    assert f"shmguard: error: {tmp_path / 'loop.yaml'}: symlink-loop: symbolic link loop" in err
     assert "compose.yaml:2:3: SHM001" in out
     code, out, _ = run("check", "--json", str(tmp_path))
     doc = json.loads(out)

@@ -177,7 +177,7 @@ def _manifests(prom: PrometheusProcess, tmp_path: Path, shm: int, memory: int) -
     bad.write_text("kind: [\n")
     r = recommend(*base, str(bad), "--manifests", str(train))
     assert r.returncode == 2  # as check says it, and the other file is still done
-    assert r.stderr.startswith(f"shmguard: error: {bad}:2:1: error: invalid-yaml: ")
+    assert r.stderr.startswith(f"shmguard: error: {bad}:2:1: invalid-yaml: ")
     assert f"would change {train}: {change}\n" in r.stdout
     r = recommend(*base, str(train), "--diff")
     assert r.returncode == 0, r.stderr

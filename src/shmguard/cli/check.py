@@ -266,7 +266,10 @@ def _text(report: CheckReport) -> None:
     out = [fixed_line(f) for f in report.repaired]
     for r in report.results:
         for d in r.diagnostics:
-            (error_line if not d.info else _info)(diagnostic_line(d))
+            if d.info:
+                _info(diagnostic_line(d))
+            else:
+                error_line(diagnostic_line(d, level=False))
         for f in r.findings:
             out += finding_lines(f)
     for c in report.files:
@@ -287,6 +290,7 @@ def _summary(report: CheckReport) -> str:
         report.baselined,
         written=report.written,
         skipped=report.skipped_counts,
+        unread=report.errors,
     )
 
 

@@ -239,7 +239,7 @@ def _manifests(report: RightsizeReport, paths: list[str], mode: str, conf: Confi
                 if sys.stderr is not None:
                     sys.stderr.write(f"shmguard: {diagnostic_line(d)}\n")
             else:
-                error_line(diagnostic_line(d))
+                error_line(diagnostic_line(d, level=False))
                 errors += 1
         if r.data != data and mode == "diff":
             diffs[path] = unified_diff(path, data, r.data)

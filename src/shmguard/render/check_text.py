@@ -34,10 +34,14 @@ def finding_lines(f: Finding) -> list[str]:
     return out
 
 
-def diagnostic_line(d: SourceDiagnostic) -> str:
-    """``file:line:col: <kind>: message`` for a file (or part of one) that could not be read."""
-    level = "info" if d.info else "error"
-    return f"{_where(d.file, d.line, d.column)}: {level}: {d.kind.value}: {d.message}"
+def diagnostic_line(d: SourceDiagnostic, *, level: bool = True) -> str:
+    """``file:line:col: <level>: <kind>: message`` for a file (or part of one) that could not
+    be read; without ``level`` the ``error:``/``info:`` word is left to the caller (the CLI's
+    ``shmguard: error:`` prefix says it once)."""
+    where = _where(d.file, d.line, d.column)
+    if not level:
+        return f"{where}: {d.kind.value}: {d.message}"
+    return f"{where}: {'info' if d.info else 'error'}: {d.kind.value}: {d.message}"
 
 
 def unified_diff(path: str, old: bytes, new: bytes) -> str:
@@ -66,13 +70,19 @@ def summary_line(
     *,
     written: bool = True,
     skipped: Mapping[str, int] | None = None,
+    unread: int = 0,
 ) -> str:
-    """``N findings (E errors, W warnings, I info) in F files[; X fixed][; B in the baseline]
-    [; S files skipped: binary 9, too large 3]`` (``baselined``: findings left out because
-    ``--baseline`` knows them; ``skipped``: reason -> files a walk did not check). With
-    ``written`` False (``--diff``) the fixes are ``X fixable (not written: --diff)``."""
+    """``N findings (E errors, W warnings, I info) in F files[; U files with errors (on
+    stderr)][; X fixed][; B in the baseline][; S files skipped: binary 9, too large 3]``
+    (``unread``: of the ``files``, those that could not be read or written, which the count of
+    files checked leaves out; ``baselined``: findings left out because ``--baseline`` knows
+    them; ``skipped``: reason -> files a walk did not check). With ``written`` False
+    (``--diff``) the fixes are ``X fixable (not written: --diff)``."""
     fs = list(findings)
-    text = f"{plural(len(fs), 'finding')} ({severity_counts(fs)}) in {plural(files, 'file')}"
+    checked = max(files - unread, 0)
+    text = f"{plural(len(fs), 'finding')} ({severity_counts(fs)}) in {plural(checked, 'file')}"
+    if unread:
+        text += f"; {plural(unread, 'file')} with errors (on stderr)"
     if fixed:
         text += f"; {fixed} fixed" if written else f"; {fixed} fixable (not written: --diff)"
     text += f"; {baselined} in the baseline" if baselined else ""

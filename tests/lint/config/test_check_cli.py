@@ -66,18 +66,19 @@ def test_bad_input_is_one_line_per_file_and_others_are_checked(tmp_path: Path) -
     shutil.copy(FIXTURES / "run_lines.sh", tmp_path / "z.sh")
     code, out, err = run("check", str(tmp_path))
     errs = err.splitlines()
-    assert errs[0].startswith(f"shmguard: error: {tmp_path / 'a.yaml'}:3:1: error: invalid-yaml:")
+    assert errs[0].startswith(f"shmguard: error: {tmp_path / 'a.yaml'}:3:1: invalid-yaml:")
     # binary in a walk: skipped and counted, no error (issue 21)
     assert errs[1].startswith(f"shmguard: {tmp_path / 'chart.yaml'}:2:6: info: unrendered-template")
     assert len(errs) == 2
     assert "z.sh:2:1: SHM001" in out  # the other files were still checked
-    assert out.splitlines()[-1].endswith("in 3 files; 1 file skipped: binary 1")
+    assert out.splitlines()[-1].endswith(
+        "in 2 files; 1 file with errors (on stderr); 1 file skipped: binary 1"
+    )
     assert code == 2  # a.yaml
     # named on the command line, the binary file is an error
     code, _, err = run("check", str(tmp_path / "b.bin"))
     assert err.splitlines() == [
-        f"shmguard: error: {tmp_path / 'b.bin'}: error: binary: binary file (contains NUL "
-        "bytes); not read"
+        f"shmguard: error: {tmp_path / 'b.bin'}: binary: binary file (contains NUL bytes); not read"
     ]
     assert code == 2
 
