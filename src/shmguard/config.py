@@ -54,15 +54,17 @@ from shmguard.model.finding import FailOn, Severity
 from shmguard.model.target import parse_target
 from shmguard.units import DOCKER_DEFAULT_SHM, SizeError, parse_size_flag
 
-#: Workload classes a severity can be keyed by: an ordinary container, or a PyTorch / NCCL /
-#: inference workload (``ml``), whose jobs die of a small /dev/shm.
-WORKLOADS = ("container", "ml")
+#: Workload classes a severity can be keyed by: an ordinary container, a PyTorch / NCCL /
+#: inference workload (``ml``), whose jobs die of a small /dev/shm, a browser that tests drive
+#: (``browser``: Chrome, Firefox, Selenium, Playwright, Cypress, Puppeteer) or PostgreSQL
+#: (``database``): the classes of :data:`shmguard.sources.workload_tokens.CLASSES`.
+WORKLOADS = ("container", "ml", "browser", "database")
 
 #: The ``shmguard.io/`` annotation names, read from a pod (template) or a workload object.
 ANNOTATIONS: Mapping[str, str] = {
     # the /dev/shm size to give the pod, in Kubernetes quantity syntax ("2Gi")
     "shm-size": "shmguard.io/shm-size",
-    # the workload class, overriding detection: "container" or "ml"
+    # the workload class, overriding detection: "container", "ml", "browser" or "database"
     "workload": "shmguard.io/workload",
     # rule codes or prefixes not to report for this object, comma-separated ("SHM003,ENV")
     "ignore": "shmguard.io/ignore",

@@ -87,9 +87,9 @@ CHECKED: dict[str, tuple[str, ...]] = {
     # beside it has no /dev/shm setting and no IPC shared with the server (the report's cause:
     # its shared memory regions are not the server's)
     "triton-7887-sdk-container-no-ipc": ("SHM001", "SHM011"),
-    # not covered yet: browser-test images are not classified (issue 22 item 3); the report's
-    # cause is this line's 64 MiB /dev/shm
-    "docker-selenium-589-standalone-chrome-no-shm": (),
+    # a browser-test image without a /dev/shm setting (the browser class, issue 22 item 3):
+    # the report's cause is this line's 64 MiB /dev/shm
+    "docker-selenium-589-standalone-chrome-no-shm": ("SHM001",),
 }
 
 #: Configs that are no whole file or run line, by why they are skipped: the loader's kind.

@@ -194,7 +194,7 @@ def test_locations_are_computed_only_for_evidence() -> None:
         return Location("f.yaml", line=len(calls))
 
     wl = w.classify(
-        images=[("postgres:15", lambda: at("postgres")), ("pytorch/pytorch", lambda: at("pt"))],
+        images=[("nginx:1.25", lambda: at("nginx")), ("pytorch/pytorch", lambda: at("pt"))],
         env=[("HOME", lambda: at("HOME")), ("NCCL_DEBUG", lambda: at("NCCL"))],
         annotations={"shmguard.io/workload": ("ml", lambda: at("ann"))},
     )

@@ -79,6 +79,9 @@ COMMANDS_NOT_ML = [
 @pytest.mark.parametrize("image", NOT_ML)
 def test_a_word_inside_a_word_is_no_ml_image(image: str) -> None:
     wl = classify(images=[(image, None)])
+    if image.startswith("postgres:"):  # PostgreSQL is its own class (issue 22), never ML
+        assert wl.cls == "database", image
+        return
     assert wl.cls == "container" and wl.evidence == (), image
 
 

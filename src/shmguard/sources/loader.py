@@ -19,10 +19,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from shmguard.config import ANNOTATIONS
-from shmguard.estimate.decide import Need, ShmEvidence, choose_shm
+from shmguard.estimate.decide import Documented, Need, ShmEvidence, choose_shm
 from shmguard.estimate.plan import PlanRequest, make_plan
 from shmguard.estimate.policy import Policy, Sized
 from shmguard.sources.workload import Workload, parse_loader
+from shmguard.sources.workload_tokens import DOCUMENTED_SHM
 from shmguard.units import DOCKER_DEFAULT_SHM, SizeError, parse_size_annotation
 
 _INTS = ("num_workers", "prefetch_factor", "batch_size", "local_ranks", "loaders")
@@ -102,10 +103,12 @@ def workload_evidence(
             else:
                 problems.append(f"{key}: num_workers=0 uses no /dev/shm for batches")
     stated = workload.shm_size
+    documented = DOCUMENTED_SHM.get(workload.cls)
     evidence = ShmEvidence(
         flag=flag,
         configured=None if stated is None else (ANNOTATIONS["shm-size"], stated),
         model=model,
+        documented=Documented(*documented) if documented is not None else None,
         memory_limit=memory_limit,
         current=DOCKER_DEFAULT_SHM,
     )

@@ -32,7 +32,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from shmguard.sources.workload_tokens import COMMAND_TOKENS, IMAGE_TOKENS, Token
+from shmguard.sources.workload_tokens import (
+    COMMAND_TOKENS,
+    IMAGE_TOKENS,
+    NOT_PROGRAM_WORDS,
+    PROGRAM_COMMAND_TOKENS,
+    PROGRAM_IMAGE_TOKENS,
+    Token,
+)
 
 __all__ = [
     "COMMAND_PATTERN",
@@ -44,6 +51,8 @@ __all__ = [
     "image_pattern",
     "match_command",
     "match_image",
+    "match_program_command",
+    "match_program_image",
     "parse_image",
 ]
 
@@ -144,10 +153,32 @@ def _image_entries(tokens: Iterable[Token]) -> tuple[_ImageEntry, ...]:
     return tuple(out)
 
 
-_IMAGE_ENTRIES = _image_entries(IMAGE_TOKENS)
-# a name marked ``tag``, followed by its version, as a token of the tag (``torch1``)
-_TAG_ENTRY = {e.words[0]: e for e in _IMAGE_ENTRIES if e.token.tag}
-_VERSIONED = re.compile("(" + "|".join(_TAG_ENTRY) + ")[0-9][a-z0-9]*") if _TAG_ENTRY else None
+@dataclass(frozen=True)
+class _Table:
+    """The image entries of one token list, indexed for :func:`_match_image`."""
+
+    # the entries by their first word, longest first (a run wins over its first word alone)
+    by_first: dict[str, tuple[_ImageEntry, ...]]
+    # the first word of every entry: a reference holding none of them is not parsed (most
+    # are not)
+    words: tuple[str, ...]
+    # a name marked ``tag``, followed by its version, as a token of the tag (``torch1``)
+    tag_entry: dict[str, _ImageEntry]
+    versioned: re.Pattern[str] | None
+
+
+def _table(tokens: Iterable[Token]) -> _Table:
+    entries = _image_entries(tokens)
+    by_first: dict[str, tuple[_ImageEntry, ...]] = {}
+    for e in sorted(entries, key=lambda e: -len(e.words)):
+        by_first[e.words[0]] = (*by_first.get(e.words[0], ()), e)
+    tag_entry = {e.words[0]: e for e in entries if e.token.tag}
+    versioned = re.compile("(" + "|".join(tag_entry) + ")[0-9][a-z0-9]*") if tag_entry else None
+    return _Table(by_first, tuple(sorted(by_first)), tag_entry, versioned)
+
+
+_ML_TABLE = _table(IMAGE_TOKENS)
+_PROGRAM_TABLE = _table(PROGRAM_IMAGE_TOKENS)
 _VERSION = re.compile(r"[a-z0-9.]*")
 
 
@@ -157,20 +188,11 @@ def _run_end(rx: re.Pattern[str], text: str, at: int) -> int:
     return m.end() if m is not None else at
 
 
-# the entries by their first word, longest first (a run wins over its first word alone)
-_BY_FIRST: dict[str, tuple[_ImageEntry, ...]] = {}
-for _e in sorted(_IMAGE_ENTRIES, key=lambda e: -len(e.words)):
-    _BY_FIRST[_e.words[0]] = (*_BY_FIRST.get(_e.words[0], ()), _e)
-
-
-# the first word of every entry: a reference holding none of them is not parsed (most are not)
-_IMAGE_WORDS = tuple(sorted(_BY_FIRST))
-
-
 @lru_cache(maxsize=4096)
-def _match_image(ref: str) -> tuple[_ImageEntry, int, int] | None:
+def _match_image(ref: str, programs: bool = False) -> tuple[_ImageEntry, int, int] | None:
+    table = _PROGRAM_TABLE if programs else _ML_TABLE
     low = ascii_lower(ref)
-    if not any(w in low for w in _IMAGE_WORDS):
+    if not any(w in low for w in table.words):
         return None
     image = parse_image(ref)
     for i in range(len(image.path) - 1, -1, -1):
@@ -178,7 +200,7 @@ def _match_image(ref: str) -> tuple[_ImageEntry, int, int] | None:
         found = [(m.group(0), m.start(), m.end()) for m in _TOKEN.finditer(part)]
         words = [w for w, _, _ in found]
         for j, word in enumerate(words):
-            for e in _BY_FIRST.get(word, ()):
+            for e in table.by_first.get(word, ()):
                 n = len(e.words)
                 if tuple(words[j : j + n]) != e.words:
                     continue
@@ -192,13 +214,13 @@ def _match_image(ref: str) -> tuple[_ImageEntry, int, int] | None:
                 if e.namespace:  # the match names its namespace (and registry)
                     start = 0 if e.registry is not None else image.starts[0]
                 return e, start, image.starts[i] + found[j + n - 1][2]
-    if _VERSIONED is not None and image.path and image.tag:
+    if table.versioned is not None and image.path and image.tag:
         at = image.starts[-1] + len(image.path[-1]) - len(image.tag)
         for m in _TOKEN.finditer(image.tag):
-            v = _VERSIONED.fullmatch(m.group(0))
+            v = table.versioned.fullmatch(m.group(0))
             if v is not None:
                 end = _run_end(_VERSION, image.tag, m.end())
-                return _TAG_ENTRY[v.group(1)], at + m.start(), at + end
+                return table.tag_entry[v.group(1)], at + m.start(), at + end
     return None
 
 
@@ -207,6 +229,21 @@ def match_image(ref: str) -> TokenMatch | None:
     hit = _match_image(ref)
     if hit is None:
         return None
+    e, start, end = hit
+    return TokenMatch(e.token, ref[start:end], start, end)
+
+
+def match_program_image(ref: str) -> TokenMatch | None:
+    """The first entry of :data:`~shmguard.sources.workload_tokens.PROGRAM_IMAGE_TOKENS`
+    (browsers, PostgreSQL) ``ref`` holds, read as :func:`match_image` reads the ML list, or
+    None. Asked only of an image with no ML token: the ML class is the more telling."""
+    hit = _match_image(ref, True)
+    if hit is None:
+        return None
+    image = parse_image(ref)
+    words = {w for c in image.path for w in _TOKEN.findall(c.partition(":")[0])}
+    if words & set(NOT_PROGRAM_WORDS):
+        return None  # postgres-exporter, postgres-operator, ...: beside the program, not it
     e, start, end = hit
     return TokenMatch(e.token, ref[start:end], start, end)
 
@@ -290,6 +327,20 @@ _COMMAND_WORDS = tuple(
 
 
 _REST_OF_WORD = re.compile(r"[A-Za-z0-9._-]*")
+
+
+_PROGRAM_COMMAND = re.compile(command_pattern(PROGRAM_COMMAND_TOKENS))
+_PROGRAM_BY_TEXT = {t.text: t for t in PROGRAM_COMMAND_TOKENS}
+
+
+def match_program_command(cmd: str) -> TokenMatch | None:
+    """The first phrase of :data:`~shmguard.sources.workload_tokens.PROGRAM_COMMAND_TOKENS`
+    in ``cmd`` (``playwright test``, ``cypress run``), or None."""
+    m = _PROGRAM_COMMAND.search(ascii_lower(cmd))
+    if m is None:
+        return None
+    token = _PROGRAM_BY_TEXT[re.sub(_SPACE, " ", m.group(1))]
+    return TokenMatch(token, cmd[m.start(1) : m.end(1)], m.start(1), m.end(1))
 
 
 def match_command(cmd: str) -> TokenMatch | None:

@@ -1,7 +1,9 @@
 """Is a container a PyTorch / NCCL / inference workload? The class and the evidence for it.
 
-A rule has one severity for ordinary containers and one for ML workloads (config.py
-:data:`~shmguard.config.WORKLOADS`: ``container`` and ``ml``). A container is ``ml`` when any
+A rule has a severity per workload class (config.py :data:`~shmguard.config.WORKLOADS`:
+``container``, ``ml``, and ``browser`` and ``database`` for the programs of
+:data:`~shmguard.sources.workload_tokens.PROGRAM_IMAGE_TOKENS`, asked of an image or command
+with no ML token). A container is ``ml`` when any
 evidence is found: an image whose namespace or repository name holds the token of an ML
 framework or server (``nvcr.io/nvidia/pytorch`` by ``pytorch``, ``lmsysorg/sglang``; never a
 part of a token: ``sharelatex/overleaf`` is no ``verl``), a launcher phrase in the command
@@ -35,7 +37,12 @@ from dataclasses import dataclass
 
 from shmguard.config import ANNOTATIONS
 from shmguard.model.finding import Location
-from shmguard.sources.tokenmatch import match_command, match_image
+from shmguard.sources.tokenmatch import (
+    match_command,
+    match_image,
+    match_program_command,
+    match_program_image,
+)
 from shmguard.sources.workload_tokens import CLASSES
 
 #: Environment variable name prefixes that mark an ML container.
@@ -87,39 +94,51 @@ class Args:
             (``(0, "--workers=0")``); None when none is stated.
         nproc: processes per node (``torchrun --nproc-per-node``), with its text; the count
             is :data:`PER_GPU` for ``gpu``/``auto`` (one per GPU); None when not stated.
+        parallel: the largest PostgreSQL parallel worker setting stated
+            (``max_parallel_workers_per_gather=4``), with its text; None when none is.
     """
 
     workers: tuple[int, str] | None = None
     nproc: tuple[int, str] | None = None
+    parallel: tuple[int, str] | None = None
 
 
 #: ``--nproc-per-node gpu`` / ``auto``: one process per GPU.
 PER_GPU = -1
+# counts are ASCII digits, at most 9 (a longer one is no count: int() of 5,000 digits raises)
 _WORKERS = re.compile(
     r"""(?<![\w-])(?:--(?:dataloader[-_])?(?:num[-_]?)?workers(?:=|\s+)"""
-    r"""|(?:[\w]+\.)*num_workers["']?\s*[=:]\s*)["']?(\d+)(?![\w.])"""
+    r"""|(?:[\w]+\.)*num_workers["']?\s*[=:]\s*)["']?([0-9]{1,9})(?![\w.])"""
 )
 _NPROC = re.compile(
     r"""(?<![\w-])--(?:nproc[-_]per[-_]node|num[-_]processes|num[-_]gpus)(?:=|\s+)["']?"""
-    r"""(\d+|gpu|auto)(?![\w.])"""
+    r"""([0-9]{1,9}|gpu|auto)(?![\w.])"""
+)
+#: PostgreSQL settings that start parallel workers, each of which maps dynamic shared memory
+#: segments in /dev/shm (``-c max_parallel_workers_per_gather=4``; postgresql.conf's names).
+_PARALLEL = re.compile(
+    r"""(?<![\w-])(max_parallel_(?:workers_per_gather|workers|maintenance_workers))"""
+    r"""\s*=\s*["']?([0-9]{1,9})(?![\w.])"""
 )
 
 
 def command_args(command: str) -> Args | None:
-    """The DataLoader worker count and processes per node a command line states (module
-    docstring), or None when it states neither. ``${NUM_WORKERS}`` and other values that are
-    not whole numbers are not read."""
+    """The DataLoader worker count, processes per node and PostgreSQL parallel workers a
+    command line states (module docstring), or None when it states none. ``${NUM_WORKERS}``
+    and other values that are not whole numbers are not read."""
     workers = [(int(m.group(1)), _said(m.group(0))) for m in _WORKERS.finditer(command)]
     nprocs = [
         (int(v) if v.isdigit() else PER_GPU, _said(m.group(0)))
         for m in _NPROC.finditer(command)
         if (v := m.group(1))
     ]
-    if not workers and not nprocs:
+    parallel = [(int(m.group(2)), _said(m.group(0))) for m in _PARALLEL.finditer(command)]
+    if not workers and not nprocs and not parallel:
         return None
     return Args(
         max(workers, key=lambda w: w[0]) if workers else None,
         max(nprocs, key=lambda n: n[0]) if nprocs else None,
+        max(parallel, key=lambda p: p[0]) if parallel else None,
     )
 
 
@@ -199,11 +218,11 @@ def classify(
     ev: list[Evidence] = []
     args: Args | None = None
     for image, loc in images:
-        if (hit := match_image(image)) is not None:
+        if (hit := match_image(image) or match_program_image(image)) is not None:
             ev.append(Evidence("image", f"image {image} ({hit.text})", _at(loc), hit.token.cls))
     said: list[Evidence] = []
     for cmd, loc in commands:
-        if (hit := match_command(cmd)) is not None:
+        if (hit := match_command(cmd) or match_program_command(cmd)) is not None:
             ev.append(Evidence("command", f"command runs {hit.text}", _at(loc), hit.token.cls))
         if (got := command_args(cmd)) is not None:
             args = got
@@ -221,7 +240,7 @@ def classify(
     found = {e.cls for e in ev if e.kind != "args"}  # arguments only add to a class
     cls = next((c for c in CLASSES if c in found), "container")
     stated = ann.get(ANNOTATIONS["workload"])
-    if stated is not None and stated[0] in ("ml", "container"):
+    if stated is not None and stated[0] in (*CLASSES, "container"):
         cls = stated[0]
         what = f"{ANNOTATIONS['workload']}={stated[0]}"
         ev.insert(0, Evidence("annotation", what, _at(stated[1]), stated[0]))

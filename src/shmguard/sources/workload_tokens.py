@@ -27,9 +27,13 @@ A command phrase (``torchrun``, ``accelerate launch``, ``sglang.launch_server``,
 matches where the command line holds it, each space standing for any run of whitespace, with
 no letter or digit right before or after it (``mytorchrun`` and ``torchrun2`` hold none).
 
-Each entry carries the class it means (:data:`CLASSES`); today every one means ``ml``. A class
-is added by naming it in :data:`CLASSES` (and in :data:`shmguard.config.WORKLOADS`, where
-severities are keyed by class) and adding its entries: nothing else changes. Entries are kept
+Each entry carries the class it means (:data:`CLASSES`): every entry of :data:`IMAGE_TOKENS`
+and :data:`COMMAND_TOKENS` means ``ml`` (the lists the generated policies compile: the
+webhook and the policies size ML pods); :data:`PROGRAM_IMAGE_TOKENS` and
+:data:`PROGRAM_COMMAND_TOKENS` mean ``browser`` or ``database`` (``check`` reports them:
+SHM001's ``browser`` and ``database`` variants). A class is added by naming it in
+:data:`CLASSES` (and in :data:`shmguard.config.WORKLOADS`, where severities are keyed by
+class) and adding its entries. Entries are kept
 to what detection found before tokens (issue 19): each substring the old patterns matched in
 the corpus (../shared/corpus) that is a real name of an ML framework or server is an entry
 here (``torchserve``, ``bionemo``, ``nemotron``, ``djl-inference``, ...). ``nemotron`` is
@@ -42,8 +46,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 #: Workload classes detection can give, most telling first: a container with evidence of
-#: several classes is the first of them. ``container`` (no evidence) is not listed.
-CLASSES: tuple[str, ...] = ("ml",)
+#: several classes is the first of them. ``container`` (no evidence) is not listed. ``ml``
+#: comes from :data:`IMAGE_TOKENS` and :data:`COMMAND_TOKENS` (and environment variables and
+#: accelerator requests); ``browser`` and ``database`` only from :data:`PROGRAM_IMAGE_TOKENS`
+#: and :data:`PROGRAM_COMMAND_TOKENS`, asked of an image or command with no ML token.
+CLASSES: tuple[str, ...] = ("ml", "browser", "database")
+
+#: The /dev/shm a class's own vendor documents, as (bytes, basis): the size decision's
+#: ``documented`` slot (:class:`~shmguard.estimate.decide.Documented`). docker-selenium's README
+#: runs every browser image with ``--shm-size="2g"`` ("This is a known workaround to avoid the
+#: browser crashing inside a docker container"); PostgreSQL documents none (its dynamic shared
+#: memory grows with parallel workers and work_mem): the policy's default applies.
+DOCUMENTED_SHM: dict[str, tuple[int, str]] = {
+    "browser": (
+        2 << 30,
+        "docker-selenium runs its browser images with --shm-size=2g (Chrome and Firefox keep "
+        "renderer and compositor memory in /dev/shm)",
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -123,4 +143,68 @@ COMMAND_TOKENS: tuple[Token, ...] = (
     _ml("ray start", "a Ray node"),
 )
 
-__all__ = ["CLASSES", "COMMAND_TOKENS", "IMAGE_TOKENS", "Token"]
+
+def _browser(text: str, what: str) -> Token:
+    return Token(text, "browser", what)
+
+
+def _database(text: str, what: str) -> Token:
+    return Token(text, "database", what)
+
+
+#: Images of programs that live on /dev/shm besides ML (issue 22): browsers that tests drive
+#: (a renderer crashes in 64 MiB: "session deleted because of page crash", "Target crashed")
+#: and PostgreSQL (dynamic shared memory for parallel query: "could not resize shared memory
+#: segment"). Matched as :data:`IMAGE_TOKENS` are, by token; ``selenium/hub`` (the grid's
+#: router, no browser) and ``cypress/factory`` (a Dockerfile helper) are no entries.
+PROGRAM_IMAGE_TOKENS: tuple[Token, ...] = (
+    _browser("selenium/standalone", "Selenium standalone browsers (standalone-chrome, -firefox)"),
+    _browser("selenium/node", "Selenium Grid browser nodes (node-chrome, node-edge, ...)"),
+    _browser("seleniarm/standalone", "Selenium's arm64 standalone browsers"),
+    _browser("seleniarm/node", "Selenium's arm64 Grid browser nodes"),
+    _browser("cypress/included", "Cypress with its browsers (cypress/included)"),
+    _browser("cypress/browsers", "Cypress base with Chrome, Firefox, Edge (cypress/browsers)"),
+    _browser("cypress/base", "Cypress base (Electron, a Chromium)"),
+    _browser("playwright", "Playwright (mcr.microsoft.com/playwright, playwright/python)"),
+    _browser("puppeteer", "Puppeteer (ghcr.io/puppeteer/puppeteer)"),
+    _browser("browserless", "browserless (browserless/chrome, ghcr.io/browserless/chromium)"),
+    _browser("alpine-chrome", "zenika/alpine-chrome"),
+    _browser("headless-shell", "chromedp/headless-shell"),
+    _database("postgres", "PostgreSQL (postgres, supabase/postgres, crunchy-postgres)"),
+    _database("postgresql", "PostgreSQL (bitnami/postgresql, cloudnative-pg/postgresql)"),
+    _database("postgis", "PostGIS (postgis/postgis)"),
+    _database("timescaledb", "TimescaleDB (timescale/timescaledb)"),
+)
+
+#: Words in an image's namespace or name that make a program token name a tool beside the
+#: program, not the program (``prometheuscommunity/postgres-exporter``,
+#: ``crunchydata/postgres-operator``, ``acme/postgres-backup-s3``, ``selenium/node-docker``
+#: starts browsers in other containers).
+NOT_PROGRAM_WORDS: tuple[str, ...] = (
+    "exporter",
+    "operator",
+    "backup",
+    "client",
+    "proxy",
+    "migrate",
+    "migrations",
+    "docker",
+    "recorder",
+)
+
+#: Command phrases of the same programs: a test runner that starts a browser.
+PROGRAM_COMMAND_TOKENS: tuple[Token, ...] = (
+    _browser("playwright test", "Playwright's test runner (npx playwright test)"),
+    _browser("cypress run", "Cypress's test runner"),
+)
+
+__all__ = [
+    "CLASSES",
+    "COMMAND_TOKENS",
+    "DOCUMENTED_SHM",
+    "IMAGE_TOKENS",
+    "NOT_PROGRAM_WORDS",
+    "PROGRAM_COMMAND_TOKENS",
+    "PROGRAM_IMAGE_TOKENS",
+    "Token",
+]

@@ -70,17 +70,58 @@ _RUN_KEYS = (
 _SIZED_TEXT = re.compile(rb"--shm-size|--ipc[= ]+(?:host|container:)|/dev/shm")
 
 
+#: What each reported class is called in a message.
+_CALLED = {"ml": "an ML workload", "browser": "a browser", "database": "PostgreSQL"}
+#: The class's own words after the message: what lives in /dev/shm and how it fails.
+_HOW = {
+    "browser": (
+        'Chrome and Firefox keep renderer memory in /dev/shm and crash in 64 MiB ("session '
+        "deleted because of page crash\"); where the container cannot change, Chrome's "
+        "--disable-dev-shm-usage moves it to /tmp, slower"
+    ),
+    "database": (
+        'parallel query workers map dynamic shared memory in /dev/shm ("could not resize '
+        'shared memory segment" when it is full)'
+    ),
+}
+
+
+def reported(wl: Workload) -> bool:
+    """True for a workload SHM001 asks a /dev/shm for: a strong ML class (:func:`strong`),
+    a browser, or PostgreSQL."""
+    return strong(wl) or wl.cls in ("browser", "database")
+
+
+def _called(wl: Workload) -> str:
+    return _CALLED.get(wl.cls, "an ML workload")
+
+
 def _judged(v: Violation, wl: Workload) -> Violation:
-    """``v`` as it stands, or at info (variant ``no-workers``) when the workload's own
-    arguments say it needs no more /dev/shm (:func:`no_shm_need`); that fix is then unsafe:
-    nothing needs it while the arguments stay so."""
-    why = no_shm_need(wl)
-    if why is None:
-        return v
+    """``v`` as it stands, with the class's words for a browser (variant ``browser``) or at
+    info for PostgreSQL whose command asks for no parallel workers (variant ``database``), or
+    for an ML workload whose own arguments say it needs no more /dev/shm (variant
+    ``no-workers``, :func:`no_shm_need`); an info finding's fix is unsafe: nothing needs it
+    while the settings stay so."""
+    if wl.cls == "browser":
+        return replace(v, message=f"{v.message}; {_HOW['browser']}", variant="browser")
+    if wl.cls == "database":
+        asked = wl.args.parallel if wl.args is not None else None
+        if asked is not None and asked[0] > 0:
+            return replace(v, message=f"{v.message}; {asked[1]}: {_HOW['database']}")
+        why = (
+            f"info only: its {_HOW['database']}, which a database whose command sets no "
+            "max_parallel_workers* rarely fills"
+        )
+        variant = "database"
+    else:
+        said = no_shm_need(wl)
+        if said is None:
+            return v
+        why, variant = f"info only: {said}", "no-workers"
     fix = v.fix
     if fix is not None and fix.edits:
         fix = replace(fix, applicability=Applicability.UNSAFE)
-    return Violation(f"{v.message}; info only: {why}", v.location, fix, variant="no-workers")
+    return Violation(f"{v.message}; {why}", v.location, fix, variant=variant)
 
 
 def _evidence(unit: Unit) -> str:
@@ -94,11 +135,15 @@ def _fix(unit: Unit, sized: Sized, runtime: str) -> Fix | None:
         return None
     change = Change(Setting.SHM_SIZE, size, (runtime,))
     flag = compose_entry(change) if unit.service is not None else run_flag(change)
+    why = (
+        sized.basis
+        if sized.source == "documented"
+        else "the sizing policy's default unless --shm-size, the shmguard.io/shm-size or "
+        "shmguard.io/dataloader annotation or the configuration says otherwise"
+    )
     return edit_fix(
         f"Add {flag}",
-        f"Give /dev/shm {format_iec(size)} (the sizing policy's default unless --shm-size, the "
-        "shmguard.io/shm-size or shmguard.io/dataloader annotation or the configuration says "
-        "otherwise; measure the real need with `shmguard measure`).",
+        f"Give /dev/shm {format_iec(size)} ({why}; measure the real need with `shmguard measure`).",
         (change,),
         change_edit(unit, change),
     )
@@ -113,7 +158,9 @@ def _k8s_fix(unit: Unit, sized: Sized, c: Container) -> Fix | None:
     plan = mount_plan(unit.pod, c, size)
     name = plan.volume if plan is not None else VOLUME_NAME
     sizing = (
-        "the sizing policy's default unless --shm-size, the shmguard.io/shm-size or "
+        f"{sized.basis}; measure the real need with `shmguard measure`"
+        if sized.source == "documented"
+        else "the sizing policy's default unless --shm-size, the shmguard.io/shm-size or "
         "shmguard.io/dataloader annotation or the configuration says otherwise; measure the real "
         "need with `shmguard measure`"
     )
@@ -156,7 +203,8 @@ def _compose(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
     key = svc.key
     where = key.location() if key is not None else svc.node.location()
     message = (
-        f"service {svc.name!r} is an ML workload{_evidence(unit)} with no shm_size: it gets "
+        f"service {svc.name!r} is {_called(unit.workload)}{_evidence(unit)} with no shm_size: "
+        "it gets "
         "Docker's 64 MiB /dev/shm (Podman: 65,536,000 bytes)"
     )
     sized = fix_sized(options, unit.workload, compose_memory_limit(unit))
@@ -187,7 +235,8 @@ def _run(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
     if late is not None:
         unless += f" ({late} after the image is an argument of the container's command)"
     message = (
-        f"{rl.tool} run of an ML workload{_evidence(unit)} without --shm-size or --ipc=host"
+        f"{rl.tool} run of {_called(unit.workload)}{_evidence(unit)} without --shm-size or "
+        "--ipc=host"
         f"{unless}: /dev/shm is the default {default}"
     )
     sized = fix_sized(options, unit.workload, run_memory_limit(unit))
@@ -212,7 +261,7 @@ def _pod(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
     runtime = next((n.partition(":")[2] for n in pod.notes if n.startswith("trainjob")), None)
     by_name = {v.name: v for v in pod.volumes if v.name is not None}
     for c, wl in unit.containers:
-        if not strong(wl):
+        if not reported(wl):
             continue
         at_shm = [m for m in c.volume_mounts if is_dev_shm(text(m.mount_path))]
         who = f"container {c.name!r}" if c.name else "the container"
@@ -240,7 +289,7 @@ def _pod(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
         )
         node = c.node.get("name") or c.image or c.node
         message = (
-            f"{pod.obj.kind} {pod.obj.name or ''}{role}: {who} is an ML workload{ev} with no "
+            f"{pod.obj.kind} {pod.obj.name or ''}{role}: {who} is {_called(wl)}{ev} with no "
             f"volume at /dev/shm: it gets the runtime's 64 MiB{extra}".replace("  ", " ")
         )
         sized = fix_sized(options, wl, container_memory_limit(c))
@@ -269,9 +318,9 @@ def _disk_backed(kind: str, name: str, role: str, who: str, v: Volume) -> Violat
 
 def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
     """Flag an ML unit with no /dev/shm sizing (and, at info, a disk-backed /dev/shm)."""
-    if unit.kind == "compose" and strong(unit.workload):
+    if unit.kind == "compose" and reported(unit.workload):
         yield from _compose(unit, options)
-    elif unit.kind == "run" and strong(unit.workload):
+    elif unit.kind == "run" and reported(unit.workload):
         yield from _run(unit, options)
     elif unit.kind == "kubernetes":
         yield from _pod(unit, options)
@@ -315,7 +364,24 @@ Shell run lines are read with the file's own variables (`IMAGE=...`, `DOCKER_OPT
 arrays, `${{VAR:-default}}`); an expansion the file does not assign among the flags keeps the
 finding, which names it: `(unless $EXTRA_MOUNTS sets --shm-size or --ipc; ...)`. Words after
 the image are the container's arguments: `docker run IMAGE --shm-size=1g ...` is reported.
-KubeRay: kuberay `ray-operator/controllers/ray/common/pod.go` (`addEmptyDir`). Sources: {SOURCES}.
+KubeRay: kuberay `ray-operator/controllers/ray/common/pod.go` (`addEmptyDir`).
+
+Browsers and PostgreSQL live on /dev/shm too (the `browser` and `database` workload classes,
+matched by token from `sources/workload_tokens.py`: `selenium/standalone-*`, `selenium/node-*`,
+`cypress/included|browsers|base`, `mcr.microsoft.com/playwright`, `browserless/*`,
+`ghcr.io/puppeteer/puppeteer`, `zenika/alpine-chrome`, `chromedp/headless-shell`, the commands
+`playwright test` and `cypress run`; `postgres`, `bitnami/postgresql`, `postgis/postgis`,
+`timescale/timescaledb`; not `selenium/hub`, `postgres-exporter` or `postgres-operator`). A
+browser without a /dev/shm setting is a **warning** (variant `browser`) whose fix gives the 2 GiB
+docker-selenium documents (its README runs every browser image with `--shm-size="2g"`): Chrome
+and Firefox crash in 64 MiB (`session deleted because of page crash`, `Target crashed`);
+Chrome's `--disable-dev-shm-usage` is the workaround where the container cannot change.
+PostgreSQL is **info** (variant `database`): its parallel query workers map dynamic shared
+memory in /dev/shm (`dynamic_shared_memory_type=posix`, `could not resize shared memory
+segment`), which a small database rarely fills; a command that sets
+`max_parallel_workers_per_gather`, `max_parallel_workers` or `max_parallel_maintenance_workers`
+above 0 makes it a warning. Severities per class: `[tool.shmguard.severity.browser]` and
+`[tool.shmguard.severity.database]`. Sources: {SOURCES}.
 """,
     why="""\
 Docker, containerd and CRI-O give a container 64 MiB of /dev/shm and Podman 65,536,000 bytes.
@@ -342,13 +408,16 @@ not keep the policy's margin beside the size, no fix is offered. Services and po
 through YAML anchors, TrainJobs (whose pod spec is in the runtime) and `volumes: null` get the
 fix shown, not applied. The disk-backed emptyDir's info finding's fix (`medium: Memory` and a
 `sizeLimit`) is shown, never applied: it moves the pages into the container's memory limit.
-The `no-workers` info finding's fix is unsafe (applied with `--unsafe-fixes`): nothing needs it
-while the arguments stay as they are. On a run line the flag goes right after `run`, never into
-a variable the line expands: a `--shm-size` the variable holds comes later and wins.""",
-    applies="safe (unsafe for no-workers)",
+The `no-workers` and `database` info findings' fix is unsafe (applied with `--unsafe-fixes`):
+nothing needs it while the arguments stay as they are. On a run line the flag goes right after
+`run`, never into a variable the line expands: a `--shm-size` the variable holds comes later
+and wins.""",
+    applies="safe (unsafe for no-workers and database)",
     variant_words={
         "disk-emptydir": "for a disk-backed emptyDir at /dev/shm",
         "no-workers": "when the arguments say no DataLoader worker on at most one GPU",
+        "browser": "for a browser (Selenium, Playwright, Cypress, Puppeteer)",
+        "database": "for PostgreSQL whose command asks for no parallel workers",
     },
     bad=Example(
         "compose.yaml",
@@ -374,7 +443,10 @@ services:
 RULE = Rule(
     code="SHM001",
     name="ml-workload-without-shm-size",
-    summary="A PyTorch / NCCL / inference workload with no /dev/shm sizing (64 MiB by default)",
+    summary=(
+        "A PyTorch / NCCL / inference workload (or a browser, PostgreSQL) with no /dev/shm "
+        "sizing (64 MiB by default)"
+    ),
     severity=Severity.WARNING,
     fix=FixAvailability.SOMETIMES,
     targets=("compose", "kubernetes", "docker-run", "podman-run"),
@@ -384,5 +456,10 @@ RULE = Rule(
     ),
     doc=DOC,
     check=check,
-    variants={"disk-emptydir": Severity.INFO, "no-workers": Severity.INFO},
+    variants={
+        "disk-emptydir": Severity.INFO,
+        "no-workers": Severity.INFO,
+        "browser": Severity.WARNING,
+        "database": Severity.INFO,
+    },
 )
