@@ -36,6 +36,7 @@ from shmguard.sources.text import SourceText
 from shmguard.sources.workload import Workload
 from shmguard.sources.yamlnode import YMap, YNode, YScalar
 from shmguard.units import (
+    DOCKER_DEFAULT_SHM,
     SizeError,
     parse_docker_size,
 )
@@ -120,9 +121,12 @@ def fix_sized(options: CheckOptions, workload: Workload, memory_limit: int | Non
 
 def fix_bytes(sized: Sized) -> int | None:
     """Bytes of /dev/shm a fix writes for the decision ``sized``, or None where there is no
-    room: a larger /dev/shm would need the memory limit raised, which a fix does not do
-    unasked."""
-    return None if sized.memory_limit is not None else sized.bytes
+    room (a larger /dev/shm would need the memory limit raised, which a fix does not do
+    unasked) or where the size is at or below the runtimes' 64 MiB default: such a size
+    changes nothing, so a fix never writes it (issue 21, "the default is not a fix")."""
+    if sized.memory_limit is not None or sized.bytes <= DOCKER_DEFAULT_SHM:
+        return None
+    return sized.bytes
 
 
 def fix_size(options: CheckOptions, workload: Workload, memory_limit: int | None) -> int | None:

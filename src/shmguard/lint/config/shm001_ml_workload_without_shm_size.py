@@ -22,6 +22,7 @@ from shmguard.estimate.policy import Sized
 from shmguard.fix.k8s import ADD, RESIZE, VOLUME_NAME
 from shmguard.fix.k8s_yaml import mount_plan, shm_mount_edits
 from shmguard.fix.runtime import compose_entry, run_flag
+from shmguard.lint.config import _at_default
 from shmguard.lint.config._base import (
     SOURCES,
     CheckOptions,
@@ -271,10 +272,13 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
     """Flag an ML unit with no /dev/shm sizing (and, at info, a disk-backed /dev/shm)."""
     if unit.kind == "compose" and strong(unit.workload):
         yield from _compose(unit, options)
+        yield from (_judged(v, unit.workload) for v in _at_default.compose(unit, options))
     elif unit.kind == "run" and strong(unit.workload):
         yield from _run(unit, options)
+        yield from (_judged(v, unit.workload) for v in _at_default.run(unit, options))
     elif unit.kind == "kubernetes":
         yield from _pod(unit, options)
+        yield from (_judged(v, wl) for v, wl in _at_default.pod(unit, options))
 
 
 DOC = RuleDoc(
@@ -315,6 +319,11 @@ Shell run lines are read with the file's own variables (`IMAGE=...`, `DOCKER_OPT
 arrays, `${{VAR:-default}}`); an expansion the file does not assign among the flags keeps the
 finding, which names it: `(unless $EXTRA_MOUNTS sets --shm-size or --ipc; ...)`. Words after
 the image are the container's arguments: `docker run IMAGE --shm-size=1g ...` is reported.
+A size at or below the runtime's default is no sizing either (variant `default-size`):
+`shm_size: 64m`, `--shm-size=64m` or a dshm `sizeLimit: 64Mi` on an ML workload leaves /dev/shm
+at the 64 MiB it would have anyway; its fix writes the sizing policy's size in place
+(`sizeLimit: 64m`, which is milli, is SHM004's first, then this one's: `--fix` ends at the
+policy's size, never at 64Mi). No fix of any SHM rule writes a size at or below 64 MiB.
 KubeRay: kuberay `ray-operator/controllers/ray/common/pod.go` (`addEmptyDir`). Sources: {SOURCES}.
 """,
     why="""\
@@ -349,6 +358,7 @@ a variable the line expands: a `--shm-size` the variable holds comes later and w
     variant_words={
         "disk-emptydir": "for a disk-backed emptyDir at /dev/shm",
         "no-workers": "when the arguments say no DataLoader worker on at most one GPU",
+        "default-size": "for a size at or below the runtime's 64 MiB default",
     },
     bad=Example(
         "compose.yaml",
@@ -384,5 +394,9 @@ RULE = Rule(
     ),
     doc=DOC,
     check=check,
-    variants={"disk-emptydir": Severity.INFO, "no-workers": Severity.INFO},
+    variants={
+        "disk-emptydir": Severity.INFO,
+        "no-workers": Severity.INFO,
+        _at_default.VARIANT: Severity.WARNING,
+    },
 )
