@@ -81,6 +81,9 @@ def units(lf: LoadedFile) -> Iterator[Unit]:
         yield Unit(src, "kubernetes", wl, pod=pod, containers=cs)
     for rl in lf.run_lines:
         yield Unit(src, "run", run_workload(rl), run=rl)
+    for devc in lf.devcontainers:
+        if devc.run is not None:  # the docker run it starts, read in its blanked text
+            yield Unit(devc.src, "run", run_workload(devc.run), run=devc.run, devcontainer=devc)
     for td in lf.ecs:
         ws = [ecs_workload(c) for c in td.containers]
         ml = [w for w in ws if w.cls == "ml"]

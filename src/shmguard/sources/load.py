@@ -15,6 +15,7 @@ from pathlib import Path
 
 from shmguard.sources import gcpause
 from shmguard.sources.compose import ComposeFile, compose_files
+from shmguard.sources.devcontainer import DevContainer, is_devcontainer, load_devcontainer
 from shmguard.sources.diagnostics import DiagnosticKind, SourceDiagnostic
 from shmguard.sources.jsonfiles import DaemonConfig, EcsTaskDefinition, json_sources
 from shmguard.sources.k8s import K8sObject, PodSpec, objects, pod_specs
@@ -40,10 +41,11 @@ class LoadedFile:
 
     Attributes:
         path: as given (``-`` for stdin).
-        kind: ``compose``, ``kubernetes``, ``ecs``, ``daemon-json``, ``run-lines``, ``yaml``
-            (YAML of no known kind), ``text`` (nothing found) or ``error``.
+        kind: ``compose``, ``kubernetes``, ``ecs``, ``daemon-json``, ``devcontainer``,
+            ``run-lines``, ``yaml`` (YAML of no known kind), ``text`` (nothing found) or
+            ``error``.
         src: the text (None when it could not be decoded); yaml: the parsed YAML, if any.
-        compose, objects, pod_specs, run_lines, ecs, daemon: what was found.
+        compose, objects, pod_specs, run_lines, ecs, daemon, devcontainers: what was found.
         diagnostics: per-file problems (see :class:`SourceDiagnostic`).
     """
 
@@ -57,6 +59,7 @@ class LoadedFile:
     run_lines: tuple[RunLine, ...] = ()
     ecs: tuple[EcsTaskDefinition, ...] = ()
     daemon: tuple[DaemonConfig, ...] = ()
+    devcontainers: tuple[DevContainer, ...] = ()
     diagnostics: tuple[SourceDiagnostic, ...] = ()
 
 
@@ -85,6 +88,8 @@ def _load(data: bytes, path: str) -> LoadedFile:
     if isinstance(src, SourceDiagnostic):
         return LoadedFile(path, "error", diagnostics=(src,))
     text = src.text
+    if is_devcontainer(path):  # JSON with comments: by name, as VS Code reads it
+        return _devcontainer(path, src)
     named_yaml = path.lower().endswith(_YAML_NAMES)
     stripped = text.lstrip()
     if named_yaml or stripped[:1] in ("{", "[") or _YAML_START.match(text):
@@ -101,6 +106,19 @@ def _load(data: bytes, path: str) -> LoadedFile:
         return LoadedFile(path, "text", src)
     lines = tuple(_run_lines(path, src))
     return LoadedFile(path, "run-lines" if lines else "text", src, run_lines=lines)
+
+
+def _devcontainer(path: str, src: SourceText) -> LoadedFile:
+    yf, dc = load_devcontainer(src.data, path)
+    diags = tuple(
+        SourceDiagnostic(d.file, d.line, d.column, d.message, DiagnosticKind.INVALID_JSON)
+        if d.kind is DiagnosticKind.INVALID_YAML
+        else d
+        for d in yf.diagnostics
+    )
+    if dc is None:
+        return LoadedFile(path, "devcontainer" if not diags else "yaml", src, diagnostics=diags)
+    return LoadedFile(path, "devcontainer", src, devcontainers=(dc,), diagnostics=diags)
 
 
 def _from_yaml(path: str, src: SourceText, yf: YamlFile) -> LoadedFile:

@@ -24,6 +24,7 @@ from shmguard.model.finding import Applicability, Edit, Fix, Location
 from shmguard.model.fix import Change
 from shmguard.model.target import Target
 from shmguard.sources.compose import ComposeService
+from shmguard.sources.devcontainer import DevContainer
 from shmguard.sources.jsonfiles import DaemonConfig, EcsTaskDefinition
 from shmguard.sources.k8s import PodSpec
 from shmguard.sources.k8s_model import DEV_SHM as DEV_SHM
@@ -72,6 +73,8 @@ class Unit:
             job definition) or ``daemon-json``.
         workload: the unit's class and evidence (for a pod: ``ml`` when any main container is).
         containers: for a pod, each main (non-init) container with its own workload.
+        devcontainer: for the ``run`` of a Dev Container configuration, that configuration
+            (its ``runArgs`` take a fix's flag; ``src`` is its blanked text).
     """
 
     src: SourceText
@@ -83,6 +86,7 @@ class Unit:
     ecs: EcsTaskDefinition | None = None
     daemon: DaemonConfig | None = None
     containers: tuple[tuple[Container, Workload], ...] = ()
+    devcontainer: DevContainer | None = None
 
     @property
     def file(self) -> str:
@@ -378,6 +382,10 @@ def change_edit(unit: Unit, change: Change) -> Edit | None:
 
     if unit.service is not None:
         return insert_key(unit.service.node, compose_entry(change))
+    if unit.devcontainer is not None:
+        from shmguard.fix.devcontainer import add_run_arg
+
+        return add_run_arg(unit.devcontainer, run_flag(change))
     if unit.run is not None:
         return insert_run_flag(unit, run_flag(change))
     return None

@@ -187,8 +187,9 @@ def _run(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
     late = next((w for w, _, _ in rl.command if w.startswith(("--shm-size", "--ipc"))), None)
     if late is not None:
         unless += f" ({late} after the image is an argument of the container's command)"
+    who = "the Dev Container's runArgs: docker run" if unit.devcontainer else rl.tool + " run"
     message = (
-        f"{rl.tool} run of an ML workload{_evidence(unit)} without --shm-size or --ipc=host"
+        f"{who} of an ML workload{_evidence(unit)} without --shm-size or --ipc=host"
         f"{unless}: /dev/shm is the default {default}"
     )
     sized = fix_sized(options, unit.workload, run_memory_limit(unit))
