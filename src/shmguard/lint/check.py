@@ -81,6 +81,10 @@ def units(lf: LoadedFile) -> Iterator[Unit]:
         yield Unit(src, "kubernetes", wl, pod=pod, containers=cs)
     for rl in lf.run_lines:
         yield Unit(src, "run", run_workload(rl), run=rl)
+    for ci in lf.ci:
+        for c in ci.containers:
+            if c.run is not None:  # a job or service container: docker create with options
+                yield Unit(src, "run", run_workload(c.run), run=c.run, ci=c)
     for devc in lf.devcontainers:
         if devc.run is not None:  # the docker run it starts, read in its blanked text
             yield Unit(devc.src, "run", run_workload(devc.run), run=devc.run, devcontainer=devc)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shmguard.sources import gcpause
+from shmguard.sources.ci import CiFile, ci_file
 from shmguard.sources.compose import ComposeFile, compose_files
 from shmguard.sources.devcontainer import DevContainer, is_devcontainer, load_devcontainer
 from shmguard.sources.diagnostics import DiagnosticKind, SourceDiagnostic
@@ -42,10 +43,11 @@ class LoadedFile:
     Attributes:
         path: as given (``-`` for stdin).
         kind: ``compose``, ``kubernetes``, ``ecs``, ``daemon-json``, ``devcontainer``,
-            ``run-lines``, ``yaml`` (YAML of no known kind), ``text`` (nothing found) or
-            ``error``.
+            ``github-actions``, ``gitlab-ci``, ``run-lines``, ``yaml`` (YAML of no known
+            kind), ``text`` (nothing found) or ``error``.
         src: the text (None when it could not be decoded); yaml: the parsed YAML, if any.
-        compose, objects, pod_specs, run_lines, ecs, daemon, devcontainers: what was found.
+        compose, objects, pod_specs, run_lines, ecs, daemon, devcontainers, ci: what was
+            found (a CI file's run lines are in ``run_lines``, its containers in ``ci``).
         diagnostics: per-file problems (see :class:`SourceDiagnostic`).
     """
 
@@ -60,6 +62,7 @@ class LoadedFile:
     ecs: tuple[EcsTaskDefinition, ...] = ()
     daemon: tuple[DaemonConfig, ...] = ()
     devcontainers: tuple[DevContainer, ...] = ()
+    ci: tuple[CiFile, ...] = ()
     diagnostics: tuple[SourceDiagnostic, ...] = ()
 
 
@@ -137,6 +140,11 @@ def _from_yaml(path: str, src: SourceText, yf: YamlFile) -> LoadedFile:
     if daemon:
         return LoadedFile(
             path, "daemon-json", src, yf, daemon=tuple(daemon), diagnostics=yf.diagnostics
+        )
+    ci = ci_file(path, yf)
+    if ci is not None:
+        return LoadedFile(
+            path, ci.kind, src, yf, run_lines=ci.run_lines, ci=(ci,), diagnostics=yf.diagnostics
         )
     diags = yf.diagnostics
     if path.lower().endswith(".json") and diags:

@@ -23,6 +23,7 @@ from shmguard.fix.yamledit import line_ending as line_ending
 from shmguard.model.finding import Applicability, Edit, Fix, Location
 from shmguard.model.fix import Change
 from shmguard.model.target import Target
+from shmguard.sources.ci import CiContainer
 from shmguard.sources.compose import ComposeService
 from shmguard.sources.devcontainer import DevContainer
 from shmguard.sources.jsonfiles import DaemonConfig, EcsTaskDefinition
@@ -75,6 +76,8 @@ class Unit:
         containers: for a pod, each main (non-init) container with its own workload.
         devcontainer: for the ``run`` of a Dev Container configuration, that configuration
             (its ``runArgs`` take a fix's flag; ``src`` is its blanked text).
+        ci: for the ``run`` of a GitHub Actions job or service container, that container
+            (its ``options`` take a fix's flag).
     """
 
     src: SourceText
@@ -87,6 +90,7 @@ class Unit:
     daemon: DaemonConfig | None = None
     containers: tuple[tuple[Container, Workload], ...] = ()
     devcontainer: DevContainer | None = None
+    ci: CiContainer | None = None
 
     @property
     def file(self) -> str:
@@ -382,6 +386,10 @@ def change_edit(unit: Unit, change: Change) -> Edit | None:
 
     if unit.service is not None:
         return insert_key(unit.service.node, compose_entry(change))
+    if unit.ci is not None:
+        from shmguard.fix.ci import add_option
+
+        return add_option(unit.ci, run_flag(change))
     if unit.devcontainer is not None:
         from shmguard.fix.devcontainer import add_run_arg
 

@@ -188,6 +188,9 @@ def _run(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
     if late is not None:
         unless += f" ({late} after the image is an argument of the container's command)"
     who = "the Dev Container's runArgs: docker run" if unit.devcontainer else rl.tool + " run"
+    if unit.ci is not None:
+        part = f"service {unit.ci.service!r}" if unit.ci.service else "container"
+        who = f"GitHub Actions job {unit.ci.job!r} {part} (options): docker run"
     message = (
         f"{who} of an ML workload{_evidence(unit)} without --shm-size or --ipc=host"
         f"{unless}: /dev/shm is the default {default}"
@@ -290,7 +293,9 @@ namespace or repository name, `nvcr.io/nvidia/pytorch` by `pytorch`, never by a 
 `accelerate launch`; from its `NCCL_*`/`TORCH_*` environment; or `shmguard.io/workload: ml`;
 a GPU request alone is not enough: `nvidia-smi` in `nvidia/cuda` needs no /dev/shm) with no
 /dev/shm sizing: a Compose service without `shm_size`, a `docker|podman run` line without
-`--shm-size`, a Kubernetes container with no volume mounted at /dev/shm. A container whose only
+`--shm-size` (also a Dev Container configuration's `runArgs`, and a GitHub Actions job or
+service container's `options`: the `docker run` they start), a Kubernetes container with no
+volume mounted at /dev/shm. A container whose only
 /dev/shm is a disk-backed emptyDir (`emptyDir: {{}}` or `medium: ""`) gets an **info** finding
 (variant `disk-emptydir`): it does not have the 64 MiB limit, but /dev/shm is then a directory
 on the node's disk, not a tmpfs (Kubernetes docs, Volumes, emptyDir: the volume is stored on
@@ -354,7 +359,10 @@ fix shown, not applied. The disk-backed emptyDir's info finding's fix (`medium: 
 `sizeLimit`) is shown, never applied: it moves the pages into the container's memory limit.
 The `no-workers` info finding's fix is unsafe (applied with `--unsafe-fixes`): nothing needs it
 while the arguments stay as they are. On a run line the flag goes right after `run`, never into
-a variable the line expands: a `--shm-size` the variable holds comes later and wins.""",
+a variable the line expands: a `--shm-size` the variable holds comes later and wins. In a Dev
+Container configuration `"--shm-size=1g"` is added to `runArgs` (the key added when absent) in
+the file's formatting, comments kept; in a GitHub Actions container it is appended to
+`options` (added when absent).""",
     applies="safe (unsafe for no-workers)",
     variant_words={
         "disk-emptydir": "for a disk-backed emptyDir at /dev/shm",
