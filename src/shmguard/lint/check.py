@@ -85,6 +85,9 @@ def units(lf: LoadedFile) -> Iterator[Unit]:
         for c in ci.containers:
             if c.run is not None:  # a job or service container: docker create with options
                 yield Unit(src, "run", run_workload(c.run), run=c.run, ci=c)
+    for q in lf.quadlets:
+        if q.run is not None:  # a .container unit: the podman run Quadlet generates
+            yield Unit(src, "run", run_workload(q.run), run=q.run, quadlet=q)
     for devc in lf.devcontainers:
         if devc.run is not None:  # the docker run it starts, read in its blanked text
             yield Unit(devc.src, "run", run_workload(devc.run), run=devc.run, devcontainer=devc)

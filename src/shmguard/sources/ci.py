@@ -131,6 +131,7 @@ def _container(job: str, service: str | None, node: YNode) -> CiContainer:
     ia, ib = int(image.node.start_mark.index), int(image.node.end_mark.index)
     if image.style in ("single", "double"):
         ia, ib = ia + 1, ib - 1
+    words.append(Word("--", ia, ia, ""))  # the image is known: never an unknown flag's value
     words.append(Word(image.value.strip(), ia, ib, src.text[ia:ib]))
     rl = parse_run(words, src.byte_offset, src.file, src.line_col, src.text)
     return CiContainer(job, service, node, options, rl)

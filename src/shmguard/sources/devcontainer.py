@@ -175,6 +175,7 @@ def _run(path: str, src: SourceText, root: YMap, args: YSeq | None) -> RunLine |
     if gpu is not None and not (isinstance(gpu, YScalar) and gpu.value in ("false", "")):
         words += [_at(gpu, "--gpus"), _at(gpu, "all")]
     image, node = found
+    words.append(_at(node, "--"))  # the image is known: never an unknown flag's value
     words.append(_word(node, image) or _at(node, image))
     return parse_run(words, src.byte_offset, src.file, src.line_col, src.text)
 

@@ -1,7 +1,7 @@
 """Which files to read: the paths given, directories walked, ``.gitignore`` respected, the
 exclusions applied (:mod:`shmguard.sources.exclude`: ruff's ``exclude``/``extend-exclude``),
-and the Compose files a Dev Container configuration names (``dockerComposeFile``) added where
-the walk did not find them.
+and the files a Dev Container configuration (``dockerComposeFile``) or a Quadlet ``.kube``
+unit (``Yaml=``) names added where the walk did not find them.
 
 Inside a git work tree, ``git check-ignore --stdin`` decides (one call for all candidates, so
 every git rule applies: nested ``.gitignore``, ``info/exclude``, global excludes). Elsewhere, or
@@ -214,20 +214,22 @@ def walk(paths: list[str], skip: Iterable[Path] = (), exclusions: Exclusions | N
 
 
 def _add_compose_refs(out: Walk, excl: Exclusions) -> None:
-    """Add the Compose files a Dev Container configuration in ``out.files`` names
-    (``dockerComposeFile``) that are not there yet (named alone, or outside the walked
-    directory: ``../docker-compose.yml``): they are checked as Compose."""
+    """Add the files a Dev Container configuration (``dockerComposeFile``: Compose) or a
+    Quadlet ``.kube`` unit (``Yaml=``: Kubernetes) in ``out.files`` names that are not there
+    yet (named alone, or outside the walked directory: ``../docker-compose.yml``): they are
+    checked as what they are."""
     from shmguard.sources.devcontainer import compose_paths, is_devcontainer
+    from shmguard.sources.quadlet import kube_paths
     from shmguard.sources.read import read_input
 
     seen = {os.path.realpath(f) for f in out.files if f != "-"}
     for f in list(out.files):
-        if f == "-" or not is_devcontainer(f):
+        if f == "-" or not (is_devcontainer(f) or f.lower().endswith(".kube")):
             continue
         data = read_input(f)
         if not isinstance(data, bytes):
             continue  # reported when the file itself is read
-        for ref in compose_paths(data, f):
+        for ref in [*compose_paths(data, f), *kube_paths(data, f)]:
             real = os.path.realpath(ref)
             if real in seen or not os.path.isfile(ref) or excl.excludes(Path(ref), False):
                 continue

@@ -20,6 +20,7 @@ from shmguard.sources.devcontainer import DevContainer, is_devcontainer, load_de
 from shmguard.sources.diagnostics import DiagnosticKind, SourceDiagnostic
 from shmguard.sources.jsonfiles import DaemonConfig, EcsTaskDefinition, json_sources
 from shmguard.sources.k8s import K8sObject, PodSpec, objects, pod_specs
+from shmguard.sources.quadlet import QuadletUnit, is_quadlet, load_quadlet
 from shmguard.sources.read import READ_TIMEOUT, read_input
 from shmguard.sources.runline import RunLine
 from shmguard.sources.text import SourceText
@@ -43,11 +44,12 @@ class LoadedFile:
     Attributes:
         path: as given (``-`` for stdin).
         kind: ``compose``, ``kubernetes``, ``ecs``, ``daemon-json``, ``devcontainer``,
-            ``github-actions``, ``gitlab-ci``, ``run-lines``, ``yaml`` (YAML of no known
-            kind), ``text`` (nothing found) or ``error``.
+            ``github-actions``, ``gitlab-ci``, ``quadlet``, ``run-lines``, ``yaml`` (YAML of
+            no known kind), ``text`` (nothing found) or ``error``.
         src: the text (None when it could not be decoded); yaml: the parsed YAML, if any.
-        compose, objects, pod_specs, run_lines, ecs, daemon, devcontainers, ci: what was
-            found (a CI file's run lines are in ``run_lines``, its containers in ``ci``).
+        compose, objects, pod_specs, run_lines, ecs, daemon, devcontainers, ci, quadlets:
+            what was found (a CI file's run lines are in ``run_lines``, its containers in
+            ``ci``).
         diagnostics: per-file problems (see :class:`SourceDiagnostic`).
     """
 
@@ -63,6 +65,7 @@ class LoadedFile:
     daemon: tuple[DaemonConfig, ...] = ()
     devcontainers: tuple[DevContainer, ...] = ()
     ci: tuple[CiFile, ...] = ()
+    quadlets: tuple[QuadletUnit, ...] = ()
     diagnostics: tuple[SourceDiagnostic, ...] = ()
 
 
@@ -93,6 +96,8 @@ def _load(data: bytes, path: str) -> LoadedFile:
     text = src.text
     if is_devcontainer(path):  # JSON with comments: by name, as VS Code reads it
         return _devcontainer(path, src)
+    if is_quadlet(path):  # a systemd unit: by its suffix, as Quadlet reads it
+        return LoadedFile(path, "quadlet", src, quadlets=(load_quadlet(src),))
     named_yaml = path.lower().endswith(_YAML_NAMES)
     stripped = text.lstrip()
     if named_yaml or stripped[:1] in ("{", "[") or _YAML_START.match(text):

@@ -33,6 +33,7 @@ from shmguard.sources.k8s_model import Container, Volume, text
 from shmguard.sources.k8s_model import is_dev_shm as is_dev_shm
 from shmguard.sources.k8s_model import quantity_bytes as quantity_bytes
 from shmguard.sources.loader import workload_sized
+from shmguard.sources.quadlet import QuadletUnit
 from shmguard.sources.runline import Flag, RunLine
 from shmguard.sources.text import SourceText
 from shmguard.sources.workload import Workload
@@ -78,6 +79,8 @@ class Unit:
             (its ``runArgs`` take a fix's flag; ``src`` is its blanked text).
         ci: for the ``run`` of a GitHub Actions job or service container, that container
             (its ``options`` take a fix's flag).
+        quadlet: for the ``run`` of a Podman Quadlet ``.container`` unit, that unit (a fix
+            writes ``ShmSize=`` or ``PodmanArgs=``).
     """
 
     src: SourceText
@@ -91,6 +94,7 @@ class Unit:
     containers: tuple[tuple[Container, Workload], ...] = ()
     devcontainer: DevContainer | None = None
     ci: CiContainer | None = None
+    quadlet: QuadletUnit | None = None
 
     @property
     def file(self) -> str:
@@ -377,7 +381,7 @@ def pod_quantities(unit: Unit) -> Iterator[tuple[str, YScalar]]:
                 yield f"resources.{what}.memory", node
 
 
-def change_edit(unit: Unit, change: Change) -> Edit | None:
+def change_edit(unit: Unit, change: Change, target: Target | None = None) -> Edit | None:
     """The edit that writes ``change`` into a Compose service or a run line, in the text the
     snippets print (:mod:`shmguard.fix.runtime`): ``shm_size: "1g"`` inserted as the service's
     first entry, ``--shm-size=1g`` after ``run``; None when it cannot be placed, or for a
@@ -386,6 +390,12 @@ def change_edit(unit: Unit, change: Change) -> Edit | None:
 
     if unit.service is not None:
         return insert_key(unit.service.node, compose_entry(change))
+    if unit.quadlet is not None:
+        from shmguard.fix.quadlet import add_shm_size
+        from shmguard.units import format_docker_size
+
+        podman = (target or Target()).podman
+        return add_shm_size(unit.quadlet, format_docker_size(change.value), podman)
     if unit.ci is not None:
         from shmguard.fix.ci import add_option
 

@@ -89,19 +89,24 @@ def _evidence(unit: Unit) -> str:
     return f" ({ev[0].what})" if ev else ""
 
 
-def _fix(unit: Unit, sized: Sized, runtime: str) -> Fix | None:
+def _fix(unit: Unit, sized: Sized, runtime: str, options: CheckOptions) -> Fix | None:
     size = fix_bytes(sized)
     if size is None:
         return None
     change = Change(Setting.SHM_SIZE, size, (runtime,))
     flag = compose_entry(change) if unit.service is not None else run_flag(change)
+    if unit.quadlet is not None:
+        from shmguard.fix.quadlet import shm_line
+        from shmguard.units import format_docker_size
+
+        flag = shm_line(unit.quadlet, format_docker_size(size), options.target.podman)
     return edit_fix(
         f"Add {flag}",
         f"Give /dev/shm {format_iec(size)} (the sizing policy's default unless --shm-size, the "
         "shmguard.io/shm-size or shmguard.io/dataloader annotation or the configuration says "
         "otherwise; measure the real need with `shmguard measure`).",
         (change,),
-        change_edit(unit, change),
+        change_edit(unit, change, options.target),
     )
 
 
@@ -161,7 +166,7 @@ def _compose(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
         "Docker's 64 MiB /dev/shm (Podman: 65,536,000 bytes)"
     )
     sized = fix_sized(options, unit.workload, compose_memory_limit(unit))
-    v = Violation(with_size_problem(message, sized), where, _fix(unit, sized, "compose"))
+    v = Violation(with_size_problem(message, sized), where, _fix(unit, sized, "compose", options))
     yield _judged(v, unit.workload)
 
 
@@ -188,6 +193,8 @@ def _run(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
     if late is not None:
         unless += f" ({late} after the image is an argument of the container's command)"
     who = "the Dev Container's runArgs: docker run" if unit.devcontainer else rl.tool + " run"
+    if unit.quadlet is not None:
+        who = "the Quadlet unit's podman run"
     if unit.ci is not None:
         part = f"service {unit.ci.service!r}" if unit.ci.service else "container"
         who = f"GitHub Actions job {unit.ci.job!r} {part} (options): docker run"
@@ -199,7 +206,7 @@ def _run(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
     v = Violation(
         with_size_problem(message, sized),
         span_loc(unit.src, rl.start, rl.start + len(rl.tool.encode())),
-        _fix(unit, sized, "podman" if rl.tool == "podman" else "docker"),
+        _fix(unit, sized, "podman" if rl.tool == "podman" else "docker", options),
     )
     yield _judged(v, unit.workload)
 
@@ -293,9 +300,9 @@ namespace or repository name, `nvcr.io/nvidia/pytorch` by `pytorch`, never by a 
 `accelerate launch`; from its `NCCL_*`/`TORCH_*` environment; or `shmguard.io/workload: ml`;
 a GPU request alone is not enough: `nvidia-smi` in `nvidia/cuda` needs no /dev/shm) with no
 /dev/shm sizing: a Compose service without `shm_size`, a `docker|podman run` line without
-`--shm-size` (also a Dev Container configuration's `runArgs`, and a GitHub Actions job or
-service container's `options`: the `docker run` they start), a Kubernetes container with no
-volume mounted at /dev/shm. A container whose only
+`--shm-size` (also a Dev Container configuration's `runArgs`, a GitHub Actions job or
+service container's `options` and a Podman Quadlet `.container` unit: the run they start), a
+Kubernetes container with no volume mounted at /dev/shm. A container whose only
 /dev/shm is a disk-backed emptyDir (`emptyDir: {{}}` or `medium: ""`) gets an **info** finding
 (variant `disk-emptydir`): it does not have the 64 MiB limit, but /dev/shm is then a directory
 on the node's disk, not a tmpfs (Kubernetes docs, Volumes, emptyDir: the volume is stored on
@@ -362,7 +369,8 @@ while the arguments stay as they are. On a run line the flag goes right after `r
 a variable the line expands: a `--shm-size` the variable holds comes later and wins. In a Dev
 Container configuration `"--shm-size=1g"` is added to `runArgs` (the key added when absent) in
 the file's formatting, comments kept; in a GitHub Actions container it is appended to
-`options` (added when absent).""",
+`options` (added when absent); in a Podman Quadlet `.container` unit a line `ShmSize=1g`
+(Podman 4.7+ targeted) or `PodmanArgs=--shm-size=1g` goes after `Image=`.""",
     applies="safe (unsafe for no-workers)",
     variant_words={
         "disk-emptydir": "for a disk-backed emptyDir at /dev/shm",
