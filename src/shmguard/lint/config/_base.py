@@ -27,7 +27,7 @@ from shmguard.sources.ci import CiContainer
 from shmguard.sources.compose import ComposeService
 from shmguard.sources.devcontainer import DevContainer
 from shmguard.sources.jsonfiles import DaemonConfig, EcsTaskDefinition
-from shmguard.sources.k8s import PodSpec
+from shmguard.sources.k8s import K8sObject, PodSpec
 from shmguard.sources.k8s_model import DEV_SHM as DEV_SHM
 from shmguard.sources.k8s_model import Container, Volume, text
 from shmguard.sources.k8s_model import is_dev_shm as is_dev_shm
@@ -81,6 +81,9 @@ class Unit:
             (its ``options`` take a fix's flag).
         quadlet: for the ``run`` of a Podman Quadlet ``.container`` unit, that unit (a fix
             writes ``ShmSize=`` or ``PodmanArgs=``).
+        policy: for a ``policy`` unit, the admission policy (Kyverno, Gatekeeper); victims:
+            (kind, name) of the workloads in the same file with an ML container that mounts a
+            memory emptyDir at /dev/shm (the ones such a policy would shrink).
     """
 
     src: SourceText
@@ -95,6 +98,8 @@ class Unit:
     devcontainer: DevContainer | None = None
     ci: CiContainer | None = None
     quadlet: QuadletUnit | None = None
+    policy: K8sObject | None = None
+    victims: tuple[tuple[str, str], ...] = ()
 
     @property
     def file(self) -> str:
