@@ -97,12 +97,15 @@ def test_markdown_code_block_and_html_comment() -> None:
         "docker run --gpus all pytorch/pytorch:2.3.0 python t.py\n"
         "```\n\n"
         "<!-- shmguard: ignore[SHM002] -->\n"
-        "Run `docker run --shm-size=2Gi nginx`.\n"
+        "```\n"
+        "docker run --shm-size=2Gi nginx\n"
+        "```\n"
+        "Inline code in prose is not read (issue 21): `docker run --shm-size=2Gi nginx`.\n"
     )
     assert codes(md, "README.md") == []
     assert codes(md.replace("shmguard: ignore", "note"), "README.md") == [
         ("SHM001", 5),
-        ("SHM002", 9),
+        ("SHM002", 10),
     ]
 
 

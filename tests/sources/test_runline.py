@@ -51,27 +51,30 @@ def test_script_with_continuations_quotes_and_both_forms() -> None:
     )
 
 
-def test_markdown_fences_and_inline_code() -> None:
+def test_markdown_code_blocks_only_not_inline_code_in_prose() -> None:
+    # issue 21: `docker run pytorch/pytorch` in a sentence names a command, nobody runs it
     data = (
-        "# Run ü\n\nUse `docker run --shm-size 1g img` or:\n\n"
+        "# Run ü\n\nUse `docker run --shm-size 1g img` or `docker run pytorch/pytorch`:\n\n"
         "```bash\n$ docker run --ipc=host \\\n    vllm/vllm-openai --model x\n```\n\n"
-        "```yaml\ncommand: docker run ignored\n```\n"
+        "```yaml\ncommand: docker run ignored\n```\n\n"
+        "Indented:\n\n    docker run --gpus all pytorch/pytorch python train.py\n"
     ).encode()
-    data, (inline, fence) = _lines(data, "README.md")
-    assert inline.line == 3 and inline.image is not None and inline.image[0] == "img"
-    f = inline.last("--shm-size")
-    assert f is not None and _span(data, f.value_start, f.value_end) == b"1g"
+    data, (fence, indented) = _lines(data, "README.md")
     assert fence.line == 6 and fence.image is not None and fence.image[0] == "vllm/vllm-openai"
     ipc = fence.last("--ipc")
     assert ipc is not None and _span(data, ipc.value_start, ipc.value_end) == b"host"
+    assert indented.line == 16 and indented.last("--gpus") is not None
+    prose = b"Run `docker run --gpus all pytorch/pytorch python train.py` to train.\n"
+    lf = load_bytes(prose, "README.md")
+    assert lf.kind == "text" and lf.run_lines == ()
 
 
 def test_rst_and_dockerfile() -> None:
-    data, (inline, block) = _lines(
+    # an inline literal in prose is not read (issue 21), the literal block is
+    data, (block,) = _lines(
         b"Intro ``docker run -m 2g x``\n\n.. code-block:: bash\n\n   docker run --gpus all img\n",
         "doc.rst",
     )
-    assert inline.last("--memory").value == "2g"  # type: ignore[union-attr]
     assert block.line == 5 and block.last("--gpus").value == "all"  # type: ignore[union-attr]
     data, (run,) = _lines(
         b"FROM x\nRUN apt-get update && \\\n    docker run --rm -m2g img echo\nCMD docker run no\n",

@@ -139,13 +139,50 @@ def _lines(src: SourceText, lines: list[str], indent: int) -> str:
     return "".join(" " * indent + line + eol for line in lines)
 
 
-def _flow_insert(src: SourceText, node: YNode, text: str) -> Edit | None:
-    """Insert ``text`` as the last entry of a flow collection (before its ``}`` / ``]``)."""
+def _line_indent(data: bytes, at: int) -> int:
+    """Spaces at the start of the line holding byte ``at``."""
+    start = data.rfind(b"\n", 0, at) + 1
+    line = data[start:at]
+    return len(line) - len(line.lstrip(b" "))
+
+
+def _flow_insert(src: SourceText, node: YNode, key: str | None, v: Value) -> Edit | None:
+    """Insert ``key: v`` (``v`` alone when ``key`` is None) as the last entry of a flow
+    collection (before its ``}`` / ``]``).
+
+    Where the collection ends on a line of its own (pretty-printed JSON, a multi-line flow
+    mapping), the entry goes after the last one, on a new line at that entry's indentation, and
+    in a JSON document it is itself pretty-printed at the file's indentation step (the last
+    entry's indentation less the collection's), or on one line in a list whose last item is on
+    one line: the file reads as if it had been written so.
+    Elsewhere: ``, entry`` right before the closing bracket."""
+    as_json = json_text(src)
+    name = (json.dumps(key) if as_json else key) if key is not None else None
     end = node.end
-    close = src.data[end - 1 : end]
+    data = src.data
+    close = data[end - 1 : end]
     if close not in (b"}", b"]"):
         return None
-    inner = src.data[node.start + 1 : end - 1].strip()
+    inner = data[node.start + 1 : end - 1].strip()
+    last = len(data[: end - 1].rstrip())  # just past the last entry (or the opening bracket)
+    if inner and b"\n" in data[last : end - 1]:
+        indent = _line_indent(data, last - 1)
+        step = indent - _line_indent(data, node.start)
+        items = getattr(node.node, "value", None)
+        one_line = (  # a list of one-line items takes one more
+            key is None
+            and isinstance(items, list)
+            and bool(items)
+            and items[-1].start_mark.line == items[-1].end_mark.line
+        )
+        if as_json and step > 0 and not one_line:
+            body = json.dumps(v, indent=step).replace("\n", line_ending(src) + " " * indent)
+        else:
+            body = flow(v, as_json)
+        text = body if name is None else f"{name}: {body}"
+        sep = "" if inner.endswith(b",") else ","
+        return Edit(last, last, sep + line_ending(src) + " " * indent + text)
+    text = flow(v, as_json) if name is None else f"{name}: {flow(v, as_json)}"
     sep = "" if not inner or inner.endswith(b",") else ", "
     return Edit(end - 1, end - 1, sep + text)
 
@@ -158,9 +195,7 @@ def add_entry(m: YMap, key: str, v: Value, style: Style) -> Edit | None:
         return None
     node = m.node
     if getattr(node, "flow_style", False):
-        as_json = json_text(m.src)
-        name = json.dumps(key) if as_json else key
-        return _flow_insert(m.src, m, f"{name}: {flow(v, as_json)}")
+        return _flow_insert(m.src, m, key, v)
     if not node.value:
         return None
     indent = int(node.value[0][0].start_mark.column)
@@ -230,7 +265,7 @@ def add_item(s: YSeq, item: Value, style: Style) -> Edit | None:
         return None
     node = s.node
     if getattr(node, "flow_style", False):
-        return _flow_insert(s.src, s, flow(item, json_text(s.src)))
+        return _flow_insert(s.src, s, None, item)
     if not node.value or s.src.data[s.start : s.start + 1] != b"-":
         return None
     end = content_end(node)

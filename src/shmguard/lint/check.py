@@ -26,6 +26,7 @@ from pathlib import Path
 from shmguard.config import Config
 from shmguard.lint import suppress
 from shmguard.lint.config._base import CheckOptions, Unit
+from shmguard.lint.config.shm033_policy_shrinks_dev_shm import is_policy
 from shmguard.lint.engine import Rule, run_rules
 from shmguard.model.finding import Applicability, Edit, Finding, apply_edits
 from shmguard.sources import gcpause
@@ -79,14 +80,49 @@ def units(lf: LoadedFile) -> Iterator[Unit]:
         ml = [w for _, w in cs if w.cls == "ml"]
         wl = ml[0] if ml else (cs[0][1] if cs else Workload("container"))
         yield Unit(src, "kubernetes", wl, pod=pod, containers=cs)
+    policies = [o for o in lf.objects if is_policy(o)]
+    if policies:
+        victims = tuple(_shm_workloads(lf))
+        for obj in policies:
+            yield Unit(src, "policy", Workload("container"), policy=obj, victims=victims)
     for rl in lf.run_lines:
         yield Unit(src, "run", run_workload(rl), run=rl)
+    for ci in lf.ci:
+        for c in ci.containers:
+            if c.run is not None:  # a job or service container: docker create with options
+                yield Unit(src, "run", run_workload(c.run), run=c.run, ci=c)
+    for q in lf.quadlets:
+        if q.run is not None:  # a .container unit: the podman run Quadlet generates
+            yield Unit(src, "run", run_workload(q.run), run=q.run, quadlet=q)
+    for devc in lf.devcontainers:
+        if devc.run is not None:  # the docker run it starts, read in its blanked text
+            yield Unit(devc.src, "run", run_workload(devc.run), run=devc.run, devcontainer=devc)
     for td in lf.ecs:
         ws = [ecs_workload(c) for c in td.containers]
         ml = [w for w in ws if w.cls == "ml"]
         yield Unit(src, "ecs", ml[0] if ml else Workload("container"), ecs=td)
     for dc in lf.daemon:
         yield Unit(src, "daemon-json", Workload("container"), daemon=dc)
+
+
+def _shm_workloads(lf: LoadedFile) -> Iterator[tuple[str, str]]:
+    """(kind, name) of each object of ``lf`` with an ML container that mounts a memory
+    emptyDir at /dev/shm (what an emptyDir sizing policy shrinks)."""
+    from shmguard.lint.config._base import mounts_at_shm
+    from shmguard.sources.k8s_model import text
+
+    seen = set()
+    for pod in lf.pod_specs:
+        memory = [v for v in pod.volumes if v.empty_dir is not None and text(v.medium) == "Memory"]
+        for c in pod.containers:
+            if pod_container_workload(pod, c).cls != "ml":
+                continue
+            if any(mounts_at_shm(c, v.name) for v in memory):
+                key = (pod.obj.kind, pod.obj.name or "")
+                if key not in seen:
+                    seen.add(key)
+                    yield key
+                break
 
 
 def _rules() -> tuple[Rule[Unit, CheckOptions], ...]:
@@ -103,6 +139,7 @@ _TARGET_KINDS = {
     "podman-run": "run",
     "ecs": "ecs",
     "daemon-json": "daemon-json",
+    "kubernetes-policy": "policy",
 }
 _BY_KIND: dict[str, tuple[Rule[Unit, CheckOptions], ...]] = {}
 

@@ -3,7 +3,8 @@
 Inline comments fit YAML, shell scripts, Makefiles, Dockerfiles and the shell code blocks of
 Markdown: ``# shmguard: ignore[SHM001]``, ``# shmguard: ignore[SHM001,SHM011]`` (codes or
 prefixes, as ``--ignore`` takes them) or a bare ``# shmguard: ignore`` (every code). In
-Markdown prose, ``<!-- shmguard: ignore[SHM001] -->`` works the same. A comment applies to
+Markdown prose, ``<!-- shmguard: ignore[SHM001] -->`` works the same; above a code fence it
+applies to the fence's first line. A comment applies to
 
 * the line it ends (a trailing comment: ``shm_size: 2Gi  # shmguard: ignore[SHM002]``), and
 * when it stands alone on its line, to the next line that is not a comment (so a reason may
@@ -36,6 +37,7 @@ _COMMENT = re.compile(
     r"(?:#|<!--)[ \t]*shmguard:[ \t]*ignore\b(?:\[(?P<codes>[^\]\n]*)\])?", re.IGNORECASE
 )
 _COMMENT_ONLY = re.compile(r"^[ \t]*(?:#|<!--)")
+_FENCE = re.compile(r"^ {0,3}(?:```|~~~)")
 
 
 def matches(code: str, codes: Iterable[str]) -> bool:
@@ -87,4 +89,6 @@ def scan(text: str) -> Suppressions:
                 j += 1
             if j < len(lines):
                 add(j + 1, codes)
+                if _FENCE.match(lines[j]) and j + 1 < len(lines):
+                    add(j + 2, codes)  # an HTML comment above a Markdown fence: its first line
     return Suppressions(by_line)

@@ -1,5 +1,7 @@
 """Which files to read: the paths given, directories walked, ``.gitignore`` respected, the
-exclusions applied (:mod:`shmguard.sources.exclude`: ruff's ``exclude``/``extend-exclude``).
+exclusions applied (:mod:`shmguard.sources.exclude`: ruff's ``exclude``/``extend-exclude``),
+and the files a Dev Container configuration (``dockerComposeFile``) or a Quadlet ``.kube``
+unit (``Yaml=``) names added where the walk did not find them.
 
 Inside a git work tree, ``git check-ignore --stdin`` decides (one call for all candidates, so
 every git rule applies: nested ``.gitignore``, ``info/exclude``, global excludes). Elsewhere, or
@@ -207,7 +209,32 @@ def walk(paths: list[str], skip: Iterable[Path] = (), exclusions: Exclusions | N
             if not ignored or f.resolve() not in ignored:
                 out.files.append(str(f))
                 out.walked.add(str(f))
+    _add_compose_refs(out, excl)
     return out
+
+
+def _add_compose_refs(out: Walk, excl: Exclusions) -> None:
+    """Add the files a Dev Container configuration (``dockerComposeFile``: Compose) or a
+    Quadlet ``.kube`` unit (``Yaml=``: Kubernetes) in ``out.files`` names that are not there
+    yet (named alone, or outside the walked directory: ``../docker-compose.yml``): they are
+    checked as what they are."""
+    from shmguard.sources.devcontainer import compose_paths, is_devcontainer
+    from shmguard.sources.quadlet import kube_paths
+    from shmguard.sources.read import read_input
+
+    seen = {os.path.realpath(f) for f in out.files if f != "-"}
+    for f in list(out.files):
+        if f == "-" or not (is_devcontainer(f) or f.lower().endswith(".kube")):
+            continue
+        data = read_input(f)
+        if not isinstance(data, bytes):
+            continue  # reported when the file itself is read
+        for ref in [*compose_paths(data, f), *kube_paths(data, f)]:
+            real = os.path.realpath(ref)
+            if real in seen or not os.path.isfile(ref) or excl.excludes(Path(ref), False):
+                continue
+            seen.add(real)
+            out.files.append(ref)
 
 
 def discover(paths: list[str], skip: Iterable[Path] = ()) -> Iterator[str]:

@@ -14,10 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shmguard.sources import gcpause
+from shmguard.sources.ci import CiFile, ci_file
 from shmguard.sources.compose import ComposeFile, compose_files
+from shmguard.sources.devcontainer import DevContainer, is_devcontainer, load_devcontainer
 from shmguard.sources.diagnostics import DiagnosticKind, SourceDiagnostic
 from shmguard.sources.jsonfiles import DaemonConfig, EcsTaskDefinition, json_sources
 from shmguard.sources.k8s import K8sObject, PodSpec, objects, pod_specs
+from shmguard.sources.quadlet import QuadletUnit, is_quadlet, load_quadlet
 from shmguard.sources.read import READ_TIMEOUT, read_input
 from shmguard.sources.runline import RunLine
 from shmguard.sources.text import SourceText
@@ -40,10 +43,13 @@ class LoadedFile:
 
     Attributes:
         path: as given (``-`` for stdin).
-        kind: ``compose``, ``kubernetes``, ``ecs``, ``daemon-json``, ``run-lines``, ``yaml``
-            (YAML of no known kind), ``text`` (nothing found) or ``error``.
+        kind: ``compose``, ``kubernetes``, ``ecs``, ``daemon-json``, ``devcontainer``,
+            ``github-actions``, ``gitlab-ci``, ``quadlet``, ``run-lines``, ``yaml`` (YAML of
+            no known kind), ``text`` (nothing found) or ``error``.
         src: the text (None when it could not be decoded); yaml: the parsed YAML, if any.
-        compose, objects, pod_specs, run_lines, ecs, daemon: what was found.
+        compose, objects, pod_specs, run_lines, ecs, daemon, devcontainers, ci, quadlets:
+            what was found (a CI file's run lines are in ``run_lines``, its containers in
+            ``ci``).
         diagnostics: per-file problems (see :class:`SourceDiagnostic`).
     """
 
@@ -57,6 +63,9 @@ class LoadedFile:
     run_lines: tuple[RunLine, ...] = ()
     ecs: tuple[EcsTaskDefinition, ...] = ()
     daemon: tuple[DaemonConfig, ...] = ()
+    devcontainers: tuple[DevContainer, ...] = ()
+    ci: tuple[CiFile, ...] = ()
+    quadlets: tuple[QuadletUnit, ...] = ()
     diagnostics: tuple[SourceDiagnostic, ...] = ()
 
 
@@ -85,6 +94,10 @@ def _load(data: bytes, path: str) -> LoadedFile:
     if isinstance(src, SourceDiagnostic):
         return LoadedFile(path, "error", diagnostics=(src,))
     text = src.text
+    if is_devcontainer(path):  # JSON with comments: by name, as VS Code reads it
+        return _devcontainer(path, src)
+    if is_quadlet(path):  # a systemd unit: by its suffix, as Quadlet reads it
+        return LoadedFile(path, "quadlet", src, quadlets=(load_quadlet(src),))
     named_yaml = path.lower().endswith(_YAML_NAMES)
     stripped = text.lstrip()
     if named_yaml or stripped[:1] in ("{", "[") or _YAML_START.match(text):
@@ -103,6 +116,19 @@ def _load(data: bytes, path: str) -> LoadedFile:
     return LoadedFile(path, "run-lines" if lines else "text", src, run_lines=lines)
 
 
+def _devcontainer(path: str, src: SourceText) -> LoadedFile:
+    yf, dc = load_devcontainer(src.data, path)
+    diags = tuple(
+        SourceDiagnostic(d.file, d.line, d.column, d.message, DiagnosticKind.INVALID_JSON)
+        if d.kind is DiagnosticKind.INVALID_YAML
+        else d
+        for d in yf.diagnostics
+    )
+    if dc is None:
+        return LoadedFile(path, "devcontainer" if not diags else "yaml", src, diagnostics=diags)
+    return LoadedFile(path, "devcontainer", src, devcontainers=(dc,), diagnostics=diags)
+
+
 def _from_yaml(path: str, src: SourceText, yf: YamlFile) -> LoadedFile:
     compose = tuple(compose_files(yf))
     if compose:
@@ -119,6 +145,11 @@ def _from_yaml(path: str, src: SourceText, yf: YamlFile) -> LoadedFile:
     if daemon:
         return LoadedFile(
             path, "daemon-json", src, yf, daemon=tuple(daemon), diagnostics=yf.diagnostics
+        )
+    ci = ci_file(path, yf)
+    if ci is not None:
+        return LoadedFile(
+            path, ci.kind, src, yf, run_lines=ci.run_lines, ci=(ci,), diagnostics=yf.diagnostics
         )
     diags = yf.diagnostics
     if path.lower().endswith(".json") and diags:

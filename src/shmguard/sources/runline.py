@@ -203,7 +203,7 @@ def parse_run(
                 flags.append(
                     Flag(name, name, val, offset(w.start), offset(w.end), vs, offset(w.end))
                 )
-            elif name in BOOL_FLAGS or i + 1 >= len(words):
+            elif name in BOOL_FLAGS or i + 1 >= len(words) or _end_mark(words[i + 1]):
                 flags.append(Flag(name, name, None, offset(w.start), offset(w.end)))
             else:
                 nxt = words[i + 1]
@@ -270,6 +270,12 @@ def parse_run(
         text[tool_word.start : words[-1].end],
         tuple(opaque),
     )
+
+
+def _end_mark(w: Word) -> bool:
+    """A ``--`` that a source put before an image it knows (a Quadlet ``Image=``, a
+    devcontainer's ``image``: no text of its own), never an unknown flag's value."""
+    return w.value == "--" and w.raw == "" and w.start == w.end
 
 
 def _written(raw: str) -> str:

@@ -6,11 +6,13 @@ Markdown and reStructuredText.
   ignored on the tool word.
 * Dockerfiles: only ``RUN`` instructions in shell form (``CMD``/``ENTRYPOINT`` run the image,
   not Docker; a ``docker run`` inside a build is rare but real with a mounted socket).
-* Markdown: fenced and indented code blocks and inline code spans, located with markdown-it-py
-  (CommonMark); blocks tagged as a data or programming language other than a shell are
-  skipped. Shell prompts (``$ ``) are ignored.
-* reStructuredText: literal blocks after ``::`` (``.. code-block:: bash`` included) and inline
-  literals.
+* Markdown: fenced and indented code blocks only, located with markdown-it-py (CommonMark);
+  blocks tagged as a data or programming language other than a shell are skipped. Shell
+  prompts (``$ ``) are ignored. Inline code in prose (`` `docker run pytorch/pytorch` ``) is
+  not read: it names a command in a sentence, it is not a command anyone runs as written
+  (issue 21).
+* reStructuredText: literal blocks after ``::`` (``.. code-block:: bash`` included), not
+  inline literals in prose, for the same reason.
 
 A run line inside a code block keeps exact byte offsets into the file: blocks are split where
 they lie in the original text, never from a copy.
@@ -53,7 +55,6 @@ _SKIP_LANGS = frozenset(
     ]
 )
 _RST_DIRECTIVE = re.compile(r"[ \t]*\.\.[ \t]+(?:code-block|code|sourcecode|prompt)::")
-_RST_INLINE = re.compile(r"``([^`]+)``")
 _DOCKERFILE_RUN = re.compile(r"^[ \t]*RUN[ \t]+(?!\[)", re.I | re.M)
 
 
@@ -106,7 +107,7 @@ def dockerfile_run_lines(src: SourceText) -> Iterator[RunLine]:
 
 
 def markdown_run_lines(src: SourceText) -> Iterator[RunLine]:
-    """Run lines in Markdown code blocks and inline code spans."""
+    """Run lines in Markdown fenced and indented code blocks (not inline code spans)."""
     text = src.text
     starts = _lines_start(text)
 
@@ -134,20 +135,10 @@ def markdown_run_lines(src: SourceText) -> Iterator[RunLine]:
                 _assign_only(src, pos(first), pos(last), env)
                 continue
             yield from shell_run_lines(src, pos(first), pos(last), env)
-        elif tok.type == "inline" and tok.children:
-            region = pos(a), pos(b)
-            cursor = region[0]
-            for child in tok.children:
-                if child.type != "code_inline" or not MENTION.search(child.content):
-                    continue
-                at = text.find(child.content, cursor, region[1])
-                if at >= 0:
-                    cursor = at + len(child.content)
-                    yield from shell_run_lines(src, at, cursor, env)
 
 
 def rst_run_lines(src: SourceText) -> Iterator[RunLine]:
-    """Run lines in reST literal blocks (after ``::``) and inline literals."""
+    """Run lines in reST literal blocks (after ``::``; not inline literals)."""
     text = src.text
     lines = text.splitlines(keepends=True)
     starts = _lines_start(text)
@@ -170,7 +161,4 @@ def rst_run_lines(src: SourceText) -> Iterator[RunLine]:
                     _assign_only(src, a, b, env)
             i = j
             continue
-        for m in _RST_INLINE.finditer(line):
-            if MENTION.search(m.group(1)):
-                yield from shell_run_lines(src, starts[i] + m.start(1), starts[i] + m.end(1), env)
         i += 1

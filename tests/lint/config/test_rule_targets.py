@@ -17,8 +17,8 @@ from shmguard.sources.load import LoadedFile, load_bytes
 
 HERE = Path(__file__).parent
 CORPUS = HERE.parents[2] / ".." / "shared" / "corpus"
-FIXTURES = [HERE / "fixtures", HERE / "fixtures_rules_b"]
-KINDS = ("compose", "kubernetes", "run", "ecs", "daemon-json")
+FIXTURES = [HERE / "fixtures", HERE / "fixtures_rules_b", HERE.parents[1] / "fixtures" / "policies"]
+KINDS = ("compose", "kubernetes", "run", "ecs", "daemon-json", "policy")
 
 
 def _loaded(with_corpus: bool) -> Iterator[LoadedFile]:
@@ -51,6 +51,7 @@ def test_every_rule_targets_unit_kinds() -> None:
     assert set(_TARGET_KINDS.values()) == set(KINDS)
     assert [r.code for r in _rules_for("daemon-json")] == ["SHM022"]
     assert [r.code for r in _rules_for("ecs")] == ["SHM029"]
+    assert [r.code for r in _rules_for("policy")] == ["SHM033"]
     assert _rules_for("something-else") == RULES
     for kind in KINDS:
         got = _rules_for(kind)

@@ -192,3 +192,111 @@ def test_arguments_on_run_lines_and_compose() -> None:
     assert sev == "info" and why is not None and why.startswith("dataloader.num_workers=0 ")
     ((sev, _, _),) = _sev(compose.replace(b"count: 1", b"count: all"), "compose.yaml")
     assert sev == "warning"
+
+
+# Issue 21, "the default is not a fix": a size at or below the runtimes' 64 MiB default.
+PYTORCHJOB_64M = b"""apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: pytorch-simple
+  namespace: kubeflow
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727
+              imagePullPolicy: Always
+              command: ["python3", "/opt/pytorch-mnist/mnist.py", "--epochs=1"]
+              volumeMounts:
+                - name: dshm
+                  mountPath: /dev/shm
+          volumes:
+            - name: dshm
+              emptyDir:
+                medium: Memory
+                sizeLimit: 64m
+    Worker:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727
+              imagePullPolicy: Always
+              command: ["python3", "/opt/pytorch-mnist/mnist.py", "--epochs=1"]
+              volumeMounts:
+                - name: dshm
+                  mountPath: /dev/shm
+          volumes:
+            - name: dshm
+              emptyDir:
+                medium: Memory
+                sizeLimit: 64m
+"""
+
+
+def _at_default(src: bytes, name: str) -> list[tuple[str | None, str, str | None]]:
+    out = []
+    for f in check_loaded(load_bytes(src, name)).findings:
+        if f.code == "SHM001":
+            edits = f.fix.edits if f.fix is not None else ()
+            at = "at or below the runtime's default" in f.message
+            out.append(
+                ("default" if at else None, f.severity.value, edits[0].content if edits else None)
+            )
+    return out
+
+
+def test_pytorchjob_worker_64m_is_fixed_to_the_policy_size_never_64mi() -> None:
+    r = fix_file(PYTORCHJOB_64M, "pytorchjob.yaml")
+    # SHM004 reads 64m as the 64Mi meant, then 64Mi is the default: SHM001 writes 1Gi
+    assert r.data == PYTORCHJOB_64M.replace(b"sizeLimit: 64m", b"sizeLimit: 1Gi")
+    assert [f.code for f in r.applied] == ["SHM004", "SHM004", "SHM001", "SHM001"]
+    assert b"64Mi" not in r.data
+    assert fix_file(r.data, "pytorchjob.yaml").applied == ()  # idempotent
+    at_default = PYTORCHJOB_64M.replace(b"sizeLimit: 64m", b"sizeLimit: 64Mi")
+    assert _at_default(at_default, "pytorchjob.yaml") == [("default", "warning", "1Gi")] * 2
+    above = PYTORCHJOB_64M.replace(b"sizeLimit: 64m", b"sizeLimit: 128Mi")
+    assert _at_default(above, "pytorchjob.yaml") == []
+
+
+def test_compose_and_run_line_sizes_at_the_default() -> None:
+    compose = (
+        b"services:\n  train:\n    image: nvcr.io/nvidia/pytorch:24.01-py3\n"
+        b'    shm_size: "64m"\n    command: torchrun --nproc-per-node 8 train.py\n'
+    )
+    assert _at_default(compose, "compose.yaml") == [("default", "warning", "1g")]
+    assert fix_file(compose, "compose.yaml").data == compose.replace(b'"64m"', b'"1g"')
+    for size in (b"64m", b"32m", b"67108864", b"65536000"):  # Podman's 65,536,000 too
+        line = b"podman run --device nvidia.com/gpu=all --shm-size=" + size
+        line += b" pytorch/pytorch torchrun --nproc-per-node 2 train.py\n"
+        assert _at_default(line, "run.sh") == [("default", "warning", "1g")], size
+    bigger = b"docker run --gpus all --shm-size=65m pytorch/pytorch python train.py\n"
+    assert _at_default(bigger, "run.sh") == []
+    # not ML: a database's small /dev/shm is its own business
+    assert _at_default(b"docker run --shm-size=64m postgres:16\n", "run.sh") == []
+
+
+def test_no_room_for_a_larger_size_gives_no_edit_and_no_fix_writes_64mi() -> None:
+    # 1Gi limit, 1 GiB margin: the cap would be the 64 MiB default, which a fix never writes
+    src = (
+        PYTORCHJOB_64M.replace(b"sizeLimit: 64m", b"sizeLimit: 64Mi")
+        .replace(
+            b"              volumeMounts:\n",
+            b"              resources: {limits: {memory: 1Gi}}\n              volumeMounts:\n",
+            2,
+        )
+        .replace(b"resources: {limits: {memory: 1Gi}}", b"resources: {}", 1)
+    )
+    assert _at_default(src, "pytorchjob.yaml") == [
+        ("default", "warning", "1Gi"),
+        ("default", "warning", None),
+    ]
+    plain = b"docker run --gpus all --memory=1g pytorch/pytorch torchrun train.py\n"
+    assert _at_default(plain, "run.sh") == [(None, "warning", None)]

@@ -87,3 +87,66 @@ def test_shm010_kubernetes_too_close_but_not_what_shm009_reports() -> None:
     assert len(shm009) == 1 and "'big'" in shm009[0][4]
     out = fixed(POD_MEMORY, "pod.yaml", "SHM010", unsafe=True)
     assert "{limits: {memory: 9Gi}}" in out and "{limits: {memory: 4Gi}}" in out
+
+
+# Issue 21: an unsized memory emptyDir is sized to the memory limit by the kubelet
+# (calculateEmptyDirMemorySize), the same as sizeLimit equal to the limit. Shaped as
+# kubernetes/examples AI/vllm-deployment/vllm-deployment.yaml.
+VLLM_UNSIZED = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm-gemma-deployment
+spec:
+  replicas: 1
+  selector:
+    matchLabels:
+      app: gemma-server
+  template:
+    metadata:
+      labels:
+        app: gemma-server
+    spec:
+      containers:
+      - name: inference-server
+        image: vllm/vllm-openai:latest
+        resources:
+          requests:
+            cpu: "2"
+            memory: "10Gi"
+            nvidia.com/gpu: "1"
+          limits:
+            cpu: "2"
+            memory: "10Gi"
+            nvidia.com/gpu: "1"
+        command: ["python3", "-m", "vllm.entrypoints.openai.api_server"]
+        args:
+        - --model=$(MODEL_ID)
+        - --tensor-parallel-size=1
+        volumeMounts:
+        - mountPath: /dev/shm
+          name: dshm
+      volumes:
+      - name: dshm
+        emptyDir:
+          medium: Memory
+"""
+
+
+def test_unsized_memory_emptydir_is_judged_as_sized_to_the_limit() -> None:
+    got = found(VLLM_UNSIZED, "vllm.yaml", "SHM010")
+    assert [g[:4] for g in got] == [("warning", 37, 19, "unsafe")]
+    assert "kubelet sizes it to the 10 GiB memory limit" in got[0][4]
+    explicit = VLLM_UNSIZED.replace(
+        "medium: Memory\n", "medium: Memory\n          sizeLimit: 10Gi\n"
+    )
+    assert [g[:2] for g in found(explicit, "vllm.yaml", "SHM010")] == [("warning", 38)]
+    out = fixed(VLLM_UNSIZED, "vllm.yaml", "SHM010", unsafe=True)
+    assert out == VLLM_UNSIZED.replace(
+        "medium: Memory\n", "medium: Memory\n          sizeLimit: 1Gi\n"
+    )
+    assert found(out, "vllm.yaml", "SHM010") == []
+    # without a memory limit it stays SHM008's case
+    no_limit = VLLM_UNSIZED.replace('            memory: "10Gi"\n', "")
+    assert found(no_limit, "vllm.yaml", "SHM010") == []
+    assert [g[0] for g in found(no_limit, "vllm.yaml", "SHM008")] == ["warning"]

@@ -34,6 +34,7 @@ from shmguard.lint.config import (
     shm025_shm_remount,
     shm026_kuberay_shm,
     shm029_ecs_shm_size_units,
+    shm033_policy_shrinks_dev_shm,
 )
 from shmguard.lint.config._base import CheckOptions, Unit
 from shmguard.lint.engine import Rule
@@ -65,4 +66,5 @@ RULES: tuple[Rule[Unit, CheckOptions], ...] = (
     shm025_shm_remount.RULE,
     shm026_kuberay_shm.RULE,
     shm029_ecs_shm_size_units.RULE,
+    shm033_policy_shrinks_dev_shm.RULE,
 )

@@ -23,19 +23,23 @@ from shmguard.fix.yamledit import line_ending as line_ending
 from shmguard.model.finding import Applicability, Edit, Fix, Location
 from shmguard.model.fix import Change
 from shmguard.model.target import Target
+from shmguard.sources.ci import CiContainer
 from shmguard.sources.compose import ComposeService
+from shmguard.sources.devcontainer import DevContainer
 from shmguard.sources.jsonfiles import DaemonConfig, EcsTaskDefinition
-from shmguard.sources.k8s import PodSpec
+from shmguard.sources.k8s import K8sObject, PodSpec
 from shmguard.sources.k8s_model import DEV_SHM as DEV_SHM
 from shmguard.sources.k8s_model import Container, Volume, text
 from shmguard.sources.k8s_model import is_dev_shm as is_dev_shm
 from shmguard.sources.k8s_model import quantity_bytes as quantity_bytes
 from shmguard.sources.loader import workload_sized
+from shmguard.sources.quadlet import QuadletUnit
 from shmguard.sources.runline import Flag, RunLine
 from shmguard.sources.text import SourceText
 from shmguard.sources.workload import Workload
 from shmguard.sources.yamlnode import YMap, YNode, YScalar
 from shmguard.units import (
+    DOCKER_DEFAULT_SHM,
     SizeError,
     parse_docker_size,
 )
@@ -71,6 +75,15 @@ class Unit:
             job definition) or ``daemon-json``.
         workload: the unit's class and evidence (for a pod: ``ml`` when any main container is).
         containers: for a pod, each main (non-init) container with its own workload.
+        devcontainer: for the ``run`` of a Dev Container configuration, that configuration
+            (its ``runArgs`` take a fix's flag; ``src`` is its blanked text).
+        ci: for the ``run`` of a GitHub Actions job or service container, that container
+            (its ``options`` take a fix's flag).
+        quadlet: for the ``run`` of a Podman Quadlet ``.container`` unit, that unit (a fix
+            writes ``ShmSize=`` or ``PodmanArgs=``).
+        policy: for a ``policy`` unit, the admission policy (Kyverno, Gatekeeper); victims:
+            (kind, name) of the workloads in the same file with an ML container that mounts a
+            memory emptyDir at /dev/shm (the ones such a policy would shrink).
     """
 
     src: SourceText
@@ -82,6 +95,11 @@ class Unit:
     ecs: EcsTaskDefinition | None = None
     daemon: DaemonConfig | None = None
     containers: tuple[tuple[Container, Workload], ...] = ()
+    devcontainer: DevContainer | None = None
+    ci: CiContainer | None = None
+    quadlet: QuadletUnit | None = None
+    policy: K8sObject | None = None
+    victims: tuple[tuple[str, str], ...] = ()
 
     @property
     def file(self) -> str:
@@ -120,9 +138,12 @@ def fix_sized(options: CheckOptions, workload: Workload, memory_limit: int | Non
 
 def fix_bytes(sized: Sized) -> int | None:
     """Bytes of /dev/shm a fix writes for the decision ``sized``, or None where there is no
-    room: a larger /dev/shm would need the memory limit raised, which a fix does not do
-    unasked."""
-    return None if sized.memory_limit is not None else sized.bytes
+    room (a larger /dev/shm would need the memory limit raised, which a fix does not do
+    unasked) or where the size is at or below the runtimes' 64 MiB default: such a size
+    changes nothing, so a fix never writes it (issue 21, "the default is not a fix")."""
+    if sized.memory_limit is not None or sized.bytes <= DOCKER_DEFAULT_SHM:
+        return None
+    return sized.bytes
 
 
 def fix_size(options: CheckOptions, workload: Workload, memory_limit: int | None) -> int | None:
@@ -365,7 +386,7 @@ def pod_quantities(unit: Unit) -> Iterator[tuple[str, YScalar]]:
                 yield f"resources.{what}.memory", node
 
 
-def change_edit(unit: Unit, change: Change) -> Edit | None:
+def change_edit(unit: Unit, change: Change, target: Target | None = None) -> Edit | None:
     """The edit that writes ``change`` into a Compose service or a run line, in the text the
     snippets print (:mod:`shmguard.fix.runtime`): ``shm_size: "1g"`` inserted as the service's
     first entry, ``--shm-size=1g`` after ``run``; None when it cannot be placed, or for a
@@ -374,6 +395,20 @@ def change_edit(unit: Unit, change: Change) -> Edit | None:
 
     if unit.service is not None:
         return insert_key(unit.service.node, compose_entry(change))
+    if unit.quadlet is not None:
+        from shmguard.fix.quadlet import add_shm_size
+        from shmguard.units import format_docker_size
+
+        podman = (target or Target()).podman
+        return add_shm_size(unit.quadlet, format_docker_size(change.value), podman)
+    if unit.ci is not None:
+        from shmguard.fix.ci import add_option
+
+        return add_option(unit.ci, run_flag(change))
+    if unit.devcontainer is not None:
+        from shmguard.fix.devcontainer import add_run_arg
+
+        return add_run_arg(unit.devcontainer, run_flag(change))
     if unit.run is not None:
         return insert_run_flag(unit, run_flag(change))
     return None

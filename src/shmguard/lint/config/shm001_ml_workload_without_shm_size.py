@@ -22,6 +22,7 @@ from shmguard.estimate.policy import Sized
 from shmguard.fix.k8s import ADD, RESIZE, VOLUME_NAME
 from shmguard.fix.k8s_yaml import mount_plan, shm_mount_edits
 from shmguard.fix.runtime import compose_entry, run_flag
+from shmguard.lint.config import _at_default
 from shmguard.lint.config._base import (
     SOURCES,
     CheckOptions,
@@ -129,7 +130,7 @@ def _evidence(unit: Unit) -> str:
     return f" ({ev[0].what})" if ev else ""
 
 
-def _fix(unit: Unit, sized: Sized, runtime: str) -> Fix | None:
+def _fix(unit: Unit, sized: Sized, runtime: str, options: CheckOptions) -> Fix | None:
     size = fix_bytes(sized)
     if size is None:
         return None
@@ -141,11 +142,16 @@ def _fix(unit: Unit, sized: Sized, runtime: str) -> Fix | None:
         else "the sizing policy's default unless --shm-size, the shmguard.io/shm-size or "
         "shmguard.io/dataloader annotation or the configuration says otherwise"
     )
+    if unit.quadlet is not None:
+        from shmguard.fix.quadlet import shm_line
+        from shmguard.units import format_docker_size
+
+        flag = shm_line(unit.quadlet, format_docker_size(size), options.target.podman)
     return edit_fix(
         f"Add {flag}",
         f"Give /dev/shm {format_iec(size)} ({why}; measure the real need with `shmguard measure`).",
         (change,),
-        change_edit(unit, change),
+        change_edit(unit, change, options.target),
     )
 
 
@@ -208,7 +214,7 @@ def _compose(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
         "Docker's 64 MiB /dev/shm (Podman: 65,536,000 bytes)"
     )
     sized = fix_sized(options, unit.workload, compose_memory_limit(unit))
-    v = Violation(with_size_problem(message, sized), where, _fix(unit, sized, "compose"))
+    v = Violation(with_size_problem(message, sized), where, _fix(unit, sized, "compose", options))
     yield _judged(v, unit.workload)
 
 
@@ -234,16 +240,21 @@ def _run(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
     late = next((w for w, _, _ in rl.command if w.startswith(("--shm-size", "--ipc"))), None)
     if late is not None:
         unless += f" ({late} after the image is an argument of the container's command)"
+    who = "the Dev Container's runArgs: docker run" if unit.devcontainer else rl.tool + " run"
+    if unit.quadlet is not None:
+        who = "the Quadlet unit's podman run"
+    if unit.ci is not None:
+        part = f"service {unit.ci.service!r}" if unit.ci.service else "container"
+        who = f"GitHub Actions job {unit.ci.job!r} {part} (options): docker run"
     message = (
-        f"{rl.tool} run of {_called(unit.workload)}{_evidence(unit)} without --shm-size or "
-        "--ipc=host"
+        f"{who} of {_called(unit.workload)}{_evidence(unit)} without --shm-size or --ipc=host"
         f"{unless}: /dev/shm is the default {default}"
     )
     sized = fix_sized(options, unit.workload, run_memory_limit(unit))
     v = Violation(
         with_size_problem(message, sized),
         span_loc(unit.src, rl.start, rl.start + len(rl.tool.encode())),
-        _fix(unit, sized, "podman" if rl.tool == "podman" else "docker"),
+        _fix(unit, sized, "podman" if rl.tool == "podman" else "docker", options),
     )
     yield _judged(v, unit.workload)
 
@@ -320,10 +331,13 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
     """Flag an ML unit with no /dev/shm sizing (and, at info, a disk-backed /dev/shm)."""
     if unit.kind == "compose" and reported(unit.workload):
         yield from _compose(unit, options)
+        yield from (_judged(v, unit.workload) for v in _at_default.compose(unit, options))
     elif unit.kind == "run" and reported(unit.workload):
         yield from _run(unit, options)
+        yield from (_judged(v, unit.workload) for v in _at_default.run(unit, options))
     elif unit.kind == "kubernetes":
         yield from _pod(unit, options)
+        yield from (_judged(v, wl) for v, wl in _at_default.pod(unit, options))
 
 
 DOC = RuleDoc(
@@ -334,7 +348,9 @@ namespace or repository name, `nvcr.io/nvidia/pytorch` by `pytorch`, never by a 
 `accelerate launch`; from its `NCCL_*`/`TORCH_*` environment; or `shmguard.io/workload: ml`;
 a GPU request alone is not enough: `nvidia-smi` in `nvidia/cuda` needs no /dev/shm) with no
 /dev/shm sizing: a Compose service without `shm_size`, a `docker|podman run` line without
-`--shm-size`, a Kubernetes container with no volume mounted at /dev/shm. A container whose only
+`--shm-size` (also a Dev Container configuration's `runArgs`, a GitHub Actions job or
+service container's `options` and a Podman Quadlet `.container` unit: the run they start), a
+Kubernetes container with no volume mounted at /dev/shm. A container whose only
 /dev/shm is a disk-backed emptyDir (`emptyDir: {{}}` or `medium: ""`) gets an **info** finding
 (variant `disk-emptydir`): it does not have the 64 MiB limit, but /dev/shm is then a directory
 on the node's disk, not a tmpfs (Kubernetes docs, Volumes, emptyDir: the volume is stored on
@@ -364,6 +380,11 @@ Shell run lines are read with the file's own variables (`IMAGE=...`, `DOCKER_OPT
 arrays, `${{VAR:-default}}`); an expansion the file does not assign among the flags keeps the
 finding, which names it: `(unless $EXTRA_MOUNTS sets --shm-size or --ipc; ...)`. Words after
 the image are the container's arguments: `docker run IMAGE --shm-size=1g ...` is reported.
+A size at or below the runtime's default is no sizing either (variant `default-size`):
+`shm_size: 64m`, `--shm-size=64m` or a dshm `sizeLimit: 64Mi` on an ML workload leaves /dev/shm
+at the 64 MiB it would have anyway; its fix writes the sizing policy's size in place
+(`sizeLimit: 64m`, which is milli, is SHM004's first, then this one's: `--fix` ends at the
+policy's size, never at 64Mi). No fix of any SHM rule writes a size at or below 64 MiB.
 KubeRay: kuberay `ray-operator/controllers/ray/common/pod.go` (`addEmptyDir`).
 
 Browsers and PostgreSQL live on /dev/shm too (the `browser` and `database` workload classes,
@@ -411,11 +432,15 @@ fix shown, not applied. The disk-backed emptyDir's info finding's fix (`medium: 
 The `no-workers` and `database` info findings' fix is unsafe (applied with `--unsafe-fixes`):
 nothing needs it while the arguments stay as they are. On a run line the flag goes right after
 `run`, never into a variable the line expands: a `--shm-size` the variable holds comes later
-and wins.""",
+and wins. In a Dev Container configuration `"--shm-size=1g"` is added to `runArgs` (the key
+added when absent) in the file's formatting, comments kept; in a GitHub Actions container it
+is appended to `options` (added when absent); in a Podman Quadlet `.container` unit a line
+`ShmSize=1g` (Podman 4.7+ targeted) or `PodmanArgs=--shm-size=1g` goes after `Image=`.""",
     applies="safe (unsafe for no-workers and database)",
     variant_words={
         "disk-emptydir": "for a disk-backed emptyDir at /dev/shm",
         "no-workers": "when the arguments say no DataLoader worker on at most one GPU",
+        "default-size": "for a size at or below the runtime's 64 MiB default",
         "browser": "for a browser (Selenium, Playwright, Cypress, Puppeteer)",
         "database": "for PostgreSQL whose command asks for no parallel workers",
     },
@@ -461,5 +486,6 @@ RULE = Rule(
         "no-workers": Severity.INFO,
         "browser": Severity.WARNING,
         "database": Severity.INFO,
+        _at_default.VARIANT: Severity.WARNING,
     },
 )

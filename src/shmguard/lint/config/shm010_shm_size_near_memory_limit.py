@@ -17,24 +17,30 @@ from collections.abc import Iterator
 
 from shmguard.estimate.policy import memory_limit_for
 from shmguard.fix.k8s import raised_request
+from shmguard.fix.k8s_yaml import add_size_limit
 from shmguard.lint.config._base import (
     SOURCES,
     CheckOptions,
     Unit,
+    container_memory_limit,
+    fix_bytes,
+    fix_sized,
     flag_loc,
     ipc_mode,
     is_dev_shm,
+    mounts_at_shm,
     quantity_bytes,
     replace_flag_value,
     replace_scalar,
     sized_shm_mounts,
+    with_size_problem,
 )
 from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Edit, Fix, Location
 from shmguard.model.fix import Change, Setting
 from shmguard.sources.k8s_model import text
-from shmguard.sources.yamlnode import YNode, YScalar
+from shmguard.sources.yamlnode import YMap, YNode, YScalar
 from shmguard.units import (
     SizeError,
     format_docker_size,
@@ -198,6 +204,62 @@ def _pod(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
         )
 
 
+def _unsized(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
+    """A memory emptyDir at /dev/shm with no ``sizeLimit`` in a container with a memory limit:
+    the kubelet sizes the tmpfs to the memory limit (``calculateEmptyDirMemorySize``), the same
+    configuration as ``sizeLimit`` equal to the limit. Raising the limit would raise the tmpfs
+    with it, so the fix bounds the tmpfs instead: a ``sizeLimit`` that keeps the margin."""
+    pod = unit.pod
+    assert pod is not None
+    if "kuberay" in pod.notes:
+        return  # the operator's shared-mem volume: SHM026
+    for v in pod.volumes:
+        if v.empty_dir is None or text(v.medium) != "Memory" or v.size_limit is not None:
+            continue
+        for c, wl in unit.containers:
+            limit = container_memory_limit(c)
+            if limit is None or not mounts_at_shm(c, v.name):
+                continue
+            if not _too_close(limit, limit, options):
+                continue  # a zero margin: nothing is too close
+            sized = fix_sized(options, wl, limit)
+            size = fix_bytes(sized)
+            edit = None
+            if size is not None and isinstance(v.empty_dir, YMap):
+                edit = add_size_limit(pod, v.empty_dir, size)
+            what = (
+                f"volume {v.name!r} (medium: Memory, no sizeLimit) in container {c.name!r}: the "
+                f"kubelet sizes it to the {format_iec(limit)} memory limit, so "
+                f"{_what(limit, limit, options)}"
+            )
+            if size is None:
+                fix = Fix(
+                    "Set a sizeLimit and raise the memory limit",
+                    f"Set `sizeLimit` to what the job needs (`shmguard measure`) and raise the "
+                    f"memory limit of {c.name!r} so the "
+                    f"{format_iec(options.policy.memory_margin)} margin fits beside it.",
+                )
+            else:
+                explicit = sized.source in ("flag", "configured")
+                fix = Fix(
+                    f"Set sizeLimit: {format_k8s_quantity(size)}",
+                    f"Bound the tmpfs at {format_iec(size)}, leaving the margin of the "
+                    f"{format_iec(limit)} limit to the job (--shm-size, the shmguard.io/shm-size "
+                    "annotation, else the sizing policy's default, capped by the margin; "
+                    "measure the real need with `shmguard measure`).",
+                    (Change(Setting.SHM_SIZE, size, ("kubernetes",)),),
+                    (edit,) if edit is not None else (),
+                    Applicability.DISPLAY_ONLY
+                    if edit is None
+                    else Applicability.SAFE
+                    if explicit
+                    else Applicability.UNSAFE,
+                )
+            node = v.medium if v.medium is not None else v.node
+            yield Violation(with_size_problem(what, sized), node.location(), fix)
+            break  # one finding per volume: the fix is one sizeLimit
+
+
 def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
     """Flag a /dev/shm size that leaves less than the policy's margin of the memory limit."""
     if unit.service is not None:
@@ -206,6 +268,7 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
         yield from _run(unit, options)
     elif unit.pod is not None:
         yield from _pod(unit, options)
+        yield from _unsized(unit, options)
 
 
 DOC = RuleDoc(
@@ -215,7 +278,10 @@ policy's margin beside it (`[tool.shmguard.sizes]` memory margin, 1 GiB by defau
 `shm_size` with `mem_limit` or `deploy.resources.limits.memory` (deploy wins, as Compose v1 and
 podman-compose apply it), `docker|podman run --shm-size` with `--memory`, and a Kubernetes
 memory emptyDir mounted at /dev/shm whose `sizeLimit` is at most the container's
-`resources.limits.memory` but within the margin of it (a `sizeLimit` above the limit is SHM009).
+`resources.limits.memory` but within the margin of it (a `sizeLimit` above the limit is SHM009),
+or has no `sizeLimit` at all: the kubelet then sizes the tmpfs to the memory limit
+(`pkg/volume/emptydir/empty_dir.go` `calculateEmptyDirMemorySize`), the same configuration as
+`sizeLimit` equal to the limit (without a memory limit it is SHM008's case).
 A size that is not used (`ipc: host`, `service:x`, a mount at /dev/shm: SHM011, SHM012) is not
 checked. Measured with Docker Engine 20.10.24, Podman 4.3.1 and podman-compose 1.6.0 (the
 writer is killed, exit 137, before /dev/shm is full). Sources: {SOURCES}; the kernel's
@@ -240,8 +306,11 @@ when that request cannot be rewritten the fix is shown only); a higher
 limit takes memory from the host or node (scheduling, other containers), which the file does not
 show. When both `mem_limit` and `deploy.resources.limits.memory` are set the fix is shown only.
 Lowering the /dev/shm size instead is shown, never applied: only a measurement says what the job
-needs.""",
-    applies="unsafe (raise the memory limit)",
+needs. For a memory emptyDir without `sizeLimit` the fix adds one instead (raising the limit
+would raise the tmpfs with it): the size is yours (`--shm-size`, the annotation: safe) or the
+sizing policy's default capped by the margin (unsafe: the job may use more today); none is
+applied where the margin leaves no more than the 64 MiB default.""",
+    applies="unsafe (raise the memory limit; add a sizeLimit)",
     bad=Example(
         "run.sh",
         """\
