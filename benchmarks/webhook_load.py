@@ -37,8 +37,11 @@ machine with the server (and, here, with other work): its own cost is in every f
 
 The machine's load average is printed first: other work on it shows in every figure.
 
-Run: ``python benchmarks/webhook_load.py [--rate 200] [--connections 50] [--count 3000]
-[--slow 150] [--probes 20] [--large 48] [--only mutate|slowloris|large]``
+``--quick``: 1,000 requests at the rate, no steps, 10 slowloris probes (the slow clients and
+the large reviews as in a full run): about a minute.
+
+Run: ``python benchmarks/webhook_load.py [--quick] [--rate 200] [--connections 50]
+[--count 3000] [--slow 150] [--probes 20] [--large 48] [--only mutate|slowloris|large]``
 """
 
 from __future__ import annotations
@@ -351,7 +354,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--probes", type=int, default=20, help="fresh reviews during slowloris")
     ap.add_argument("--large", type=int, default=48, help="concurrent 1.45 MiB reviews")
     ap.add_argument("--only", choices=("mutate", "slowloris", "large"), action="append")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="a short run of every row (about a minute): 1000 requests at --rate, no steps, "
+        "10 slowloris probes; the 150 slow clients and 48 large reviews as in a full run",
+    )
     args = ap.parse_args(argv)
+    if args.quick:
+        args.count, args.max_rate, args.probes = 1000, args.rate, 10
     only = set(args.only or ("mutate", "slowloris", "large"))
     print(f"{os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if "mutate" in only:
