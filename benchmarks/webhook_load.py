@@ -15,6 +15,8 @@ Rows:
 
 * ``mutate @ RATE``: the issue's fixed run (200 requests/s, 50 connections, ``--count``
   requests): p50, p99, max, errors;
+* a pod of 16,384 containers in one review, in-process: the time to parse and decide it
+  and what comes of it (the webhook refuses pods over 256 containers with 413);
 * ``healthz @ RATE``: the baseline, the same load on ``GET /healthz`` (TLS, HTTP and the
   thread per connection, no decision): the ratio says what the decision adds;
 * server CPU per request (user + system time of the webhook process over each run / requests):
@@ -328,6 +330,33 @@ def large(port: int, ca: Path, clients: int) -> dict[str, Any]:
     return {"bytes": len(body), "counts": counts, "slowest": slowest[0], "in_time": in_time[0]}
 
 
+def crowded_row(containers: int = 16384) -> str:
+    """In-process: a review of a pod with ``containers`` training containers (~1.4 MiB, the
+    most containers a review of the API server's size holds): the time to parse and decide
+    it, and what comes of it (a patch and its size, or the refusal's status)."""
+    from shmguard.fleet.admission import ReviewError, admission_response, decide_admission
+
+    c = {"name": "c", "image": "pytorch/pytorch:2.3.0", "command": ["torchrun", "t.py"]}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "crowded"},
+        "spec": {"containers": [{**c, "name": f"c{i}"} for i in range(containers)]},
+    }
+    body = json.dumps(review(pod)).encode()
+    start = time.perf_counter()
+    try:
+        answer = json.dumps(admission_response(decide_admission(json.loads(body))))
+        what = f"decided, a {len(answer) / 2**20:.2f} MiB answer"
+    except ReviewError as err:
+        what = f"refused ({getattr(err, 'code', 400)}: {err})"
+    took = time.perf_counter() - start
+    return (
+        f"{containers} containers in a {len(body) / 2**20:.2f} MiB review (in-process): "
+        f"{took * 1000:.0f} ms, {what}"
+    )
+
+
 def row(name: str, r: dict[str, float]) -> str:
     return (
         f"{name:<22} p50 {r['p50'] * 1000:7.2f} ms  p99 {r['p99'] * 1000:7.2f} ms  "
@@ -412,6 +441,7 @@ def mutate_rows(args: argparse.Namespace) -> None:
     for b in payloads * 5:
         admission_response(decide_admission(json.loads(b)))
     decision = (time.perf_counter() - start) / (5 * len(payloads))
+    crowd = crowded_row()
     with tempfile.TemporaryDirectory() as tmp:
         proc, port, ca = start_server(Path(tmp))
         try:
@@ -430,6 +460,7 @@ def mutate_rows(args: argparse.Namespace) -> None:
                 f"decision in-process (parse, decide, answer; no TLS or HTTP): "
                 f"{decision * 1000:.3f} ms a review"
             )
+            print(crowd)
             print(row(f"mutate @ {args.rate:.0f}/s", mutate))
             print(row(f"healthz @ {args.rate:.0f}/s", base))
             per_m, per_h = (cpu1 - cpu0) / args.count, (cpu2 - cpu1) / args.count

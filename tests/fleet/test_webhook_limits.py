@@ -206,11 +206,21 @@ def test_two_different_content_lengths_are_refused(serve: Serve, pki: Pki) -> No
         (b"NOT A REQUEST LINE AT ALL\r\n\r\n", 400),
         (b"POST /mutate HTTP/2.0\r\n\r\n", 505),
         (b"PUT /mutate HTTP/1.1\r\nContent-Length: 0\r\n\r\n", 501),
+        (b"GET /mutate HTTP/1.1\r\n\r\n", 405),
         (b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\n\r\n", 414),
         (b"POST /mutate HTTP/1.1\r\nX: " + b"a" * 70_000 + b"\r\n\r\n", 431),
         (b"POST /mutate HTTP/1.1\r\n" + b"X: y\r\n" * 120 + b"\r\n", 431),
     ],
-    ids=["http-0.9", "bad-line", "http-2", "put", "long-uri", "long-header", "many-headers"],
+    ids=[
+        "http-0.9",
+        "bad-line",
+        "http-2",
+        "put",
+        "get-mutate",
+        "long-uri",
+        "long-header",
+        "many-headers",
+    ],
 )
 def test_http_server_errors_are_admission_reviews(
     serve: Serve, pki: Pki, request_bytes: bytes, code: int

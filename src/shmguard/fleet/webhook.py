@@ -293,6 +293,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(
                 200 if ready else 503, b"ok\n" if ready else b"shutting down\n", "text/plain"
             )
+        elif path == "/mutate":
+            self._error(405, "bad-method", "GET /mutate: AdmissionReviews are POSTed")
         else:
             self._send(404, b"not found\n", "text/plain")
 
