@@ -388,7 +388,7 @@ def test_every_size_written_is_a_valid_quantity_within_the_policy_bounds(
 
 
 def test_a_raised_memory_limit_over_8_eib_is_skipped_never_written() -> None:
-    big = {**TRAIN, "resources": {"limits": {"memory": "8Ei"}}}
+    big = {**TRAIN, "resources": {"limits": {"memory": "7Ei"}}}
     ann = {names.SHM_SIZE_ANNOTATION: "7Ei", names.RAISE_MEMORY_ANNOTATION: "true"}
     d = decide_admission(review(pod(big, annotations=ann)))
     assert (d.action, d.reason) == ("skip", "invalid-size")
@@ -426,3 +426,33 @@ def test_a_pod_over_the_caps_is_refused(spec: dict[str, Any], words: str) -> Non
     at_cap = {"containers": [TRAIN] * MAX_CONTAINERS, "volumes": [{"name": "v"}] * MAX_VOLUMES}
     obj["spec"] = at_cap
     assert decide_admission(review(obj)).action == "inject"
+
+
+@pytest.mark.parametrize(
+    "memory", ["1e999", "9" * 4000, int("9" * 4000), "100Ei"], ids=["1e999", "str", "int", "100Ei"]
+)
+def test_a_memory_limit_over_8_eib_is_unreadable_never_an_exception(memory: object) -> None:
+    ann = {names.RAISE_MEMORY_ANNOTATION: "true"}
+    c = {**TRAIN, "resources": {"limits": {"memory": memory}}}
+    d = decide_admission(review(pod(c, annotations=ann)))
+    assert d.action == "inject" and "no memory limit to raise" in d.message
+    assert not any("resources" in op["path"] for op in d.patch)
+
+
+@pytest.mark.parametrize(
+    ("limit", "words"),
+    [
+        ("1m", "the sizeLimit of the memory volume 'scratch', 1 B, is below the least, 1 MiB"),
+        ("1e999", "the sizeLimit of the memory volume 'scratch' is not a Kubernetes quantity"),
+        ("9" * 4000, "the sizeLimit of the memory volume 'scratch' is not a Kubernetes quantity"),
+    ],
+    ids=["1m", "1e999", "4000-digits"],
+)
+def test_a_reused_memory_volume_must_have_a_usable_size_limit(limit: str, words: str) -> None:
+    vol = {"name": "scratch", "emptyDir": {"medium": "Memory", "sizeLimit": limit}}
+    obj = pod(TRAIN)
+    obj["spec"]["volumes"] = [vol]
+    d = decide_admission(review(obj))
+    assert (d.action, d.reason) == ("skip", "invalid-size")
+    assert words in d.message and len(d.message) < 200
+    assert all(op["path"].startswith("/metadata") for op in d.patch)

@@ -272,7 +272,8 @@ class _Pod:
             (lambda limit: raised_limit(limit, size, policy)) if raise_memory else None,
         )
         raises = {f.container.index: f.memory_limit for f in plan.containers if f.memory_limit}
-        bad = quantity_problem(size, "/dev/shm sizeLimit", SMALLEST_SHM) or next(
+        bad = _reused_problem(plan) or quantity_problem(size, "/dev/shm sizeLimit", SMALLEST_SHM)
+        bad = bad or next(
             filter(None, (quantity_problem(n, "raised memory limit") for n in raises.values())),
             None,
         )
@@ -319,6 +320,18 @@ class _Pod:
         )
         warnings = _warnings(f"{done} {short}", *choice.problems, *notes)
         return self.decision("inject", "", message, patch, warnings, changes, **facts)
+
+
+def _reused_problem(plan: PodFix) -> str | None:
+    """Why the pod's own memory volume, which the plan mounts at /dev/shm as it is, is not a
+    /dev/shm: a ``sizeLimit`` below the smallest size (``1m`` is one byte) or unreadable
+    (``1e999``, over 8 EiB); None when it is one, or when the plan writes the size."""
+    if plan.action != REUSE or (plan.size is None and plan.not_applied is None):
+        return None
+    what = f"sizeLimit of the memory volume {plan.volume!r}"
+    if plan.size is None:
+        return f"the {what} is not a Kubernetes quantity of at most 8 EiB"
+    return quantity_problem(plan.size, what, SMALLEST_SHM)
 
 
 #: The decision's verb for each plan action (:data:`~shmguard.fix.k8s.ADD`, ``REUSE``,

@@ -40,6 +40,7 @@ from dataclasses import replace
 
 from shmguard.estimate.policy import Policy, Sized, clean_size, memory_limit_for
 from shmguard.fleet.names import SHM_SIZE_ANNOTATION
+from shmguard.fleet.pods import QUANTITY_MAX
 from shmguard.sources.loader import LOADER_KEYS as LOADER_KEYS
 from shmguard.sources.loader import loader_request as loader_request
 from shmguard.sources.loader import workload_sized
@@ -55,21 +56,16 @@ from shmguard.units import (
 #: The smallest /dev/shm the webhook writes: the sizing policy's smallest size (what
 #: :func:`~shmguard.estimate.policy.clean_size` rounds anything below up to, 1 MiB).
 SMALLEST_SHM = clean_size(0)
-#: The most bytes a Kubernetes quantity holds (int64).
-QUANTITY_MAX = 2**63 - 1
 
 
 def quantity_problem(n: int, what: str, least: int = 1) -> str | None:
     """Why ``n`` bytes cannot be written as ``what`` (``sizeLimit``, ``memory limit``) in a
     pod spec, in one sentence, or None: below ``least``, above :data:`QUANTITY_MAX`, or a
     quantity that does not read back as ``n`` bytes."""
-    if n > QUANTITY_MAX:
-        return (
-            f"the {what} {format_iec(n)} is over the 8 EiB (2^63 - 1 bytes) a Kubernetes "
-            "quantity holds"
-        )
+    if n > QUANTITY_MAX:  # not formatted: format_iec's float division overflows on huge ints
+        return f"the {what} is over the 8 EiB (2^63 - 1 bytes) a Kubernetes quantity holds"
     if n < least:
-        return f"the {what} {format_iec(max(n, 0))} is below the least, {format_iec(least)}"
+        return f"the {what}, {format_iec(max(n, 0))}, is below the least, {format_iec(least)}"
     text = format_k8s_quantity(n)
     try:
         back = k8s_quantity_bytes(text)
