@@ -419,3 +419,15 @@ def test_hostile_pods_get_a_decision_and_no_error_line(
     assert status == 200 and resp["response"]["allowed"] is True
     assert resp["response"]["uid"] == "u-77" and "patch" in resp["response"]
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_pipelined_reviews_are_each_answered(serve: Serve, pki: Pki) -> None:
+    # the second request arrives with the first and waits in the server's read buffer,
+    # where select cannot see it
+    server = serve()
+    body = json.dumps(review(POD)).encode()
+    one = b"POST /mutate HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+    raw = exchange(server, pki, one * 3, within=2.0)
+    answers = [b"HTTP/1.1" + r for r in raw.split(b"HTTP/1.1")[1:]]
+    assert len(answers) == 3
+    assert all(answer(r)[0] == 200 for r in answers)

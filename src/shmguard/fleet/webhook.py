@@ -227,13 +227,28 @@ class _Handler(BaseHTTPRequestHandler):
         sock = self.connection
         idle = hooks.options.idle_timeout
         hooks.limits.deadlines.set(sock, time.monotonic() + idle, IDLE)
-        if isinstance(sock, ssl.SSLSocket) and sock.pending():
+        if (isinstance(sock, ssl.SSLSocket) and sock.pending()) or self._buffered():
             return True
         try:
             readable, _, _ = select.select([sock], [], [], idle)
         except (OSError, ValueError):
             return False
         return bool(readable) and hooks.limits.deadlines.alive(sock)
+
+    def _buffered(self) -> bool:
+        """True when bytes of the next request are in ``rfile``'s buffer already (a client
+        that pipelines sent it with the last one), which select cannot see; read without
+        waiting."""
+        sock = self.connection
+        old = sock.gettimeout()
+        try:
+            sock.settimeout(0)
+            return bool(self.rfile.peek(1))  # type: ignore[attr-defined]
+        except (OSError, ValueError):  # SSLWantReadError: nothing buffered or waiting
+            return False
+        finally:
+            with contextlib.suppress(OSError):
+                sock.settimeout(old)
 
     def parse_request(self) -> bool:
         self._deadline(READING, restart=False)
