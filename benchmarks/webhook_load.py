@@ -15,6 +15,8 @@ Rows:
 
 * ``mutate @ RATE``: the issue's fixed run (200 requests/s, 50 connections, ``--count``
   requests): p50, p99, max, errors;
+* a pod of 16,384 containers in one review, in-process: the time to parse and decide it
+  and what comes of it (the webhook refuses pods over 256 containers with 413);
 * ``healthz @ RATE``: the baseline, the same load on ``GET /healthz`` (TLS, HTTP and the
   thread per connection, no decision): the ratio says what the decision adds;
 * server CPU per request (user + system time of the webhook process over each run / requests):
@@ -37,8 +39,11 @@ machine with the server (and, here, with other work): its own cost is in every f
 
 The machine's load average is printed first: other work on it shows in every figure.
 
-Run: ``python benchmarks/webhook_load.py [--rate 200] [--connections 50] [--count 3000]
-[--slow 150] [--probes 20] [--large 48] [--only mutate|slowloris|large]``
+``--quick``: 1,000 requests at the rate, no steps, 10 slowloris probes (the slow clients and
+the large reviews as in a full run): about a minute.
+
+Run: ``python benchmarks/webhook_load.py [--quick] [--rate 200] [--connections 50]
+[--count 3000] [--slow 150] [--probes 20] [--large 48] [--only mutate|slowloris|large]``
 """
 
 from __future__ import annotations
@@ -325,6 +330,33 @@ def large(port: int, ca: Path, clients: int) -> dict[str, Any]:
     return {"bytes": len(body), "counts": counts, "slowest": slowest[0], "in_time": in_time[0]}
 
 
+def crowded_row(containers: int = 16384) -> str:
+    """In-process: a review of a pod with ``containers`` training containers (~1.4 MiB, the
+    most containers a review of the API server's size holds): the time to parse and decide
+    it, and what comes of it (a patch and its size, or the refusal's status)."""
+    from shmguard.fleet.admission import ReviewError, admission_response, decide_admission
+
+    c = {"name": "c", "image": "pytorch/pytorch:2.3.0", "command": ["torchrun", "t.py"]}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "crowded"},
+        "spec": {"containers": [{**c, "name": f"c{i}"} for i in range(containers)]},
+    }
+    body = json.dumps(review(pod)).encode()
+    start = time.perf_counter()
+    try:
+        answer = json.dumps(admission_response(decide_admission(json.loads(body))))
+        what = f"decided, a {len(answer) / 2**20:.2f} MiB answer"
+    except ReviewError as err:
+        what = f"refused ({getattr(err, 'code', 400)}: {err})"
+    took = time.perf_counter() - start
+    return (
+        f"{containers} containers in a {len(body) / 2**20:.2f} MiB review (in-process): "
+        f"{took * 1000:.0f} ms, {what}"
+    )
+
+
 def row(name: str, r: dict[str, float]) -> str:
     return (
         f"{name:<22} p50 {r['p50'] * 1000:7.2f} ms  p99 {r['p99'] * 1000:7.2f} ms  "
@@ -351,7 +383,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--probes", type=int, default=20, help="fresh reviews during slowloris")
     ap.add_argument("--large", type=int, default=48, help="concurrent 1.45 MiB reviews")
     ap.add_argument("--only", choices=("mutate", "slowloris", "large"), action="append")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="a short run of every row (about a minute): 1000 requests at --rate, no steps, "
+        "10 slowloris probes; the 150 slow clients and 48 large reviews as in a full run",
+    )
     args = ap.parse_args(argv)
+    if args.quick:
+        args.count, args.max_rate, args.probes = 1000, args.rate, 10
     only = set(args.only or ("mutate", "slowloris", "large"))
     print(f"{os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if "mutate" in only:
@@ -401,6 +441,7 @@ def mutate_rows(args: argparse.Namespace) -> None:
     for b in payloads * 5:
         admission_response(decide_admission(json.loads(b)))
     decision = (time.perf_counter() - start) / (5 * len(payloads))
+    crowd = crowded_row()
     with tempfile.TemporaryDirectory() as tmp:
         proc, port, ca = start_server(Path(tmp))
         try:
@@ -419,6 +460,7 @@ def mutate_rows(args: argparse.Namespace) -> None:
                 f"decision in-process (parse, decide, answer; no TLS or HTTP): "
                 f"{decision * 1000:.3f} ms a review"
             )
+            print(crowd)
             print(row(f"mutate @ {args.rate:.0f}/s", mutate))
             print(row(f"healthz @ {args.rate:.0f}/s", base))
             per_m, per_h = (cpu1 - cpu0) / args.count, (cpu2 - cpu1) / args.count

@@ -19,6 +19,9 @@ from shmguard.estimate.policy import Policy
 from shmguard.fix.k8s import VOLUME_NAME, pointer
 from shmguard.fleet import names
 from shmguard.fleet.admission import (
+    MAX_CONTAINERS,
+    MAX_VOLUMES,
+    PodTooLarge,
     ReviewError,
     WebhookOptions,
     admission_error,
@@ -29,7 +32,7 @@ from shmguard.fleet.sizing import loader_request
 from shmguard.lint.check import CheckOptions
 from shmguard.lint.config._base import fix_size
 from shmguard.sources.workload import Workload
-from shmguard.units import GiB, MiB
+from shmguard.units import GiB, MiB, k8s_quantity_bytes, parse_size_annotation
 
 DEFAULT = fix_size(CheckOptions(), Workload("ml"), None)
 
@@ -358,3 +361,98 @@ def test_any_json_object_gets_a_decision_never_an_exception(obj: dict[str, Any],
     assert d.uid == r["request"]["uid"] and d.action in ("inject", "skip", "ignore")
     assert all(op["op"] == "add" for op in d.patch)
     json.dumps(admission_response(d))
+
+
+LIMITED = {**TRAIN, "resources": {"limits": {"memory": "8Gi"}}}
+
+
+@pytest.mark.parametrize("container", [TRAIN, LIMITED], ids=["no-limit", "8Gi-limit"])
+@pytest.mark.parametrize(
+    "stated", ["1e999", "100Ei", "1m", "0.5", "1", "1023", "9" * 5000, "9e18", "2Gi"]
+)
+def test_every_size_written_is_a_valid_quantity_within_the_policy_bounds(
+    container: dict[str, Any], stated: str
+) -> None:
+    obj = pod(container, annotations={names.SHM_SIZE_ANNOTATION: stated})
+    d = decide_admission(review(obj))
+    spec = patched(obj)["spec"]
+    sizes = [v["emptyDir"]["sizeLimit"] for v in spec.get("volumes", [])]
+    assert len(sizes) == 1
+    n = k8s_quantity_bytes(sizes[0])
+    assert MiB <= n <= 2**63 - 1 and len(sizes[0]) <= 20
+    if stated in ("9e18", "2Gi"):
+        assert n == parse_size_annotation(stated)
+        assert not any("ignored" in w for w in d.warnings)
+    else:  # ignored with a warning: the next source decides
+        assert n == DEFAULT and any(f"{stated[:20]!r}" in w for w in d.warnings)
+
+
+def test_a_raised_memory_limit_over_8_eib_is_skipped_never_written() -> None:
+    big = {**TRAIN, "resources": {"limits": {"memory": "7Ei"}}}
+    ann = {names.SHM_SIZE_ANNOTATION: "7Ei", names.RAISE_MEMORY_ANNOTATION: "true"}
+    d = decide_admission(review(pod(big, annotations=ann)))
+    assert (d.action, d.reason) == ("skip", "invalid-size")
+    assert "over the 8 EiB (2^63 - 1 bytes) a Kubernetes quantity holds" in d.message
+    assert all("resources" not in op["path"] and "volumes" not in op["path"] for op in d.patch)
+
+
+def test_a_pod_create_without_an_object_says_so() -> None:
+    r = review(pod(TRAIN))
+    del r["request"]["object"]
+    d = decide_admission(r)
+    assert (d.action, d.message) == ("ignore", "a Pod CREATE without an object")
+
+
+@pytest.mark.parametrize(
+    ("spec", "words"),
+    [
+        (
+            {"containers": [TRAIN] * (MAX_CONTAINERS - 10), "initContainers": [WEB] * 11},
+            "257 containers",
+        ),
+        ({"containers": [TRAIN], "volumes": [{"name": "v"}] * (MAX_VOLUMES + 1)}, "1025 volumes"),
+        (
+            {"containers": [{**TRAIN, "volumeMounts": [{"name": "v"}] * (MAX_VOLUMES + 1)}]},
+            "1025 volumes or volume mounts",
+        ),
+    ],
+    ids=["containers", "volumes", "mounts"],
+)
+def test_a_pod_over_the_caps_is_refused(spec: dict[str, Any], words: str) -> None:
+    obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}
+    with pytest.raises(PodTooLarge, match=words) as err:
+        decide_admission(review(obj))
+    assert err.value.code == 413
+    at_cap = {"containers": [TRAIN] * MAX_CONTAINERS, "volumes": [{"name": "v"}] * MAX_VOLUMES}
+    obj["spec"] = at_cap
+    assert decide_admission(review(obj)).action == "inject"
+
+
+@pytest.mark.parametrize(
+    "memory", ["1e999", "9" * 4000, int("9" * 4000), "100Ei"], ids=["1e999", "str", "int", "100Ei"]
+)
+def test_a_memory_limit_over_8_eib_is_unreadable_never_an_exception(memory: object) -> None:
+    ann = {names.RAISE_MEMORY_ANNOTATION: "true"}
+    c = {**TRAIN, "resources": {"limits": {"memory": memory}}}
+    d = decide_admission(review(pod(c, annotations=ann)))
+    assert d.action == "inject" and "no memory limit to raise" in d.message
+    assert not any("resources" in op["path"] for op in d.patch)
+
+
+@pytest.mark.parametrize(
+    ("limit", "words"),
+    [
+        ("1m", "the sizeLimit of the memory volume 'scratch', 1 B, is below the least, 1 MiB"),
+        ("1e999", "the sizeLimit of the memory volume 'scratch' is not a Kubernetes quantity"),
+        ("9" * 4000, "the sizeLimit of the memory volume 'scratch' is not a Kubernetes quantity"),
+    ],
+    ids=["1m", "1e999", "4000-digits"],
+)
+def test_a_reused_memory_volume_must_have_a_usable_size_limit(limit: str, words: str) -> None:
+    vol = {"name": "scratch", "emptyDir": {"medium": "Memory", "sizeLimit": limit}}
+    obj = pod(TRAIN)
+    obj["spec"]["volumes"] = [vol]
+    d = decide_admission(review(obj))
+    assert (d.action, d.reason) == ("skip", "invalid-size")
+    assert words in d.message and len(d.message) < 200
+    assert all(op["path"].startswith("/metadata") for op in d.patch)

@@ -10,6 +10,7 @@ import contextlib
 import http.client
 import json
 import logging
+import os
 import socket
 import ssl
 import subprocess
@@ -21,7 +22,7 @@ from typing import Any
 
 import pytest
 import yaml
-from test_webhook_server import POD, Serve, closed_by_peer, ok, tls_socket
+from test_webhook_server import POD, TRAIN, Serve, closed_by_peer, ok, tls_socket
 from webhook_helpers import Pki, client_context, post, review
 
 from shmguard.fleet.webhook import (
@@ -29,6 +30,7 @@ from shmguard.fleet.webhook import (
     DEFAULT_REQUEST_TIMEOUT,
     WebhookServer,
     WebhookServerOptions,
+    request_deadline,
 )
 from shmguard.units import MiB
 
@@ -72,7 +74,52 @@ def test_the_default_deadline_is_below_the_configured_timeout_seconds() -> None:
         timeout=60,
         env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT / "src")},
     )
-    assert "Default 2.5s" in r.stdout and "timeoutSeconds (3)" in r.stdout
+    assert "Default 2.5s: --timeout-seconds (3) minus 0.5s" in " ".join(r.stdout.split())
+    # the Deployment tells the server the configuration's timeoutSeconds
+    dep = yaml.safe_load((ROOT / "deploy/webhook/deployment.yaml").read_text())
+    cmd = dep["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert int(cmd[cmd.index("--timeout-seconds") + 1]) == hook["timeoutSeconds"]
+
+
+def _argv(pki: Pki, *extra: str) -> list[str]:
+    """``shmguard webhook`` on a free loopback port with the test certificate, and ``extra``."""
+    files = ["--tls-cert", str(pki.dir / "server.crt"), "--tls-key", str(pki.dir / "server.key")]
+    return [sys.executable, "-m", "shmguard", "webhook", "--listen", "127.0.0.1:0", *files, *extra]
+
+
+def _cli_error(pki: Pki, *extra: str) -> subprocess.CompletedProcess[str]:
+    """``shmguard webhook`` with options it refuses: exit 2 (checked), and its output."""
+    r = subprocess.run(_argv(pki, *extra), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    return r
+
+
+def _start_line(pki: Pki, *extra: str) -> dict[str, Any]:
+    """The first log line of ``shmguard webhook`` started with ``extra`` (then stopped)."""
+    proc = subprocess.Popen(_argv(pki, *extra), stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    return json.loads(line)  # type: ignore[no-any-return]
+
+
+def test_the_deadline_follows_timeout_seconds(pki: Pki) -> None:
+    start = _start_line(pki, "--timeout-seconds", "10")
+    assert (start["action"], start["timeout_seconds"], start["request_timeout"]) == (
+        "start",
+        10,
+        9.5,
+    )
+    assert _start_line(pki)["request_timeout"] == DEFAULT_REQUEST_TIMEOUT == 2.5
+    assert request_deadline(1) == 0.5
+    r = _cli_error(pki, "--request-timeout", "3s")
+    assert r.stderr == (
+        "shmguard: error: --request-timeout 3s: must be from 100ms to below --timeout-seconds "
+        "(3s): the API server stops waiting then\n"
+    )
 
 
 def test_a_stalled_handshake_is_cut_before_the_api_server_gives_up(serve: Serve) -> None:
@@ -159,11 +206,21 @@ def test_two_different_content_lengths_are_refused(serve: Serve, pki: Pki) -> No
         (b"NOT A REQUEST LINE AT ALL\r\n\r\n", 400),
         (b"POST /mutate HTTP/2.0\r\n\r\n", 505),
         (b"PUT /mutate HTTP/1.1\r\nContent-Length: 0\r\n\r\n", 501),
+        (b"GET /mutate HTTP/1.1\r\n\r\n", 405),
         (b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\n\r\n", 414),
         (b"POST /mutate HTTP/1.1\r\nX: " + b"a" * 70_000 + b"\r\n\r\n", 431),
         (b"POST /mutate HTTP/1.1\r\n" + b"X: y\r\n" * 120 + b"\r\n", 431),
     ],
-    ids=["http-0.9", "bad-line", "http-2", "put", "long-uri", "long-header", "many-headers"],
+    ids=[
+        "http-0.9",
+        "bad-line",
+        "http-2",
+        "put",
+        "get-mutate",
+        "long-uri",
+        "long-header",
+        "many-headers",
+    ],
 )
 def test_http_server_errors_are_admission_reviews(
     serve: Serve, pki: Pki, request_bytes: bytes, code: int
@@ -216,8 +273,16 @@ def test_log_lines_are_compact_json(
     with caplog.at_level(logging.INFO, logger="shmguard.webhook"):
         exchange(server, pki, b"POST /mutate HTTP/1.1\r\nContent-Length: 5000\r\n\r\n")
         assert ok(server, pki)
-    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("{")]
-    assert len(lines) >= 2
+        _, other_key = pki.issue("other")  # a reload that fails, then one that works
+        os.replace(other_key, pki.dir / "server.key")
+        assert ok(server, pki)  # a new connection looks at the files: the old pair is kept
+        crt, key = pki.issue("next")
+        os.replace(key, pki.dir / "server.key")
+        os.replace(crt, pki.dir / "server.crt")
+        assert ok(server, pki)
+    lines = [r.getMessage() for r in caplog.records if r.name == "shmguard.webhook"]
+    actions = [json.loads(line)["action"] for line in lines]
+    assert actions.count("cert-reload") == 2 and "error" in actions and "inject" in actions
     for line in lines:
         assert json.dumps(json.loads(line), separators=(",", ":")) == line
 
@@ -297,12 +362,72 @@ def test_a_kept_alive_connection_waits_for_its_next_request_up_to_the_idle_timeo
 
 
 def test_a_body_budget_below_the_largest_body_is_a_one_line_error(pki: Pki) -> None:
-    files = ["--tls-cert", str(pki.dir / "server.crt"), "--tls-key", str(pki.dir / "server.key")]
-    r = subprocess.run(
-        [sys.executable, "-m", "shmguard", "webhook", *files, "--body-budget", "1Mi"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert r.returncode == 2
+    r = _cli_error(pki, "--body-budget", "1Mi")
     assert r.stderr == "shmguard: error: --body-budget 1Mi: must be at least --max-body (4Mi)\n"
+
+
+def _post_pod(server: WebhookServer, pki: Pki, obj: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    c = http.client.HTTPSConnection(
+        "127.0.0.1", server.port, context=client_context(pki.ca_file), timeout=5
+    )
+    try:
+        rev = review(obj)
+        rev["request"]["uid"] = "u-77"
+        status, resp = post(c, json.dumps(rev).encode())
+    finally:
+        c.close()
+    assert isinstance(resp, dict)
+    return status, resp
+
+
+def test_a_pod_over_the_container_cap_gets_a_413_admission_review_with_its_uid(
+    serve: Serve, pki: Pki
+) -> None:
+    server = serve()
+    many = {**POD, "spec": {"containers": [{**TRAIN, "name": f"c{i}"} for i in range(300)]}}
+    status, resp = _post_pod(server, pki, many)
+    assert status == 413 == resp["response"]["status"]["code"]
+    assert resp["response"]["uid"] == "u-77" and resp["response"]["allowed"] is False
+    assert "300 containers, over the 256" in resp["response"]["status"]["message"]
+    assert ok(server, pki)
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {
+            **POD,
+            "metadata": {"name": "p", "annotations": {"shmguard.io/shm-size": "1e999"}},
+            "spec": {"containers": [{**TRAIN, "resources": {"limits": {"memory": "8Gi"}}}]},
+        },
+        {
+            **POD,
+            "spec": {
+                "containers": [{**TRAIN, "volumeMounts": [{"name": {"a": 1}, "mountPath": "/d"}]}],
+                "volumes": [{"name": {"x": 1}, "emptyDir": {"medium": "Memory"}}],
+            },
+        },
+    ],
+    ids=["1e999-beside-a-limit", "volume-name-an-object"],
+)
+def test_hostile_pods_get_a_decision_and_no_error_line(
+    serve: Serve, pki: Pki, obj: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    server = serve()
+    with caplog.at_level(logging.INFO, logger="shmguard.webhook"):
+        status, resp = _post_pod(server, pki, obj)
+    assert status == 200 and resp["response"]["allowed"] is True
+    assert resp["response"]["uid"] == "u-77" and "patch" in resp["response"]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_pipelined_reviews_are_each_answered(serve: Serve, pki: Pki) -> None:
+    # the second request arrives with the first and waits in the server's read buffer,
+    # where select cannot see it
+    server = serve()
+    body = json.dumps(review(POD)).encode()
+    one = b"POST /mutate HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+    raw = exchange(server, pki, one * 3, within=2.0)
+    answers = [b"HTTP/1.1" + r for r in raw.split(b"HTTP/1.1")[1:]]
+    assert len(answers) == 3
+    assert all(answer(r)[0] == 200 for r in answers)

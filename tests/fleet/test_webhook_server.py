@@ -241,8 +241,8 @@ def test_cli_serves_logs_json_decisions_and_stops_on_sigterm(pki: Pki) -> None:
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == 0
-    rest = proc.stderr.read()
-    assert "shutting down" in rest
+    rest = [json.loads(line) for line in proc.stderr.read().splitlines()]
+    assert rest[-1] == {"action": "stop", "message": "shutting down"}
 
 
 def test_cli_bad_certificate_is_a_one_line_error(tmp_path: Path) -> None:

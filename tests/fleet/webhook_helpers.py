@@ -149,7 +149,7 @@ def start_webhook(cert: Path, key: Path, *extra: str) -> tuple[subprocess.Popen[
     )
     assert proc.stderr is not None
     line = proc.stderr.readline()
-    if "shmguard webhook: serving https://127.0.0.1:" not in line:
+    if '"action":"start","url":"https://127.0.0.1:' not in line:
         proc.kill()
         raise RuntimeError(f"the webhook did not start: {line}{proc.stderr.read()}")
     return proc, int(line.split("127.0.0.1:")[1].split("/")[0])

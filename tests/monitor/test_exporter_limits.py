@@ -11,6 +11,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -90,3 +91,42 @@ def test_an_http_0_9_request_line_is_answered_at_once(exporter: ExporterServer) 
     assert s.recv(100).startswith(b"HTTP/1.0 400")
     s.close()
     assert b"shmguard_info" in scrape(exporter)
+
+
+class GateCollector:
+    """A collector whose collection waits until the test opens its gate."""
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.collections = 0
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        self.collections += 1
+        self.gate.wait(10)
+        yield GaugeMetricFamily("gate_collections", "collections run", self.collections)
+
+    def close(self) -> None:
+        self.gate.set()
+
+
+def test_scrapes_at_once_share_one_collection() -> None:
+    collector = GateCollector()
+    server = ExporterServer(collector, "127.0.0.1", 0, max_connections=8, timeout=5.0)
+    bodies: list[bytes] = []
+    threads = [threading.Thread(target=lambda: bodies.append(scrape(server))) for _ in range(5)]
+    try:
+        for t in threads:
+            t.start()
+        # one scrape collects (held at the gate), the four others join it
+        assert settles(lambda: server.shared.joined == 4, within=10.0)
+        collector.gate.set()
+        for t in threads:
+            t.join(timeout=10)
+        assert collector.collections == 1 and len(bodies) == 5
+        assert all(b"gate_collections 1.0" in b for b in bodies)
+        # a scrape after that gets a collection of its own
+        assert b"gate_collections 2.0" in scrape(server)
+    finally:
+        server.shutdown()

@@ -71,13 +71,22 @@ def webhook(
         "the oldest that is idle or still sending its request.",
         min=1,
     ),
+    timeout_seconds: int = typer.Option(
+        3,
+        "--timeout-seconds",
+        metavar="N",
+        help="The webhook configuration's timeoutSeconds (1-30): how long the API server "
+        "waits before it applies failurePolicy. Each request's deadline is derived from it.",
+        min=1,
+        max=30,
+    ),
     request_timeout: str | None = typer.Option(
         None,
         "--request-timeout",
         metavar="DURATION",
         help="Longest a request may take, the TLS handshake and the wait for it included; "
-        "slower ones are cut. Default 2.5s: the webhook configuration's timeoutSeconds (3) "
-        "minus 0.5s; keep it below timeoutSeconds.",
+        "slower ones are cut. Default 2.5s: --timeout-seconds (3) minus 0.5s; must be below "
+        "--timeout-seconds.",
     ),
     idle_timeout: str = typer.Option(
         "30s",
@@ -94,12 +103,9 @@ def webhook(
     SIGINT. Manifests in deploy/webhook; see docs/webhook.md.
     """
     from shmguard.fleet.admission import DEFAULT_EXCLUDED, WebhookOptions
+    from shmguard.fleet.logline import log_json
     from shmguard.fleet.tls import CertError
-    from shmguard.fleet.webhook import (
-        DEFAULT_REQUEST_TIMEOUT,
-        WebhookServer,
-        WebhookServerOptions,
-    )
+    from shmguard.fleet.webhook import WebhookServer, WebhookServerOptions, request_deadline
 
     host, port = parse_listen(listen)
     body = size_option(max_body, "--max-body")
@@ -107,9 +113,12 @@ def webhook(
     assert body is not None and budget is not None
     if budget < body:
         fail(f"--body-budget {body_budget}: must be at least --max-body ({max_body})")
-    timeout = _duration(request_timeout, "--request-timeout") or DEFAULT_REQUEST_TIMEOUT
-    if not 0.1 <= timeout <= 300:
-        fail(f"--request-timeout {request_timeout}: must be from 100ms to 5m")
+    timeout = _duration(request_timeout, "--request-timeout") or request_deadline(timeout_seconds)
+    if not 0.1 <= timeout < timeout_seconds:
+        fail(
+            f"--request-timeout {request_timeout}: must be from 100ms to below --timeout-seconds "
+            f"({timeout_seconds}s): the API server stops waiting then"
+        )
     idle = _duration(idle_timeout, "--idle-timeout") or 30.0
     if not 0.1 <= idle <= 3600:
         fail(f"--idle-timeout {idle_timeout}: must be from 100ms to 1h")
@@ -152,10 +161,16 @@ def webhook(
     stop = stop_on_signal()
     thread = server.start()
     shown = f"[{server.host}]" if ":" in server.host else server.host
-    mode = " (audit: patching nothing)" if audit else ""
-    logger.info("shmguard webhook: serving https://%s:%d/mutate%s", shown, server.port, mode)
+    log_json(
+        logging.INFO,
+        action="start",
+        url=f"https://{shown}:{server.port}/mutate",
+        audit=audit,
+        request_timeout=timeout,
+        timeout_seconds=timeout_seconds,
+    )
     while not stop.wait(0.5):
         pass
-    logger.info("shmguard webhook: shutting down")
+    log_json(logging.INFO, action="stop", message="shutting down")
     server.shutdown()
     thread.join(timeout=5)

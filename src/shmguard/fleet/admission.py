@@ -29,8 +29,8 @@ from shmguard.estimate.policy import Policy
 from shmguard.fix.k8s import ADD, RESIZE, REUSE, Op, PodFix, json_patch, plan_pod
 from shmguard.fleet import names
 from shmguard.fleet.patch import annotation_ops
-from shmguard.fleet.pods import as_map, json_pod_view, read_containers, strings
-from shmguard.fleet.sizing import choose_size, raised_limit
+from shmguard.fleet.pods import as_list, as_map, json_pod_view, read_containers, strings
+from shmguard.fleet.sizing import SMALLEST_SHM, choose_size, quantity_problem, raised_limit
 from shmguard.model.fix import Change
 from shmguard.units import format_iec, format_k8s_quantity
 
@@ -50,12 +50,32 @@ SKIP_ORDER = (
     "no-shm-need",
     "already-mounted",
     "no-room",
+    "invalid-size",
 )
+#: Most containers (``containers``, ``initContainers`` and ``ephemeralContainers`` together)
+#: and most volumes, or volume mounts of one container, in a pod the webhook decides: far
+#: above any real pod (a decision is ~0.03 ms a container), far below the ~16,000 a 1.45 MiB
+#: review can hold (a 2.6 MiB answer and half a second of a core). A pod over either is
+#: refused with an AdmissionReview error (HTTP 413; ``failurePolicy`` applies).
+MAX_CONTAINERS = 256
+MAX_VOLUMES = 1024
 
 
 class ReviewError(ValueError):
     """A request that is not an AdmissionReview v1 this webhook can answer; the message says
-    what is wrong (it becomes the response's ``status.message``)."""
+    what is wrong (it becomes the response's ``status.message``), :attr:`code` the HTTP
+    status of the answer."""
+
+    code = 400
+    reason = "bad-request"
+
+
+class PodTooLarge(ReviewError):
+    """A pod with more containers or volumes than the webhook decides
+    (:data:`MAX_CONTAINERS`, :data:`MAX_VOLUMES`)."""
+
+    code = 413
+    reason = "too-many"
 
 
 @dataclass(frozen=True)
@@ -117,19 +137,42 @@ def decide_admission(
 
     Raises:
         ReviewError: when ``review`` is not an AdmissionReview v1 with a request and uid.
+        PodTooLarge: for a pod over :data:`MAX_CONTAINERS` or :data:`MAX_VOLUMES`.
     """
     req = _request(review)
     kind = as_map(req.get("kind"))
     obj = req.get("object")
-    if (
-        kind.get("kind") != "Pod"
-        or kind.get("group", "") != ""
-        or req.get("operation") != "CREATE"
-        or not isinstance(obj, Mapping)
-    ):
+    if kind.get("kind") != "Pod" or kind.get("group", "") != "" or req.get("operation") != "CREATE":
         what = f"not a Pod CREATE ({kind.get('kind') or '?'} {req.get('operation') or '?'})"
         return _Pod(req, {}, options).decision("ignore", "", what)
+    if not isinstance(obj, Mapping):
+        return _Pod(req, {}, options).decision("ignore", "", "a Pod CREATE without an object")
     return _Pod(req, obj, options).decide()
+
+
+def _check_counts(spec: Mapping[str, Any]) -> None:
+    """Raise :class:`PodTooLarge` for a pod over the caps (counted before anything is read)."""
+    kinds = ("containers", "initContainers", "ephemeralContainers")
+    containers = sum(len(as_list(spec.get(k))) for k in kinds)
+    if containers > MAX_CONTAINERS:
+        raise PodTooLarge(
+            f"the pod has {containers} containers, over the {MAX_CONTAINERS} the webhook decides"
+        )
+    mounts = max(
+        (
+            len(as_list(c.get("volumeMounts")))
+            for k in kinds
+            for c in as_list(spec.get(k))
+            if isinstance(c, Mapping)
+        ),
+        default=0,
+    )
+    volumes = max(len(as_list(spec.get("volumes"))), mounts)
+    if volumes > MAX_VOLUMES:
+        raise PodTooLarge(
+            f"the pod has {volumes} volumes or volume mounts in one container, over the "
+            f"{MAX_VOLUMES} the webhook decides"
+        )
 
 
 class _Pod:
@@ -198,6 +241,7 @@ class _Pod:
         skip = self.skip_reason()
         if skip is not None:
             return self.skip(*skip)
+        _check_counts(self.spec)
         containers = read_containers(self.spec, {**strings(self.meta.get("labels")), **self.ann})
         wanted = [c for c in containers if c.needs_shm]
         if not wanted and self.ann.get(names.POD_INJECT_ANNOTATION, "").lower() == "true":
@@ -232,6 +276,13 @@ class _Pod:
             (lambda limit: raised_limit(limit, size, policy)) if raise_memory else None,
         )
         raises = {f.container.index: f.memory_limit for f in plan.containers if f.memory_limit}
+        bad = _reused_problem(plan) or quantity_problem(size, "/dev/shm sizeLimit", SMALLEST_SHM)
+        bad = bad or next(
+            filter(None, (quantity_problem(n, "raised memory limit") for n in raises.values())),
+            None,
+        )
+        if bad is not None:  # every size written is checked: else skipped, never written
+            return self.skip("invalid-size", bad, choice.problems)
         requests = [f for f in plan.containers if f.memory_request is not None]
         who = ", ".join(c.name or f"#{c.index}" for c in todo)
         message, short = _what(plan, size, who, choice.basis, _SOURCES[choice.source])
@@ -273,6 +324,18 @@ class _Pod:
         )
         warnings = _warnings(f"{done} {short}", *choice.problems, *notes)
         return self.decision("inject", "", message, patch, warnings, changes, **facts)
+
+
+def _reused_problem(plan: PodFix) -> str | None:
+    """Why the pod's own memory volume, which the plan mounts at /dev/shm as it is, is not a
+    /dev/shm: a ``sizeLimit`` below the smallest size (``1m`` is one byte) or unreadable
+    (``1e999``, over 8 EiB); None when it is one, or when the plan writes the size."""
+    if plan.action != REUSE or (plan.size is None and plan.not_applied is None):
+        return None
+    what = f"sizeLimit of the memory volume {plan.volume!r}"
+    if plan.size is None:
+        return f"the {what} is not a Kubernetes quantity of at most 8 EiB"
+    return quantity_problem(plan.size, what, SMALLEST_SHM)
 
 
 #: The decision's verb for each plan action (:data:`~shmguard.fix.k8s.ADD`, ``REUSE``,

@@ -124,14 +124,28 @@ def _gpu_count(value: object) -> int | None:
     return gpu_number(str(value))
 
 
-def _memory(part: Mapping[str, Any]) -> int | None:
-    value = part.get("memory")
+#: The most bytes a Kubernetes quantity holds: an int64 ("no quantity may represent a number
+#: greater than 2^63-1 in magnitude", k8s.io/apimachinery ``resource.Quantity``). A pod's
+#: value above it (``1e999``, 4,000 nines) is read as unreadable: the API server refuses it
+#: anyway, and no size is computed from it.
+QUANTITY_MAX = 2**63 - 1
+
+
+def quantity_bytes(value: object) -> int | None:
+    """Bytes of a quantity field as the kubelet reads it (a string, or a JSON integer:
+    k8s.io/apimachinery ``resource.Quantity``), None when absent, malformed or over
+    :data:`QUANTITY_MAX`."""
     if not isinstance(value, str | int) or isinstance(value, bool):
         return None
     try:
-        return k8s_quantity_bytes(str(value)) or None
-    except SizeError:
+        n = k8s_quantity_bytes(str(value))
+    except (SizeError, ValueError, OverflowError):  # int() and str() of huge numbers too
         return None
+    return n if n <= QUANTITY_MAX else None
+
+
+def _memory(part: Mapping[str, Any]) -> int | None:
+    return quantity_bytes(part.get("memory")) or None
 
 
 def read_containers(spec: Mapping[str, Any], meta: Mapping[str, str]) -> tuple[PodContainer, ...]:
@@ -170,10 +184,7 @@ def _volume_view(v: object) -> VolumeView:
     name = as_map(v).get("name")
     ed = as_map(as_map(v).get("emptyDir"))
     limit = ed.get("sizeLimit")
-    try:  # a quantity is a string, or a number (k8s.io/apimachinery resource.Quantity)
-        size = k8s_quantity_bytes(str(limit)) if isinstance(limit, (str, int)) else None
-    except SizeError:
-        size = None
+    size = quantity_bytes(limit)
     return VolumeView(
         name if isinstance(name, str) else None,
         ed.get("medium") == "Memory",

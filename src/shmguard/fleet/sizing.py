@@ -25,18 +25,55 @@ then skips the pod, unless asked to raise the limit).
 The raised memory limit (``shmguard.io/raise-memory-limit: "true"``) is the policy's
 :func:`~shmguard.estimate.policy.memory_limit_for` of the current limit and the shm size: the
 room the container had, plus the size, rounded up; never lower than the current limit.
+
+Every size the webhook writes is checked first (:func:`quantity_problem`): a Kubernetes
+quantity of whole bytes that reads back as the same bytes, at most 2^63 - 1 (8 EiB: "no
+quantity may represent a number greater than 2^63-1 in magnitude", k8s.io/apimachinery
+``resource.Quantity``), and a /dev/shm at least the sizing policy's smallest size
+(:data:`SMALLEST_SHM`). A ``shmguard.io/shm-size`` below that (``"1"``, one byte) is a problem,
+as one that does not parse: the next source decides.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from shmguard.estimate.policy import Policy, Sized, memory_limit_for
+from shmguard.estimate.policy import Policy, Sized, clean_size, memory_limit_for
+from shmguard.fleet.names import SHM_SIZE_ANNOTATION
+from shmguard.fleet.pods import QUANTITY_MAX
 from shmguard.sources.loader import LOADER_KEYS as LOADER_KEYS
 from shmguard.sources.loader import loader_request as loader_request
 from shmguard.sources.loader import workload_sized
 from shmguard.sources.workload import Workload
-from shmguard.units import format_iec
+from shmguard.units import (
+    SizeError,
+    format_iec,
+    format_k8s_quantity,
+    k8s_quantity_bytes,
+    shown_size_text,
+)
+
+#: The smallest /dev/shm the webhook writes: the sizing policy's smallest size (what
+#: :func:`~shmguard.estimate.policy.clean_size` rounds anything below up to, 1 MiB).
+SMALLEST_SHM = clean_size(0)
+
+
+def quantity_problem(n: int, what: str, least: int = 1) -> str | None:
+    """Why ``n`` bytes cannot be written as ``what`` (``sizeLimit``, ``memory limit``) in a
+    pod spec, in one sentence, or None: below ``least``, above :data:`QUANTITY_MAX`, or a
+    quantity that does not read back as ``n`` bytes."""
+    if n > QUANTITY_MAX:  # not formatted: format_iec's float division overflows on huge ints
+        return f"the {what} is over the 8 EiB (2^63 - 1 bytes) a Kubernetes quantity holds"
+    if n < least:
+        return f"the {what}, {format_iec(max(n, 0))}, is below the least, {format_iec(least)}"
+    text = format_k8s_quantity(n)
+    try:
+        back = k8s_quantity_bytes(text)
+    except SizeError:
+        back = None
+    if back != n:
+        return f"the {what} {text!r} is not a Kubernetes quantity of {n} bytes"
+    return None
 
 
 def choose_size(workload: Workload, memory_limit: int | None, policy: Policy) -> Sized:
@@ -53,6 +90,14 @@ def choose_size(workload: Workload, memory_limit: int | None, policy: Policy) ->
         room for the size beside the policy's margin.
     """
     sized = workload_sized(workload, memory_limit, policy)
+    if sized.source == "configured" and sized.bytes < SMALLEST_SHM:
+        stated = shown_size_text(workload.shm_size or "")
+        problem = (
+            f"{SHM_SIZE_ANNOTATION}={stated} ignored: {format_iec(sized.bytes)} is below the "
+            f"smallest /dev/shm the sizing policy writes ({format_iec(SMALLEST_SHM)})"
+        )
+        sized = workload_sized(replace(workload, shm_size=None), memory_limit, policy)
+        sized = replace(sized, problems=(problem, *sized.problems))
     if sized.memory_limit is not None:  # "no room": only where a limit was given
         assert memory_limit is not None
         basis = (

@@ -17,7 +17,7 @@ import ssl
 import threading
 from pathlib import Path
 
-log = logging.getLogger("shmguard.webhook")
+from shmguard.fleet.logline import log_json
 
 _Stamp = tuple[tuple[int, int, int], ...]
 
@@ -110,9 +110,14 @@ class CertReloader:
                 try:
                     self._ctx = server_context(self.cert, self.key)
                 except CertError as err:
-                    log.warning("certificate reload failed, keeping the old one: %s", err)
+                    log_json(
+                        logging.WARNING,
+                        action="cert-reload",
+                        reason="failed",
+                        message=f"{err}; keeping the old certificate",
+                    )
                 else:
                     self.reloads += 1
-                    log.info("certificate reloaded from %s", self.cert)
+                    log_json(logging.INFO, action="cert-reload", cert=str(self.cert))
                 self._stamp = stamp
             return self._ctx

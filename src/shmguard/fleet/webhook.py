@@ -62,6 +62,7 @@ from shmguard.fleet.admission import (
     admission_response,
     decide_admission,
 )
+from shmguard.fleet.logline import json_line, log_json
 from shmguard.fleet.tls import CertReloader
 from shmguard.serving import BUSY, IDLE, READING, ConnectionLimits, parse_request_within
 from shmguard.units import MiB
@@ -75,8 +76,17 @@ CONFIG_TIMEOUT_SECONDS = 3
 #: Seconds kept between the server's deadline and the API server's: the answer's trip back,
 #: and the API server's own connection set-up, which its timeout also covers.
 DEADLINE_MARGIN = 0.5
+
+
+def request_deadline(timeout_seconds: float) -> float:
+    """The per-request deadline, in seconds, for a webhook configuration whose
+    ``timeoutSeconds`` is ``timeout_seconds``: that minus :data:`DEADLINE_MARGIN`, at least
+    half of it (``timeoutSeconds: 3`` gives 2.5 s, ``1`` gives 0.5 s)."""
+    return max(timeout_seconds - DEADLINE_MARGIN, timeout_seconds / 2)
+
+
 #: The default per-request deadline in seconds: 2.5.
-DEFAULT_REQUEST_TIMEOUT = CONFIG_TIMEOUT_SECONDS - DEADLINE_MARGIN
+DEFAULT_REQUEST_TIMEOUT = request_deadline(CONFIG_TIMEOUT_SECONDS)
 #: Most digits of a ``Content-Length`` that is parsed (10**15 bytes is over any limit).
 LENGTH_DIGITS = 15
 _LENGTH = re.compile(rb"[0-9]+")
@@ -84,10 +94,6 @@ _LENGTH = re.compile(rb"[0-9]+")
 #: room in the body budget: what reading and deciding a 1.45 MiB review takes on a busy node
 #: (~200 ms for 80,000 environment entries on a loaded 2-CPU machine).
 DECIDE_RESERVE = 0.5
-
-
-def _json_line(record: dict[str, Any]) -> str:
-    return json.dumps(record, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
@@ -133,6 +139,13 @@ class WebhookServerOptions:
             raise ValueError(
                 f"body budget {self.body_budget} is below the largest body {self.max_body}"
             )
+
+
+def _brief(err: BaseException, *, typed: bool = True) -> str:
+    """``err``'s message cut to 200 characters, after its type's name when ``typed``."""
+    text = str(err)
+    text = text if len(text) <= 200 else text[:197] + "..."
+    return f"{type(err).__name__}: {text}" if typed else text
 
 
 class _Budget:
@@ -214,13 +227,28 @@ class _Handler(BaseHTTPRequestHandler):
         sock = self.connection
         idle = hooks.options.idle_timeout
         hooks.limits.deadlines.set(sock, time.monotonic() + idle, IDLE)
-        if isinstance(sock, ssl.SSLSocket) and sock.pending():
+        if (isinstance(sock, ssl.SSLSocket) and sock.pending()) or self._buffered():
             return True
         try:
             readable, _, _ = select.select([sock], [], [], idle)
         except (OSError, ValueError):
             return False
         return bool(readable) and hooks.limits.deadlines.alive(sock)
+
+    def _buffered(self) -> bool:
+        """True when bytes of the next request are in ``rfile``'s buffer already (a client
+        that pipelines sent it with the last one), which select cannot see; read without
+        waiting."""
+        sock = self.connection
+        old = sock.gettimeout()
+        try:
+            sock.settimeout(0)
+            return bool(self.rfile.peek(1))  # type: ignore[attr-defined]
+        except (OSError, ValueError):  # SSLWantReadError: nothing buffered or waiting
+            return False
+        finally:
+            with contextlib.suppress(OSError):
+                sock.settimeout(old)
 
     def parse_request(self) -> bool:
         self._deadline(READING, restart=False)
@@ -255,7 +283,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _error(self, code: int, reason: str, message: str) -> None:
         """An AdmissionReview error answer; the connection is closed after it."""
         self.close_connection = True
-        log.warning(_json_line({"action": "error", "reason": reason, "message": message}))
+        log_json(logging.WARNING, action="error", reason=reason, message=message)
         self._json(code, admission_error(message, code, self.uid))
 
     def _drain(self, most: int, seconds: float = 1.0) -> None:
@@ -280,6 +308,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(
                 200 if ready else 503, b"ok\n" if ready else b"shutting down\n", "text/plain"
             )
+        elif path == "/mutate":
+            self._error(405, "bad-method", "GET /mutate: AdmissionReviews are POSTed")
         else:
             self._send(404, b"not found\n", "text/plain")
 
@@ -373,8 +403,9 @@ class _HTTPServer(ThreadingHTTPServer):
             self.finish_request(sock, client_address)
         except (OSError, ValueError):
             pass  # a handshake that failed or timed out, a client gone, a socket reaped
-        except Exception:
-            log.exception("webhook connection failed")
+        except Exception as err:  # a bug: one line, the traceback at DEBUG
+            log_json(logging.ERROR, action="error", reason="connection", message=_brief(err))
+            log.debug("webhook connection failed", exc_info=True)
         finally:
             self.shutdown_request(sock)
             hooks.limits.release(sock)
@@ -425,22 +456,29 @@ class WebhookServer:
         uid = ""
         try:
             parsed = json.loads(body)
-            request = parsed.get("request") if isinstance(parsed, dict) else None
-            if isinstance(request, dict) and isinstance(request.get("uid"), str):
-                uid = request["uid"][:256]
-                if handler is not None:
-                    handler.uid = uid
+        except (ValueError, RecursionError) as err:  # JSONDecodeError, nesting too deep
+            return self._refused(400, "bad-request", f"not JSON: {_brief(err, typed=False)}", uid)
+        request = parsed.get("request") if isinstance(parsed, dict) else None
+        if isinstance(request, dict) and isinstance(request.get("uid"), str):
+            uid = request["uid"][:256]
+            if handler is not None:
+                handler.uid = uid
+        try:
             decision = decide_admission(parsed, self.options.webhook)
-        except (ValueError, RecursionError) as err:  # JSONDecodeError and ReviewError too
-            msg = str(err) if isinstance(err, ReviewError) else f"not JSON: {err}"
-            log.warning(_json_line({"action": "error", "reason": "bad-request", "message": msg}))
-            return 400, admission_error(msg, 400, uid)
-        except Exception:
-            log.exception("webhook decision failed (uid %s)", uid)
+        except ReviewError as err:  # PodTooLarge too
+            return self._refused(err.code, err.reason, str(err), uid)
+        except Exception as err:  # a bug: answered (failurePolicy applies), one log line
+            log_json(logging.ERROR, action="error", reason="internal", uid=uid, message=_brief(err))
+            log.debug("webhook decision failed (uid %s)", uid, exc_info=True)
             return 500, admission_error("internal error", 500, uid)
         ms = round((time.perf_counter() - start) * 1000, 3)
-        log.info(_json_line({**decision.record, "ms": ms}))
+        log.info(json_line({**decision.record, "ms": ms}))
         return 200, admission_response(decision)
+
+    @staticmethod
+    def _refused(code: int, reason: str, msg: str, uid: str) -> tuple[int, dict[str, Any]]:
+        log_json(logging.WARNING, action="error", reason=reason, uid=uid, message=msg)
+        return code, admission_error(msg, code, uid)
 
     def serve_forever(self) -> None:
         """Serve until :meth:`shutdown` (from another thread)."""

@@ -33,6 +33,7 @@ from shmguard.inspect.holders import KINDS, restrict_to_device, scan_holders
 from shmguard.measure.sampler import ShmSampler, Timeline
 from shmguard.measure.stall import StallObserver, TreeCpu
 from shmguard.monitor.peaks import WindowPeak
+from shmguard.monitor.shared_scrape import SharedCollect
 from shmguard.serving import BUSY, IDLE, ConnectionLimits, parse_request_within
 from shmguard.triage.stall import ShmObservation, stall_verdict
 
@@ -382,7 +383,9 @@ class ExporterServer:
     slot of the oldest that has not sent its request yet, and when every slot is being
     answered it waits in the accept loop for up to ``timeout`` (the rest in the kernel's listen
     backlog of :data:`BACKLOG`) and is then closed. So idle or half-sent connections never hold
-    more than ``max_connections`` threads, and a scraper gets through them at once.
+    more than ``max_connections`` threads, and a scraper gets through them at once. Scrapes
+    that come while a collection runs get its families (:attr:`shared`), so concurrent
+    scrapers do not each pay for a collection.
 
     Args:
         collector: a started :class:`ShmCollector` or
@@ -408,8 +411,10 @@ class ExporterServer:
         from prometheus_client import CollectorRegistry, make_wsgi_app
 
         self.collector = collector
+        #: Scrapes at once share one collection (:mod:`shmguard.monitor.shared_scrape`).
+        self.shared = SharedCollect(collector)
         self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(collector)
+        self.registry.register(self.shared)
         self.limits = ConnectionLimits(max_connections, "exporter-reaper")
         server_class = _server_class(self.limits, timeout, ":" in host)
         try:
