@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from shmguard.config import Config
-from shmguard.lint.baseline import Baseline, BaselineEntry, entries
 from shmguard.lint.check import CheckOptions, FileResult
 from shmguard.lint.check_files import Checked, Reading, check_files, jobs_for
 from shmguard.model import FailOn, exit_status
@@ -31,6 +31,9 @@ from shmguard.model.finding import Finding
 from shmguard.sources.discover import walk
 from shmguard.sources.exclude import DEFAULT_EXCLUDE, Exclusions
 from shmguard.sources.read import READ_TIMEOUT
+
+if TYPE_CHECKING:
+    from shmguard.lint.baseline import Baseline, BaselineEntry
 
 __all__ = ["CheckReport", "Checked", "check_paths", "report_of"]
 
@@ -225,6 +228,8 @@ def report_of(
         )
     found = None
     if create_baseline or baseline is not None:
+        from shmguard.lint.baseline import Baseline, entries
+
         sources = {c.result.path: c.data for c in files if c.data is not None}
         if create_baseline:
             found = tuple(entries((c.result, sources.get(c.result.path, b"")) for c in files))
