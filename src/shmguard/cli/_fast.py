@@ -127,9 +127,18 @@ def run_fast(argv: list[str]) -> bool:
     kwargs = check_arguments(argv[1:])
     if kwargs is None:
         return False
+    import atexit
     import errno
+    import gc
 
     from shmguard.sources import gcpause
+
+    # At exit the interpreter's last collections walk every object the run made, modules
+    # included: about 10 ms of a one-file check on the development machine. Frozen, those
+    # objects are freed with their modules as before, without being walked; the output is
+    # flushed and closed first either way. Registered here so that it runs only when the
+    # interpreter ends (a caller of ``main`` that catches SystemExit is left alone).
+    atexit.register(gc.freeze)
 
     # The modules a check needs, loaded with the cyclic collector paused: their classes and
     # functions are no garbage, and the collections that loading them triggers took about 5 ms
