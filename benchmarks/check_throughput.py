@@ -13,8 +13,8 @@ system of this process and its children, which a busy machine disturbs less):
    throughput); then the library on the 334 ``docker run`` lines of
    corpus/docker_run_lines.tsv (each one a ``.sh`` file);
 3. the CLI as a subprocess (start-up included) on copies of the YAML files: the default
-   (``--jobs 0``: one process per usable CPU, at most one per 64 files; the number is on the
-   row) and ``--jobs 1``, in turns with each other and with Checkov
+   (``--jobs 0``: one process per usable CPU, at most one per 64 files and 768 KiB of work;
+   the number is on the row) and ``--jobs 1``, in turns with each other and with Checkov
    (``checkov --skip-download --framework kubernetes -d DIR``, from its own virtual
    environment; its kubernetes runner reads every ``.yaml``/``.yml`` and keeps the documents
    with ``apiVersion`` and ``kind``: Checkov has no Compose framework). Targets: the default

@@ -182,7 +182,8 @@ JobsOption = Annotated[
         min=0,
         metavar="N",
         help="Check the files in N processes, this one included (Linux; the output is the "
-        "same); 1: one at a time; 0: one per usable CPU, at most one per 64 files. --fix, "
+        "same); 1: one at a time; 0: one per usable CPU, at most one per 64 files and per "
+        "768 KiB of work (their bytes and 2 KiB a file). --fix, "
         "and - (standard input), check one at a time.",
     ),
 ]

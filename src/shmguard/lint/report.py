@@ -139,7 +139,8 @@ def check_paths(
         fix: write the safe fixes (``unsafe``: and the unsafe ones) to the files, in place.
         diff: compute the fixes without writing them (:attr:`Checked.fixed_data`).
         jobs: processes to check in (:func:`~shmguard.lint.check_files.jobs_for`; 0: one per
-            usable CPU, at most one per 64 files; 1: this one). The report is the same.
+            usable CPU, at most one per 64 files and per 768 KiB of work; 1: this one). The
+            report is the same.
         baseline: leave out the findings it knows (counted in ``baselined``).
         create_baseline: record every finding as :attr:`CheckReport.new_baseline`, and leave
             them all out (it replaces ``baseline``).
