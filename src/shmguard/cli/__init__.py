@@ -2,7 +2,8 @@
 
 Each command lives in its own module and registers itself on :data:`shmguard.cli._app.app`.
 Command modules import heavy libraries (Rich, torch, matplotlib) inside the command body, so
-``shmguard doctor --json`` starts fast.
+``shmguard doctor --json`` starts fast. ``shmguard check`` with plain arguments runs without
+Typer at all (cli/_fast.py); the application is loaded on first use (:func:`_load`).
 """
 
 from __future__ import annotations
