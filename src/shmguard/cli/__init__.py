@@ -2,37 +2,52 @@
 
 Each command lives in its own module and registers itself on :data:`shmguard.cli._app.app`.
 Command modules import heavy libraries (Rich, torch, matplotlib) inside the command body, so
-``shmguard doctor --json`` starts fast.
+``shmguard doctor --json`` starts fast. ``shmguard check`` with plain arguments runs without
+Typer at all (cli/_fast.py); the application is loaded on first use (:func:`_load`).
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-try:  # Ctrl-C while the commands load: one line and exit 130, as once they run
+if TYPE_CHECKING:
     import typer
 
-    # Registration side effects: each module adds its commands to ``app``.
-    from shmguard.cli import check as _check  # noqa: F401
-    from shmguard.cli import doctor as _doctor  # noqa: F401
-    from shmguard.cli import explain as _explain  # noqa: F401
-    from shmguard.cli import exporter as _exporter  # noqa: F401
-    from shmguard.cli import measure as _measure  # noqa: F401
-    from shmguard.cli import plan as _plan  # noqa: F401
-    from shmguard.cli import policy as _policy  # noqa: F401
-    from shmguard.cli import probe as _probe  # noqa: F401
-    from shmguard.cli import recommend as _recommend  # noqa: F401
-    from shmguard.cli import run as _run  # noqa: F401
-    from shmguard.cli import tune as _tune  # noqa: F401
-    from shmguard.cli import watch as _watch  # noqa: F401
-    from shmguard.cli import webhook as _webhook  # noqa: F401
-    from shmguard.cli._app import app
-except KeyboardInterrupt:
-    sys.stderr.write("shmguard: interrupted while starting\n")
-    raise SystemExit(130) from None
-
 __all__ = ["app", "main"]
+
+
+def _load() -> typer.Typer:
+    """The whole application, every command module imported (each adds its commands to it)."""
+    try:  # Ctrl-C while the commands load: one line and exit 130, as once they run
+        # Registration side effects: each module adds its commands to ``app``.
+        from shmguard.cli import _check_command as _check  # noqa: F401
+        from shmguard.cli import doctor as _doctor  # noqa: F401
+        from shmguard.cli import explain as _explain  # noqa: F401
+        from shmguard.cli import exporter as _exporter  # noqa: F401
+        from shmguard.cli import measure as _measure  # noqa: F401
+        from shmguard.cli import plan as _plan  # noqa: F401
+        from shmguard.cli import policy as _policy  # noqa: F401
+        from shmguard.cli import probe as _probe  # noqa: F401
+        from shmguard.cli import recommend as _recommend  # noqa: F401
+        from shmguard.cli import run as _run  # noqa: F401
+        from shmguard.cli import tune as _tune  # noqa: F401
+        from shmguard.cli import watch as _watch  # noqa: F401
+        from shmguard.cli import webhook as _webhook  # noqa: F401
+        from shmguard.cli._app import app
+    except KeyboardInterrupt:
+        sys.stderr.write("shmguard: interrupted while starting\n")
+        raise SystemExit(130) from None
+    return app
+
+
+def __getattr__(name: str) -> Any:
+    """``shmguard.cli.app``: the Typer application, loaded on first use, so that a run of
+    ``shmguard check FILE`` by the fast path (cli/_fast.py) imports neither Typer nor the
+    other commands."""
+    if name == "app":
+        return _load()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
@@ -40,8 +55,12 @@ def main() -> None:
     if sys.stdout is not None:
         sys.stdout = _Stdout(sys.stdout)
     try:
+        from shmguard.cli._fast import run_fast
+
+        if run_fast(sys.argv[1:]):
+            return
         one = _only(sys.argv[1]) if len(sys.argv) > 1 else None
-        (one or app)()
+        (one or _load())()
     except KeyboardInterrupt:  # while Typer builds the commands (it handles it once they run)
         sys.stderr.write("shmguard: interrupted while starting\n")
         raise SystemExit(130) from None
@@ -110,6 +129,7 @@ def _only(name: str) -> typer.Typer | None:
 
     from typer.main import get_command_name
 
+    app = _load()
     named = [
         c
         for c in app.registered_commands

@@ -3,12 +3,12 @@ command reads as what it does: parse, check, render, exit."""
 
 from __future__ import annotations
 
-import enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from shmguard.cli.check import OutputFormat
 from shmguard.model import FailOn
 from shmguard.sources.read import READ_TIMEOUT
 
@@ -37,16 +37,6 @@ __all__ = [
     "TargetOption",
     "UnsafeFixesOption",
 ]
-
-
-class OutputFormat(str, enum.Enum):
-    """``check --format``: text for people, JSON (``shmguard.check/1``), SARIF 2.1.0, or
-    GitHub Actions workflow commands (annotations)."""
-
-    TEXT = "text"
-    JSON = "json"
-    SARIF = "sarif"
-    GITHUB = "github"
 
 
 PathsArgument = Annotated[
@@ -192,7 +182,8 @@ JobsOption = Annotated[
         min=0,
         metavar="N",
         help="Check the files in N processes, this one included (Linux; the output is the "
-        "same); 1: one at a time; 0: one per usable CPU, at most one per 64 files. --fix, "
+        "same); 1: one at a time; 0: one per usable CPU, at most one per 64 files and per "
+        "768 KiB of work (their bytes and 2 KiB a file). --fix, "
         "and - (standard input), check one at a time.",
     ),
 ]

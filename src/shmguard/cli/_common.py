@@ -1,4 +1,6 @@
-"""Helpers shared by the command modules: size options, one-line errors, exit codes."""
+"""Helpers shared by the command modules: size options, one-line errors, exit codes, the
+configuration. Typer is imported only to exit (:func:`fail`): ``shmguard check FILE`` runs
+without it (cli/_fast.py)."""
 
 from __future__ import annotations
 
@@ -7,12 +9,14 @@ import sys
 import threading
 from typing import TYPE_CHECKING, NoReturn
 
-import typer
-
 from shmguard.units import SizeError, parse_size_flag
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from rich.console import Console
+
+    from shmguard.config import Config
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -39,9 +43,28 @@ def info_line(message: str) -> None:
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
-    """Print ``shmguard: error: <message>`` on stderr (one line) and exit with ``code``."""
+    """Print ``shmguard: error: <message>`` on stderr (one line) and exit with ``code``
+    (``typer.Exit``, which the fast path of cli/_fast.py turns into the same exit)."""
+    import typer
+
     error_line(message)
     raise typer.Exit(code)
+
+
+def settings(path: Path | None) -> Config:
+    """:func:`shmguard.lint.settings.load_config` of ``path`` (``--config``) or of the current
+    directory upward; a bad file exits 2 with its one-line error."""
+    from shmguard.config import ConfigError
+    from shmguard.lint.settings import load_config
+
+    try:
+        if path is not None and not path.exists():
+            fail(f"--config {path}: no such file")
+        if path is not None and path.is_dir():
+            fail(f"--config {path}: is a directory, not a configuration file")
+        return load_config(path=path)
+    except ConfigError as err:
+        fail(str(err))
 
 
 def stop_on_signal() -> threading.Event:

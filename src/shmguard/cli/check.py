@@ -6,40 +6,12 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import typer
-
-from shmguard.cli._app import PlainUsage, app
-from shmguard.cli._check_options import (
-    AllNamespacesOption,
-    BaselineOption,
-    ClusterOption,
-    ContextOption,
-    CreateBaselineOption,
-    DiffOption,
-    ExcludeOption,
-    ExtendExcludeOption,
-    FailOnOption,
-    FixOption,
-    ForceExcludeOption,
-    FormatOption,
-    IgnoreOption,
-    JobsOption,
-    JsonOutOption,
-    NamespaceOption,
-    OutputFormat,
-    PathsArgument,
-    ReadTimeoutOption,
-    SelectOption,
-    ShmSizeOption,
-    TargetOption,
-    UnsafeFixesOption,
-)
-from shmguard.cli._common import error_line, fail, info_line, size_option
-from shmguard.cli._config import ConfigOption, settings
+from shmguard.cli._common import error_line, fail, info_line, settings, size_option
 from shmguard.model import FailOn
 from shmguard.sources.read import READ_TIMEOUT
 
@@ -50,41 +22,48 @@ if TYPE_CHECKING:
     from shmguard.lint.report import CheckReport
 
 
+class OutputFormat(str, enum.Enum):
+    """``check --format``: text for people, JSON (``shmguard.check/1``), SARIF 2.1.0, or
+    GitHub Actions workflow commands (annotations)."""
+
+    TEXT = "text"
+    JSON = "json"
+    SARIF = "sarif"
+    GITHUB = "github"
+
+
 def _codes(values: list[str] | None) -> tuple[str, ...]:
     return tuple(c.strip().upper() for v in values or () for c in v.split(",") if c.strip())
 
 
-@app.command(cls=PlainUsage)
 def check(
-    paths: PathsArgument = None,
-    json_out: JsonOutOption = False,
-    output_format: FormatOption = None,
-    baseline: BaselineOption = None,
-    create_baseline: CreateBaselineOption = None,
-    fail_on: FailOnOption = None,
-    select: SelectOption = None,
-    ignore: IgnoreOption = None,
-    fix: FixOption = False,
-    diff: DiffOption = False,
-    unsafe_fixes: UnsafeFixesOption = False,
-    shm_size: ShmSizeOption = None,
-    target: TargetOption = None,
-    cluster: ClusterOption = False,
-    context: ContextOption = None,
-    namespace: NamespaceOption = None,
-    all_namespaces: AllNamespacesOption = False,
-    jobs: JobsOption = 0,
-    exclude: ExcludeOption = None,
-    extend_exclude: ExtendExcludeOption = None,
-    force_exclude: ForceExcludeOption = False,
-    read_timeout: ReadTimeoutOption = READ_TIMEOUT,
-    config: ConfigOption = None,
-) -> None:
-    """Check config files (or, with --cluster, a live cluster's objects) for /dev/shm
-    problems; exit 1 on findings at --fail-on or above, 2 when a file could not be read.
-
-    Suppress a finding with a `# shmguard: ignore[SHM001]` comment on its line or the line
-    above, or a `shmguard.io/ignore: "SHM001"` annotation (Kubernetes) or label (Compose)."""
+    paths: list[str] | None = None,
+    json_out: bool = False,
+    output_format: OutputFormat | None = None,
+    baseline: Path | None = None,
+    create_baseline: Path | None = None,
+    fail_on: FailOn | None = None,
+    select: list[str] | None = None,
+    ignore: list[str] | None = None,
+    fix: bool = False,
+    diff: bool = False,
+    unsafe_fixes: bool = False,
+    shm_size: str | None = None,
+    target: str | None = None,
+    cluster: bool = False,
+    context: str | None = None,
+    namespace: str | None = None,
+    all_namespaces: bool = False,
+    jobs: int = 0,
+    exclude: list[str] | None = None,
+    extend_exclude: list[str] | None = None,
+    force_exclude: bool = False,
+    read_timeout: float = READ_TIMEOUT,
+    config: Path | None = None,
+) -> int:
+    """``shmguard check`` with its options parsed (by Typer, cli/_check_command.py, or by the
+    console entry point's fast path, cli/_fast.py): check, print, and return the exit status
+    (0, 1); exit 2 (``typer.Exit``) on a usage error or a file that could not be read."""
     from shmguard.lint.check import CheckOptions
 
     size = size_option(shm_size, "--shm-size")
@@ -128,8 +107,7 @@ def check(
     if create_baseline is not None:
         _write_baseline(create_baseline, report)
     _output(fmt, report, conf)
-    if report.exit_status:
-        raise typer.Exit(report.exit_status)
+    return report.exit_status
 
 
 def _configured(config: Path | None, select: list[str] | None, ignore: list[str] | None) -> Config:
@@ -183,10 +161,10 @@ def _check_sources(
 
 def _read_baseline(path: Path | None) -> Baseline | None:
     """The baseline file ``path`` read, or None; exit 2 when it cannot be read."""
-    from shmguard.lint.baseline import BaselineError, parse_baseline
-
     if path is None:
         return None
+    from shmguard.lint.baseline import BaselineError, parse_baseline
+
     try:
         return parse_baseline(path.read_text(encoding="utf-8"), str(path))
     except OSError as err:
@@ -305,7 +283,3 @@ def _target(configured: str, given: str | None) -> Any:
 
 def _info(line: str) -> None:
     info_line(line)
-
-
-# Registered after `check`, so that --help lists rules and rule beside it.
-from shmguard.cli import rules as _rules  # noqa: E402, F401

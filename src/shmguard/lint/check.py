@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -312,6 +311,8 @@ def write_atomic(path: str, data: bytes) -> None:
 def _temp_copy(target: Path, data: bytes) -> str:
     """A temporary file beside ``target`` holding ``data``, synced (a full disk fails here,
     the original untouched)."""
+    import tempfile  # only --fix writes: not imported by a check
+
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -18,6 +18,7 @@ paths, for fewer than :data:`FILES_PER_JOB` files per process, and with ``--jobs
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import os
@@ -36,7 +37,9 @@ if TYPE_CHECKING:
     from shmguard.sources.diagnostics import SourceDiagnostic
 
 __all__ = [
+    "BYTES_PER_JOB",
     "FILES_PER_JOB",
+    "FILE_COST",
     "SKIPPED",
     "Checked",
     "Reading",
@@ -47,9 +50,19 @@ __all__ = [
 ]
 
 #: The fewest files per process when ``--jobs`` is automatic (0): below it the files are
-#: checked in this process. A worker costs a fork and the pickling of its results, a few
-#: milliseconds; a corpus file takes about 0.7 ms to check on the development machine.
+#: checked in this process.
 FILES_PER_JOB = 64
+
+#: The least work per process when ``--jobs`` is automatic (0), in bytes: each file counts
+#: its size plus :data:`FILE_COST`. A worker costs about 20 ms of CPU time on the development
+#: machine (the fork, the pages it then copies, the pickle of its results), and checking
+#: takes about 0.07 ms a KiB of YAML plus 0.15 ms a file, so 768 KiB is some 60 ms of work.
+#: Measured there (15 alternated runs each): 128 corpus YAML files (430 KiB) took 52 ms in one
+#: process and 71 ms in two; 256 of them (1.6 MiB) 132 ms and 89 ms.
+BYTES_PER_JOB = 768 * 1024
+
+#: What a file costs to check besides its bytes, in bytes of YAML (0.15 ms: about 2 KiB).
+FILE_COST = 2048
 
 #: The most files in a chunk, the unit of work the processes take from their queue: small
 #: enough that no process waits long for the last one (a corpus file takes about 0.7 ms).
@@ -110,12 +123,27 @@ def jobs_for(requested: int, paths: list[str], *, fix: bool) -> int:
     """How many processes (this one included) check ``paths``: 1 with ``fix``, with ``-`` in
     ``paths`` or where ``fork`` is not used (not Linux); ``requested`` (at most one per path)
     when it is above 0; else (automatic) the usable CPUs, at most one per
-    :data:`FILES_PER_JOB` paths."""
+    :data:`FILES_PER_JOB` paths and one per :data:`BYTES_PER_JOB` of work (:func:`_work`)."""
     if fix or "-" in paths or not sys.platform.startswith("linux") or requested == 1:
         return 1
     if requested > 1:
         return max(1, min(requested, len(paths)))
-    return max(1, min(usable_cpus(), len(paths) // FILES_PER_JOB))
+    most = min(usable_cpus(), len(paths) // FILES_PER_JOB)
+    if most <= 1:
+        return 1
+    return max(1, min(most, _work(paths, most * BYTES_PER_JOB) // BYTES_PER_JOB))
+
+
+def _work(paths: list[str], enough: int) -> int:
+    """The work of checking ``paths``, in bytes: their sizes (0 for one that cannot be read)
+    and :data:`FILE_COST` each; counted until it reaches ``enough``."""
+    total = FILE_COST * len(paths)
+    for path in paths:
+        if total >= enough:
+            break
+        with contextlib.suppress(OSError):
+            total += os.stat(path).st_size
+    return total
 
 
 @dataclasses.dataclass(frozen=True)
@@ -272,7 +300,6 @@ def check_files(
 
 
 def _forked(paths: list[str], n: int, run: Callable[[str], Checked]) -> list[Checked]:
-    import contextlib
     import pickle
     import signal
 

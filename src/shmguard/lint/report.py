@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from shmguard.config import Config
-from shmguard.lint.baseline import Baseline, BaselineEntry, entries
 from shmguard.lint.check import CheckOptions, FileResult
 from shmguard.lint.check_files import Checked, Reading, check_files, jobs_for
 from shmguard.model import FailOn, exit_status
@@ -31,6 +31,9 @@ from shmguard.model.finding import Finding
 from shmguard.sources.discover import walk
 from shmguard.sources.exclude import DEFAULT_EXCLUDE, Exclusions
 from shmguard.sources.read import READ_TIMEOUT
+
+if TYPE_CHECKING:
+    from shmguard.lint.baseline import Baseline, BaselineEntry
 
 __all__ = ["CheckReport", "Checked", "check_paths", "report_of"]
 
@@ -136,7 +139,8 @@ def check_paths(
         fix: write the safe fixes (``unsafe``: and the unsafe ones) to the files, in place.
         diff: compute the fixes without writing them (:attr:`Checked.fixed_data`).
         jobs: processes to check in (:func:`~shmguard.lint.check_files.jobs_for`; 0: one per
-            usable CPU, at most one per 64 files; 1: this one). The report is the same.
+            usable CPU, at most one per 64 files and per 768 KiB of work; 1: this one). The
+            report is the same.
         baseline: leave out the findings it knows (counted in ``baselined``).
         create_baseline: record every finding as :attr:`CheckReport.new_baseline`, and leave
             them all out (it replaces ``baseline``).
@@ -225,6 +229,8 @@ def report_of(
         )
     found = None
     if create_baseline or baseline is not None:
+        from shmguard.lint.baseline import Baseline, entries
+
         sources = {c.result.path: c.data for c in files if c.data is not None}
         if create_baseline:
             found = tuple(entries((c.result, sources.get(c.result.path, b"")) for c in files))

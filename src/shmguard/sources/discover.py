@@ -25,7 +25,6 @@ import errno
 import fnmatch
 import os
 import stat
-import subprocess
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +35,8 @@ from shmguard.sources.exclude import Exclusions
 
 def _git_ignored(root: Path, files: list[Path]) -> set[Path] | None:
     """The subset of ``files`` git ignores, or None when ``root`` is not in a git work tree."""
+    import subprocess  # only for a walk: not imported by ``check FILE``
+
     try:
         inside = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "--is-inside-work-tree"],

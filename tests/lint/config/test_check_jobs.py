@@ -18,6 +18,8 @@ import pytest
 from shmguard.config import Config
 from shmguard.lint.check import CheckOptions
 from shmguard.lint.check_files import (
+    BYTES_PER_JOB,
+    FILE_COST,
     FILES_PER_JOB,
     Checked,
     _forked,
@@ -135,6 +137,29 @@ def test_jobs_for() -> None:
         assert jobs_for(8, ["a", "b", "c"], fix=False) == 3  # at most one per file
         assert jobs_for(0, many[: FILES_PER_JOB - 1], fix=False) == 1  # too few to share
         assert 1 <= jobs_for(0, many, fix=False) <= 10
+
+
+@linux_only
+def test_automatic_jobs_follow_the_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a worker costs more than a few hundred small files take: their bytes and FILE_COST each
+    # must reach BYTES_PER_JOB per process
+    import shmguard.lint.check_files as check_files_module
+
+    monkeypatch.setattr(check_files_module, "usable_cpus", lambda: 4)
+
+    def files(name: str, n: int, size: int) -> list[str]:
+        (tmp_path / name).mkdir()
+        for i in range(n):
+            (tmp_path / name / f"{i}.yaml").write_bytes(b"#" * size)
+        return [str(tmp_path / name / f"{i}.yaml") for i in range(n)]
+
+    small = files("small", 256, 100)  # 256 * (100 + 2 KiB): 0.5 MiB
+    assert 256 * (100 + FILE_COST) < BYTES_PER_JOB
+    assert jobs_for(0, small, fix=False) == 1
+    big = files("big", 256, 8192)  # 256 * 10 KiB: 2.5 MiB
+    assert jobs_for(0, big, fix=False) == 256 * (8192 + FILE_COST) // BYTES_PER_JOB == 3
+    assert jobs_for(0, big[:64], fix=False) == 1  # at most one per FILES_PER_JOB files too
+    assert jobs_for(2, small, fix=False) == 2  # a number asked for is taken as it is
 
 
 @linux_only
