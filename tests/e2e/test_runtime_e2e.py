@@ -155,3 +155,55 @@ def test_run_line_fails_at_the_default_is_flagged_fixed_and_then_runs(
     assert rc == 0, f"the fixed job failed (rc {rc}):\n{out}"
     assert "done: 20 batches" in out, out
     assert not [t for t in SHM_FAILURES if t in out], out
+
+
+def _script_with_variables(rt: Runtime, name: str) -> str:
+    """The launch script shape of issue 21: the image and the flags in variables the file
+    assigns, the run line expanding them (``${OPTS}`` unquoted, so the shell splits it)."""
+    opts = " ".join(["--network none", *(f"-v {b}" for b in _binds())])
+    return "\n".join(
+        [
+            "#!/bin/sh",
+            "set -e",
+            f"IMAGE={rt.image}",
+            f'OPTS="{opts}"',
+            f'{rt.cli} run --rm --name {name} ${{OPTS}} "${{IMAGE}}" \\',
+            f"  {shlex.quote(sys.executable)} /job/seed_loader.py --workers 4 --batches 20 "
+            "--timeout 30 --quiet",
+            "",
+        ]
+    )
+
+
+def test_a_script_with_variables_fails_is_flagged_fixed_and_then_runs(
+    runtime: Runtime, tmp_path: Path
+) -> None:
+    # issue 21, "Done when": IMAGE= and OPTS= assigned in the file, `docker run ${OPTS}
+    # "${IMAGE}" python ... --workers 4`: check said nothing before shell variables were read
+    rt = runtime
+    if rt.cli != "docker":
+        pytest.skip("one runtime is enough for the script's shape (docker)")
+    name = f"shmguard-e2e-{uuid.uuid4().hex[:8]}"
+    script = tmp_path / "train.sh"
+    original = _script_with_variables(rt, name)
+    script.write_text(original)
+
+    rc, out = _run_job(rt, script, name)
+    assert rc != 0, f"the job passed in the default /dev/shm:\n{out}"
+    assert [t for t in SHM_FAILURES if t in out], f"failed, but not of /dev/shm:\n{out}"
+
+    r = shmguard_cli("check", "--json", str(script))
+    assert r.returncode == 1, r.stdout + r.stderr
+    (finding,) = json.loads(r.stdout)["files"][0]["findings"]
+    assert finding["code"] == "SHM001"
+    assert finding["location"]["line"] == 5  # the run line, not an assignment
+    assert finding["fix"]["applicability"] == "safe"
+
+    r = shmguard_cli("check", "--fix", str(script))
+    assert r.returncode == 0, r.stdout + r.stderr
+    fixed = script.read_text()
+    assert fixed == original.replace(f"{rt.cli} run --rm", f"{rt.cli} run --shm-size=1g --rm", 1)
+
+    rc, out = _run_job(rt, script, name)
+    assert rc == 0, f"the fixed job failed (rc {rc}):\n{out}"
+    assert "done: 20 batches" in out, out
