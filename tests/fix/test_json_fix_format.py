@@ -128,3 +128,19 @@ def test_one_line_json_and_yaml_flow_mappings_keep_the_inline_form() -> None:
     r = fix_file(src, "pod.json")
     assert b"\n" not in r.data.rstrip(b"\n")
     assert json.loads(r.data)["spec"]["volumes"][0]["name"] == "dshm"
+
+
+def test_a_multi_line_yaml_flow_list_with_a_comment_after_its_last_item() -> None:
+    import yaml
+
+    src = (
+        b"apiVersion: v1\nkind: Pod\nmetadata: {name: t}\nspec:\n  containers:\n    - name: t\n"
+        b"      image: pytorch/pytorch\n      command: [torchrun, train.py]\n"
+        b"      volumeMounts: [\n        {name: data, mountPath: /data}  # datasets\n      ]\n"
+        b"  volumes: [\n    {name: data, emptyDir: {}}\n  ]\n"
+    )
+    r = fix_file(src, "pod.yaml")
+    # the new entry goes after the last one's own text, so the comment cannot swallow a comma
+    assert b"{name: data, mountPath: /data},\n        {name: dshm, mountPath: /dev/shm}" in r.data
+    assert yaml.safe_load(r.data)["spec"]["volumes"][1]["name"] == "dshm"
+    assert fix_file(r.data, "pod.yaml").applied == ()

@@ -87,3 +87,13 @@ def test_rst_and_dockerfile() -> None:
 def test_comment_in_a_continuation_ends_the_command() -> None:
     _, (rl,) = _lines(b"docker run \\\n  -v a:/b \\\n  # note\n  --shm-size 1g img\n", "x.sh")
     assert rl.image is None and rl.last("--shm-size") is None
+
+
+def test_a_real_readme_names_docker_run_in_prose_only() -> None:
+    # fairseq's README (tests/fixtures/markdown/SOURCES.tsv): `nvidia-docker run` in a sentence
+    # was read as a run line before issue 21; only code blocks are read now
+    from pathlib import Path
+
+    readme = Path(__file__).parents[1] / "fixtures" / "markdown" / "fairseq-README-install.md"
+    lf = load_bytes(readme.read_bytes(), "README.md")
+    assert lf.kind == "text" and lf.run_lines == ()

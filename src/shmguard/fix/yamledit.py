@@ -164,8 +164,12 @@ def _flow_insert(src: SourceText, node: YNode, key: str | None, v: Value) -> Edi
     if close not in (b"}", b"]"):
         return None
     inner = data[node.start + 1 : end - 1].strip()
-    last = len(data[: end - 1].rstrip())  # just past the last entry (or the opening bracket)
-    if inner and b"\n" in data[last : end - 1]:
+    children = getattr(node.node, "value", None) or []
+    tail = children[-1] if children else None
+    tail = tail[1] if isinstance(tail, tuple) else tail  # a mapping's last (key, value)
+    # just past the last entry's own text (a comment after it stays after the new entry)
+    last = src.byte_offset(tail.end_mark.index) if tail is not None else node.start + 1
+    if inner and node.start < last < end and b"\n" in data[last : end - 1]:
         indent = _line_indent(data, last - 1)
         step = indent - _line_indent(data, node.start)
         items = getattr(node.node, "value", None)

@@ -32,6 +32,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from shmguard.config import ANNOTATIONS, Config
+from shmguard.estimate.policy import clean_size
 from shmguard.fix.k8s import raised_request
 from shmguard.fix.k8s_yaml import add_size_limit, placeable, shm_mount_edits
 from shmguard.fix.yamledit import Style, Value, add_entry, fill_null, json_text
@@ -53,7 +54,11 @@ from shmguard.sources.diagnostics import SourceDiagnostic
 from shmguard.sources.k8s import PodSpec
 from shmguard.sources.k8s_model import Container, Volume, text
 from shmguard.sources.yamlnode import YMap, YScalar
-from shmguard.units import format_iec, format_k8s_quantity
+from shmguard.units import DOCKER_DEFAULT_SHM, format_iec, format_k8s_quantity
+
+#: The least /dev/shm size a proposal writes: the sizing policy's next clean size above the
+#: 64 MiB default (80 MiB).
+ABOVE_DEFAULT = clean_size(DOCKER_DEFAULT_SHM + 1)
 
 CODE = "REC001"
 NAME = "size-differs-from-recommendation"
@@ -237,8 +242,10 @@ def _differences(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
         return
     by_name = {c.name: c for c in pod.containers if c.name}
     sizes = [s for p in found if (s := p.value(Setting.SHM_SIZE)) is not None]
-    # one emptyDir serves the pod's containers: it takes the largest proposal for them
-    size = max(sizes) if sizes else None
+    # one emptyDir serves the pod's containers: it takes the largest proposal for them; never
+    # one at or below the runtimes' 64 MiB default, which no fix writes (issue 21: such a size
+    # is no sizing, and SHM001 reports it): the next clean size above it instead
+    size = max(max(sizes), ABOVE_DEFAULT) if sizes else None
     for p in found:
         who = p.label or f"{p.kind}/{p.name}"
         if not p.container:
