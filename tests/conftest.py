@@ -23,7 +23,7 @@ def fixture_root(tmp_path: Path) -> Callable[[str], Path]:
         root = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=tmp_path))
         shutil.copytree(src, root, dirs_exist_ok=True)
         if json.loads((src / "scenario.json").read_text())["dev_shm"]:
-            (root / "dev" / "shm").mkdir(parents=True)
+            (root / "dev" / "shm").mkdir(parents=True, exist_ok=True)
         return root
 
     return _load

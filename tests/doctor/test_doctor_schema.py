@@ -47,7 +47,7 @@ def test_fixture_output_validates(validator, scenario, tmp_path):
     root = tmp_path / scenario
     shutil.copytree(FIXTURES / scenario, root)
     if json.loads((root / "scenario.json").read_text())["dev_shm"]:
-        (root / "dev/shm").mkdir(parents=True)
+        (root / "dev/shm").mkdir(parents=True, exist_ok=True)
     doc = doctor_json("--root", str(root), "--require", "1g")
     validator.validate(doc)
     assert doc["findings"], "every fixture host has at least one finding"

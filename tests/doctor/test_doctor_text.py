@@ -10,7 +10,7 @@ from rich.console import Console
 from shmguard.lint.doctor import DoctorOptions, diagnose
 from shmguard.model import FailOn, exit_status
 from shmguard.render.doctor_text import render_brief, render_report
-from shmguard.units import GiB
+from shmguard.units import GiB, KiB
 
 
 def text_of(renderable) -> str:
@@ -33,6 +33,20 @@ def test_report_lists_facts_findings_and_fixes(host):
     assert "docker run --shm-size=1g --memory=4g IMAGE ..." in out
     assert "--memory=36g" not in out and "--shm-size=32919024k" not in out
     assert out.rstrip().endswith("0 errors, 3 warnings, 0 info · exit 0 (--fail-on error)")
+
+
+def test_holders_are_named_by_program(host):
+    # Segments of Chromium, PostgreSQL, Open MPI (vader, sm), PSM2 and UCX left in /dev/shm.
+    facts = host("docker-v2-programs")
+    held = facts.holders.value
+    assert held is not None and not held.processes
+    got = {k: v for k, v in held.by_kind.items() if v}
+    assert got == {"chromium": 64 * KiB, "postgres": 32 * KiB, "mpi": 28 * KiB, "ucx": 8 * KiB}
+    out = " ".join(text_of(render_report(diagnose(facts), FailOn.ERROR, 0)).split())
+    assert (
+        "holders no process holds /dev/shm files; 6 named file(s) hold 132 KiB "
+        "(chromium 64 KiB, postgres 32 KiB, mpi 28 KiB, ucx 8 KiB)"
+    ) in out
 
 
 def test_unknown_facts_show_their_reason(host):

@@ -127,6 +127,7 @@ def test_attributes_every_kind_across_processes_counting_each_inode_once(holder)
         "nccl": 2 * MiB,
         "psm": 256 * KiB,
         "plasma": 512 * KiB,
+        **dict.fromkeys(("chromium", "postgres", "mpi", "ucx"), 0),
         "semaphore": 4096,
         "other": 8 * KiB,
     }
@@ -202,6 +203,17 @@ def test_missing_proc_is_one_error(tmp_path: Path):
         ("plasmaAbCdEf", "plasma"),
         ("sem.mp-k2j3h4", "semaphore"),
         ("/dev/shm/sem.loky-1-x (deleted)", "semaphore"),
+        # The other programs that live on /dev/shm (issue 22).
+        ("/dev/shm/.org.chromium.Chromium.Xy12Ab (deleted)", "chromium"),
+        (".com.google.Chrome.q1W2e3", "chromium"),
+        (".com.microsoft.Edge.a1B2c3", "chromium"),
+        ("/PostgreSQL.1804289383", "postgres"),
+        ("vader_segment.node01.7c2a0001.0", "mpi"),
+        ("sm_segment.user.node01.7c2a0001.1", "mpi"),
+        ("psm2_shm.0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "mpi"),
+        ("ucx_shm_posix_3f2a9c1d", "ucx"),
+        ("postgresql.1", "other"),
+        ("org.chromium.Chromium.x", "other"),
         ("torch", "other"),
         ("ncclX", "other"),
         ("my_torch_1", "other"),
@@ -210,6 +222,50 @@ def test_missing_proc_is_one_error(tmp_path: Path):
 )
 def test_classify_shm_name(name: str, kind: str):
     assert classify_shm_name(name) == kind
+
+
+@pytest.mark.parametrize(
+    ("program", "kind"),
+    [("postgres", "postgres"), ("chrome", "chromium"), ("orted", "mpi"), ("prterun", "mpi")],
+)
+def test_a_file_of_no_known_name_is_its_holders_program(program: str, kind: str):
+    assert classify_shm_name("/dev/shm/segment.42 (deleted)", program) == kind
+    # A known name wins over the holder: a torch file in a postgres process stays torch's.
+    assert classify_shm_name("/dev/shm/torch_1_2_3", program) == "torch"
+    assert classify_shm_name("/dev/shm/segment.42", "python") == "other"
+
+
+def test_scan_names_holders_by_program(tmp_path: Path):
+    # A root whose processes hold files this test creates: a postgres backend (a segment by
+    # name and an unnamed one), Chromium's unlinked file, an orted with a file of no known name.
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    held = {
+        11: ("postgres", ["PostgreSQL.2203", "anon.1"]),
+        12: ("chrome", [".org.chromium.Chromium.AbC123"]),
+        13: ("orted", ["job.7"]),
+        14: ("python", ["mystery.bin"]),
+    }
+    for pid, (comm, names) in held.items():
+        proc = tmp_path / "proc" / str(pid)
+        (proc / "fd").mkdir(parents=True)
+        (proc / "comm").write_text(comm + "\n")
+        (proc / "maps").write_text("")
+        for fd, name in enumerate(names, start=3):
+            (shm / name).write_bytes(b"x" * (pid * 4 * KiB))
+            (proc / "fd" / str(fd)).symlink_to(shm / name)
+    scan = scan_holders(root=tmp_path, shm_prefix=f"{shm}/")
+    kinds = {f.path.rsplit("/", 1)[-1]: f.kind for p in scan.processes for f in p.files}
+    assert kinds == {
+        "PostgreSQL.2203": "postgres",
+        "anon.1": "postgres",
+        ".org.chromium.Chromium.AbC123": "chromium",
+        "job.7": "mpi",
+        "mystery.bin": "other",
+    }
+    blocks = {k: os.stat(shm / n).st_blocks * 512 for k, n in (("pg", "anon.1"), ("mpi", "job.7"))}
+    assert scan.by_kind["postgres"] == 2 * blocks["pg"] and scan.by_kind["mpi"] == blocks["mpi"]
+    assert scan.by_kind["chromium"] > 0 and scan.by_kind["other"] > 0
 
 
 TORCH_HOLDER = textwrap.dedent(

@@ -22,7 +22,9 @@ KINDS = {
 }  # fmt: skip
 #: Fields a report may have beyond FIELDS.
 OPTIONAL = {"log_kind", "family"}
-FAMILIES = {"browser", "postgres", "mpi", "elasticsearch", "triton", "ray", "ldap", "zoneminder"}
+FAMILIES = {
+    "browser", "postgres", "mpi", "elasticsearch", "triton", "ray", "ldap", "zoneminder", "vllm",
+}  # fmt: skip
 #: The families issue 22 names, each in the held-out set.
 HELDOUT_FAMILIES = {"browser", "postgres", "mpi", "elasticsearch", "triton", "ray"}
 FIELDS = {
@@ -35,6 +37,7 @@ ADDED_AFTER_THE_DRAW = (
     "reports_added.jsonl",
     "reports_programs.jsonl",
     "reports_heldout2.jsonl",
+    "reports_programs2.jsonl",
 )
 #: The seed in heldout.txt's header.
 HELDOUT_SEED = 20261201

@@ -39,9 +39,13 @@ SHM_IDS = frozenset(
     }
 )
 #: Signatures added since (issue 22), of kinds the old list never had: a failed /dev/shm
-#: allocation of Chrome's renderer, of PostgreSQL's dynamic shared memory and of 389-ds's
-#: database region files.
-ADDED_SHM_IDS = frozenset({"browser-shm-crash", "postgres-dsm-resize", "dirsrv-shm-db-region"})
+#: allocation of Chrome's renderer, of PostgreSQL's dynamic shared memory, of 389-ds's
+#: database region files and of an MPI/UCX transport's segment (mpi-shm-small, kind shm_small:
+#: UCX's 'Not enough memory to write', Open MPI's 'not enough space for ... the shared-memory
+#: backing file').
+ADDED_SHM_IDS = frozenset(
+    {"browser-shm-crash", "postgres-dsm-resize", "dirsrv-shm-db-region", "mpi-shm-small"}
+)
 #: outcome.SIGBUS_SIGNATURES before the fields.
 SIGBUS_IDS = frozenset({"dataloader-bus-error", "sigbus-generic"})
 #: outcome.STATE_SIGNATURES before the fields.

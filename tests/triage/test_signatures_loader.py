@@ -105,6 +105,20 @@ def test_good_file_loads(tmp_path: Path) -> None:
             lambda t: t + '\n[size]\ndefault = "2g"\nfloor = "1g"\nbasis = "x"\nwhen = ["No"]\n',
             "sig.toml: size.when: 'No' is not valid here",
         ),
+        (
+            lambda t: (
+                t.replace('kind = "my_kind"', 'kind = "dataloader_shm"')
+                + '\n[size]\ndefault = "8g"\nfloor = "1g"\nbasis = "x"\n'
+            ),
+            "sig.toml: size.default: not used for a dataloader_shm failure",
+        ),
+        (
+            lambda t: (
+                t.replace('kind = "my_kind"', 'kind = "dataloader_shm"')
+                + '\n[size]\nfloor = "1g"\nbasis = "x"\n'
+            ),
+            "sig.toml: size.floor: not used for a dataloader_shm failure",
+        ),
         (lambda t: "id = [", "sig.toml: TOML syntax error:"),
     ],
 )
@@ -117,6 +131,19 @@ def test_errors_name_file_and_field(tmp_path: Path, edit: object, message: str) 
     assert "\n" not in text
     assert text.startswith(str(tmp_path / message.split(":", 1)[0])), text
     assert message.split(":", 1)[1].strip() in text, text
+
+
+def test_a_modelled_kind_has_no_size_of_its_own(tmp_path: Path) -> None:
+    # A DataLoader failure is sized by the loader model or the policy's default: its file
+    # gives only the reason, and the built-in ones carry no 8g that code would ignore.
+    text = GOOD.replace('kind = "my_kind"', 'kind = "dataloader_shm"')
+    sig = load_file(_write(tmp_path, text + '\n[size]\nbasis = "the model decides"\n'))
+    assert sig.size is not None and sig.size.default is None and sig.size.floor is None
+    for s in load_catalogue():
+        if s.kind == "dataloader_shm" and s.size is not None:
+            assert s.size.default is None, s.id
+        elif s.size is not None:
+            assert s.size.default is not None and s.size.floor is not None, s.id
 
 
 def test_not_utf8(tmp_path: Path) -> None:

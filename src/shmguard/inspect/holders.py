@@ -25,20 +25,63 @@ from types import MappingProxyType
 
 from shmguard.model.host import HoldersScan, ProcessHolding, ShmFile
 
-#: Owner kinds, in the order reports list them.
-KINDS = ("torch", "nccl", "psm", "plasma", "semaphore", "other")
+#: Owner kinds, in the order reports list them: the ML ones, then the other programs that
+#: live on /dev/shm (issue 22: browsers, PostgreSQL, MPI, UCX).
+KINDS = (
+    "torch", "nccl", "psm", "plasma", "chromium", "postgres", "mpi", "ucx", "semaphore", "other",
+)  # fmt: skip
+
+#: Name prefixes of the other programs' /dev/shm files, by kind (see :func:`classify_shm_name`).
+_PREFIXES = (
+    # Chromium base/memory/platform_shared_memory_region_posix.cc: a temporary file in the
+    # shm directory, named after the product's bundle id (Chrome, Chromium, Edge, Electron
+    # apps, headless shell), unlinked once created and held through its fd.
+    (".org.chromium.", "chromium"),
+    (".com.google.Chrome.", "chromium"),
+    (".com.microsoft.Edge.", "chromium"),
+    # PostgreSQL src/backend/storage/ipc/dsm_impl.c: dynamic shared memory segments
+    # "/PostgreSQL.<number>" (dynamic_shared_memory_type = posix).
+    ("PostgreSQL.", "postgres"),
+    # Open MPI's shared-memory BTL: vader (2.x-4.x) "vader_segment.<host>.<jobid>.<rank>",
+    # sm (5.x) "sm_segment.<user>.<host>.<jobid>.<rank>"; Intel PSM2 (Omni-Path) "psm2_shm.*".
+    ("vader_segment.", "mpi"),
+    ("sm_segment.", "mpi"),
+    ("psm2_shm.", "mpi"),
+    # UCX src/uct/sm/mm/posix/mm_posix.c: "ucx_shm_posix_<hex>".
+    ("ucx_shm_posix_", "ucx"),
+)
+
+#: Process names (``/proc/<pid>/comm``, at most 15 characters) of those programs: a file with
+#: a name of no known kind that such a process holds is counted as that program's.
+_PROGRAMS = {
+    "chrome": "chromium",
+    "chromium": "chromium",
+    "chromium-browse": "chromium",
+    "headless_shell": "chromium",
+    "msedge": "chromium",
+    "postgres": "postgres",
+    "postmaster": "postgres",
+    "orted": "mpi",
+    "prted": "mpi",
+    "prterun": "mpi",
+    "mpirun": "mpi",
+    "mpiexec": "mpi",
+    "hydra_pmi_proxy": "mpi",
+}
 
 _DELETED = " (deleted)"
 #: errnos meaning "the process or fd went away while we looked": not an error.
 _GONE = (errno.ENOENT, errno.ESRCH)
 
 
-def classify_shm_name(name: str) -> str:
+def classify_shm_name(name: str, program: str | None = None) -> str:
     """The owner kind of a /dev/shm file from its name.
 
     Args:
         name: a bare name (``torch_12_34_0``), a ``shm_open`` name (``/torch_12_34_0``) or a
             full path (``/dev/shm/torch_12_34_0 (deleted)``); the last path component counts.
+        program: the holding process's name (``comm``), when known: a name of no known kind
+            held by ``postgres``, ``chrome``, ``orted``... is that program's.
 
     Returns:
         one of :data:`KINDS`:
@@ -51,8 +94,13 @@ def classify_shm_name(name: str) -> str:
           (Lib/multiprocessing/shared_memory.py, ``_SHM_NAME_PREFIX``);
         * ``plasma``: Ray's object store ``plasmaXXXXXX`` (src/ray/object_manager/plasma/
           dlmalloc.cc, ``mkstemp``);
+        * ``chromium``: Chrome, Chromium, Edge and Electron's ``.org.chromium.Chromium.*``,
+          ``.com.google.Chrome.*``, ``.com.microsoft.Edge.*``;
+        * ``postgres``: PostgreSQL's dynamic shared memory ``PostgreSQL.<number>``;
+        * ``mpi``: Open MPI's ``vader_segment.*`` and ``sm_segment.*``, PSM2's ``psm2_shm.*``;
+        * ``ucx``: UCX's posix transport ``ucx_shm_posix_<hex>``;
         * ``semaphore``: glibc POSIX named semaphores ``sem.<name>`` (sem_open(3));
-        * ``other``: anything else.
+        * ``other``: anything else, unless ``program`` names one of the programs above.
     """
     if name.endswith(_DELETED):
         name = name[: -len(_DELETED)]
@@ -65,8 +113,13 @@ def classify_shm_name(name: str) -> str:
         return "psm"
     if base.startswith("plasma"):
         return "plasma"
+    for prefix, kind in _PREFIXES:
+        if base.startswith(prefix):
+            return kind
     if base.startswith("sem."):
         return "semaphore"
+    if program is not None:
+        return _PROGRAMS.get(program, "other")
     return "other"
 
 
@@ -83,6 +136,8 @@ class _Scanner:
         self.seen: dict[tuple[int, int], ShmFile] = {}
         self.errors: list[str] = []
         self.map_errors: set[int] = set()
+        #: The name of the process being read, for :func:`classify_shm_name`.
+        self.comm: str | None = None
 
     def process(self, pid: int, explicit: bool) -> ProcessHolding | None:
         base = f"{self.proc}/{pid}"
@@ -95,6 +150,7 @@ class _Scanner:
                 self.errors.append(f"pid {pid}: {reason}")
             return None
         files: dict[tuple[int, int], ShmFile] = {}
+        self.comm = name
         self._fds(pid, base, files)
         self._maps(pid, base, files)
         if not files:
@@ -192,7 +248,7 @@ class _Scanner:
             return
         deleted = target.endswith(_DELETED)
         path = target[: -len(_DELETED)] if deleted else target
-        shm = ShmFile(path, ino, size, deleted, classify_shm_name(path), via, dev)
+        shm = ShmFile(path, ino, size, deleted, classify_shm_name(path, self.comm), via, dev)
         files[key] = shm
         self.seen.setdefault(key, shm)
 

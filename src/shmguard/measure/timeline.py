@@ -21,7 +21,7 @@ class OwnerSnapshot:
     Attributes:
         t: seconds since the sampler started.
         shm_used: statvfs used bytes read right before the scan.
-        by_kind: bytes per owner kind (torch, nccl, psm, plasma, semaphore, other) of the files
+        by_kind: bytes per owner kind (:data:`shmguard.inspect.holders.KINDS`) of the files
             the process tree holds, each inode once.
         held_bytes: sum of ``by_kind``.
         processes: number of processes in the tree.

@@ -70,13 +70,14 @@ def _holders_line(facts: HostFacts) -> str:
     if held is None:
         return f"unknown ({facts.holders.reason})"
     unheld = sum(f.bytes for f in held.unheld)
+    # By program: torch, nccl, chromium, postgres, mpi, ucx... (inspect.holders.KINDS).
+    kinds = ", ".join(f"{k} {format_iec(v)}" for k, v in held.by_kind.items() if v)
     if not held.processes and not held.unheld:
         line = "no process holds /dev/shm files"
     elif not held.processes:
         line = f"no process holds /dev/shm files; {len(held.unheld)} named file(s) hold"
-        line += f" {format_iec(unheld)}"
+        line += f" {format_iec(unheld)}" + (f" ({kinds})" if kinds else "")
     else:
-        kinds = ", ".join(f"{k} {format_iec(v)}" for k, v in held.by_kind.items() if v)
         top = sorted(held.processes, key=lambda p: -p.bytes)[:3]
         procs = ", ".join(f"pid {p.pid} {p.name} {format_iec(p.bytes)}" for p in top)
         line = f"{format_iec(held.total_bytes)} held ({kinds or 'empty files'}): {procs}"

@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 
 #: Eight levels, lowest first (U+2581..U+2588).
 _BARS = "▁▂▃▄▅▆▇█"
-#: Owner kinds the view lists, in order (semaphores count as "other" there).
+#: Owner kinds the view lists, in order (semaphores and the other programs' kinds, such as
+#: chromium or postgres, count as "other" there).
 OWNER_KINDS = ("torch", "nccl", "psm", "plasma", "other")
 
 
@@ -31,10 +32,10 @@ def sparkline(values: tuple[int, ...], top: int) -> str:
 
 
 def owners(snap: WatchSnapshot) -> dict[str, int]:
-    """Bytes per listed owner kind (semaphores folded into ``other``)."""
+    """Bytes per listed owner kind (every kind not listed folded into ``other``)."""
     got = dict(snap.owners)
     out = {k: got.get(k, 0) for k in OWNER_KINDS}
-    out["other"] += got.get("semaphore", 0)
+    out["other"] += sum(v for k, v in got.items() if k not in OWNER_KINDS)
     return out
 
 

@@ -45,7 +45,8 @@ for example `mine.toml: patterns[0].regex: invalid regular expression: ...`.
 | `shm` | `true`: a shm allocation failed for want of /dev/shm space (see below) |
 | `sigbus` | `true`: the SIGBUS path, a page tmpfs could not back was touched |
 | `state_only` | `true` (with `shm`): a /dev/shm state (a full `df` row), not a failed allocation |
-| `[size]` | `default`, `floor` (`1g`), `need_factor`, `basis`, `runtimes` (get a snippet), `when` |
+| `[size]` | `default`, `floor` (`1g`; none for `dataloader_shm`: the loader model sizes it), \
+`need_factor`, `basis`, `runtimes` (get a snippet), `when` |
 | `[fix]` | `summary`, `app`, `next`, `[fix.runtimes]` (a sentence per runtime or platform) |
 | `[[patterns]]` | the wording variants, below |
 
@@ -135,13 +136,12 @@ def render_markdown(sigs: Sequence[Signature]) -> str:
             out.append("")
             out.append(
                 "Size: the DataLoader model's for the loader the log shows (what `shmguard plan` "
-                "gives for it), else the sizing policy's default; the file's default "
-                f"({format_iec(s.size.default)}) and floor ({format_iec(s.size.floor)}) are not "
-                f"used for a {s.kind} failure; the file's reason: {s.size.basis}"
+                "gives for it), else the sizing policy's default with the pointer to "
+                f"`shmguard measure`, `plan` and `probe`; why: {s.size.basis}"
                 + (f"; only when {' or '.join(s.size.when)} matched too" if s.size.when else "")
                 + "."
             )
-        elif s.size is not None:
+        elif s.size is not None and s.size.default is not None and s.size.floor is not None:
             out.append("")
             out.append(
                 f"Size: default {format_iec(s.size.default)}, at least {format_iec(s.size.floor)}"

@@ -20,8 +20,9 @@ Size choice, first rule that applies:
 6. the signature's ``default``, for the reason its ``basis`` gives; for a DataLoader failure
    the sizing policy's default instead (1 GiB, ``[tool.shmguard.sizes]``), with the pointer to
    ``shmguard measure``, ``plan`` and ``probe``: a DataLoader's need is what the model says of
-   its parameters, and the 8 GiB its signatures document is many times what most loaders need
-   (4 workers of 32 images at 224x224 need 245 MiB: ``plan`` gives 320 MiB).
+   its parameters, and the 8 GiB upstream projects document (detectron2 #384) is many times
+   what most loaders need (4 workers of 32 images at 224x224 need 245 MiB: ``plan`` gives
+   320 MiB); their signature files carry no ``default`` or ``floor`` (the loader refuses one).
 
 A size from the log (rules 2 and 3) must make sense against what the failing job already
 had: when the log also shows the job's /dev/shm size or free space, a suggestion less than
@@ -54,6 +55,7 @@ from dataclasses import replace
 from shmguard.estimate.decide import Documented, LogSize, Need, RanShort, ShmEvidence, choose_shm
 from shmguard.estimate.policy import Policy, Sized, memory_limit_for
 from shmguard.model.fix import PLATFORM_NOTES, PLATFORMS, RUNTIMES, Change, shm_changes
+from shmguard.triage.model import MODELLED_KINDS as MODELLED_KINDS
 from shmguard.triage.model import Evidence, FixPlan, Signature, SizeRule
 from shmguard.units import DOCKER_DEFAULT_SHM, format_iec
 
@@ -70,10 +72,6 @@ PLAN_HINT = (
     "given with it shows num_workers and a batch's torch.Size)."
 )
 
-#: Signature kinds whose need the DataLoader model predicts: their size comes from the loader
-#: the log shows, else from the sizing policy's default, never from a size the signature
-#: documents (module docstring, rules 4 and 6).
-MODELLED_KINDS = ("dataloader_shm",)
 
 Captured = Mapping[str, tuple[int, Evidence]]
 
@@ -143,7 +141,11 @@ def size_evidence(
         request=request,
         model=loader if modelled else None,
         ran_short=ran_short,
-        documented=None if modelled else Documented(rule.default, rule.basis, rule.floor),
+        documented=(
+            Documented(rule.default, rule.basis, rule.floor)
+            if not modelled and rule.default is not None and rule.floor is not None
+            else None
+        ),
         memory_limit=mem[0] if mem else None,
         current=None if ran_short else DOCKER_DEFAULT_SHM,
     )

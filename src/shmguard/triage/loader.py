@@ -21,6 +21,7 @@ from shmguard.triage._validate import Validator
 from shmguard.triage.model import (
     CONFIDENCES,
     LOG_RUNTIMES,
+    MODELLED_KINDS,
     REMEDIES,
     ROLES,
     RUNTIMES,
@@ -170,7 +171,7 @@ def parse_signature(data: Mapping[str, Any], source: str) -> Signature:
 
     size = None
     if "size" in data:
-        size = _size(v, v.table(data, "size"))
+        size = _size(v, v.table(data, "size"), kind)
     elif remedy == "shm-size":
         v.fail("size", "required when remedy = 'shm-size' (how to choose the size)")
     fix = _fix(v, v.table(data, "fix")) if "fix" in data else None
@@ -345,10 +346,23 @@ def nested_repeat(pattern: str) -> bool:
     return walk(parser.parse(pattern), False)
 
 
-def _size(v: Validator, t: Mapping[str, Any]) -> SizeRule:
+def _size(v: Validator, t: Mapping[str, Any], kind: str) -> SizeRule:
     v.keys(t, {"default", "floor", "need_factor", "basis", "runtimes", "when"}, "size")
-    default = v.size(t, "default", "size")
-    floor = v.size(t, "floor", "size")
+    default: int | None = None
+    floor: int | None = None
+    if kind in MODELLED_KINDS:
+        # The DataLoader model (or the sizing policy's default) sizes these: a size written
+        # here would never be used, so it is refused rather than silently ignored.
+        for key in ("default", "floor"):
+            if key in t:
+                v.fail(
+                    f"size.{key}",
+                    f"not used for a {kind} failure (the DataLoader model for the loader the "
+                    "log shows, else the sizing policy's default, decides); remove it",
+                )
+    else:
+        default = v.size(t, "default", "size")
+        floor = v.size(t, "floor", "size")
     factor = t.get("need_factor")
     if factor is not None and (
         isinstance(factor, bool) or not isinstance(factor, int | float) or factor < 1

@@ -68,10 +68,19 @@ class Pattern:
     units: tuple[tuple[str, str], ...] = ()
 
 
+#: Signature kinds whose need the DataLoader model predicts: their size comes from the loader
+#: the log shows, else from the sizing policy's default, never from a size the signature file
+#: documents, so their ``[size]`` tables carry no ``default`` or ``floor``
+#: (:mod:`shmguard.triage.fixes`, rules 4 and 6).
+MODELLED_KINDS = ("dataloader_shm",)
+
+
 @dataclass(frozen=True)
 class SizeRule:
     """How to choose a /dev/shm size for this failure (bytes). ``need_factor`` multiplies a
     size the log says was requested; ``basis`` says where ``default`` comes from.
+    ``default`` and ``floor`` are None for a kind of :data:`MODELLED_KINDS` (the DataLoader
+    model or the sizing policy decides) and set for every other kind.
     ``runtimes``: the runtimes whose size snippet is the fix (empty: all); for the others
     the per-runtime sentence is the fix, because a snippet would repeat the rejected
     setting (``podman run --shm-size`` with ``--ipc=host``). ``when``: signature ids of which
@@ -79,8 +88,8 @@ class SizeRule:
     file system in question; empty: always); without it the fix and ``decide`` say what to
     check instead."""
 
-    default: int
-    floor: int
+    default: int | None
+    floor: int | None
     need_factor: float | None
     basis: str
     runtimes: tuple[str, ...] = ()
