@@ -15,6 +15,7 @@ from shmguard.sources.k8s_model import Container, scalars, text
 from shmguard.sources.runline import RunLine
 from shmguard.sources.workload import Where, Workload, classify
 from shmguard.sources.yamlnode import YMap, YNode, YScalar, YSeq
+from shmguard.units import whole_number
 
 #: The annotation and label names :func:`classify` reads.
 _READ = frozenset(ANNOTATIONS.values())
@@ -33,7 +34,7 @@ def _loc(node: YNode | None) -> Where:
 def _count(node: YNode | None) -> int | None:
     """A GPU quantity (``nvidia.com/gpu: 1``, ECS ``GPU`` ``"1"``), None when not a number."""
     v = text(node) if isinstance(node, YScalar) else None
-    return int(v) if v is not None and v.strip().isdigit() else None
+    return whole_number(v) if v is not None else None
 
 
 def run_gpu_count(value: str | None) -> int | None:
@@ -41,12 +42,13 @@ def run_gpu_count(value: str | None) -> int | None:
     None for ``all`` and what is not read (docker/cli ``opts/gpus.go``: a number is a count,
     ``device=`` a list of IDs)."""
     v = (value or "").strip().strip("'\"")
-    if v.isdigit():
-        return int(v)
+    n = whole_number(v) if v else None
+    if n is not None:
+        return n
     for part in v.split(","):
         k, _, x = part.partition("=")
-        if k == "count" and x.isdigit():
-            return int(x)
+        if k == "count" and (count := whole_number(x)) is not None and x == x.strip():
+            return count
     if v.startswith("device="):
         return len([d for d in v[len("device=") :].split(",") if d.strip()])
     return None

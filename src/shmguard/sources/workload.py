@@ -97,11 +97,11 @@ class Args:
 PER_GPU = -1
 _WORKERS = re.compile(
     r"""(?<![\w-])(?:--(?:dataloader[-_])?(?:num[-_]?)?workers(?:=|\s+)"""
-    r"""|(?:[\w]+\.)*num_workers["']?\s*[=:]\s*)["']?(\d+)(?![\w.])"""
+    r"""|(?:[\w]+\.)*num_workers["']?\s*[=:]\s*)["']?(\d{1,18})(?![\w.])"""
 )
 _NPROC = re.compile(
     r"""(?<![\w-])--(?:nproc[-_]per[-_]node|num[-_]processes|num[-_]gpus)(?:=|\s+)["']?"""
-    r"""(\d+|gpu|auto)(?![\w.])"""
+    r"""(\d{1,18}|gpu|auto)(?![\w.])"""
 )
 
 
