@@ -41,6 +41,35 @@ PODMAN_DEFAULT_SHM = 65_536_000
 
 _INT64_MAX = 2**63 - 1
 
+#: Longest text any size or count is read from (characters, after trimming). 8 EiB is 19
+#: digits, so 64 leaves room for every real spelling (``0.5Gi``, ``2147483648``, ``2e9``) and
+#: keeps a pasted number from ever reaching ``int()``/``float()``/``Fraction()``: Python refuses
+#: int strings of more than 4,300 digits with a ValueError, ``float()`` turns ``1e999`` into an
+#: infinity that ``int()`` refuses with an OverflowError, and ``10 ** 9999999`` takes seconds.
+SIZE_MAX_CHARS = 64
+#: Most an exponent (``2e9``) may be before the value is bound to be out of range: the number
+#: part is at most :data:`SIZE_MAX_CHARS` digits.
+_EXP_MAX = 2 * SIZE_MAX_CHARS
+_WHOLE = re.compile(rf"[0-9]{{1,{SIZE_MAX_CHARS}}}", re.ASCII)
+
+
+def whole_number(text: str) -> int | None:
+    """``int(text)`` when ``text`` (spaces around it trimmed) is 1 to :data:`SIZE_MAX_CHARS`
+    ASCII digits; None otherwise (``str.isdigit()`` also takes ``²``, which ``int()`` refuses,
+    and any length)."""
+    t = text.strip()
+    return int(t) if _WHOLE.fullmatch(t) else None
+
+
+def check_size_length(text: str) -> None:
+    """Raise :class:`SizeError` when ``text`` is longer than :data:`SIZE_MAX_CHARS`: the one
+    length bound every size parser applies before it converts a number."""
+    if len(text) > SIZE_MAX_CHARS:
+        raise SizeError(
+            f"size {shown_size_text(text)} is too long ({len(text)} characters, at most "
+            f"{SIZE_MAX_CHARS})"
+        )
+
 
 def round_up(n: int, unit: int) -> int:
     """``n`` rounded up to a whole multiple of ``unit`` (both in bytes, ``unit`` > 0)."""
@@ -90,8 +119,10 @@ def parse_docker_size(text: str, *, legacy: bool = False) -> int:
 
     Raises:
         SizeError: with go-units' own message, e.g. ``invalid suffix: 'gi'``,
-            ``invalid size: '-1'``, ``strconv.ParseFloat: parsing "1 ": invalid syntax``.
+            ``invalid size: '-1'``, ``strconv.ParseFloat: parsing "1 ": invalid syntax``;
+            shmguard's own "too long" past :data:`SIZE_MAX_CHARS` characters.
     """
+    check_size_length(text)
     if legacy:
         m = _LEGACY_RE.match(text)
         if not m:
@@ -169,9 +200,17 @@ def parse_k8s_quantity(text: str) -> Fraction:
 
     Raises:
         SizeError: with apimachinery's message: the regex error, ``unable to parse quantity's
-            suffix`` (``2K``) or ``unable to parse numeric part of quantity``.
+            suffix`` (``2K``) or ``unable to parse numeric part of quantity``; shmguard's own
+            "too long" past :data:`SIZE_MAX_CHARS` characters and "more than 8 EiB" for a
+            magnitude above 2^63 - 1 (``100Ei``, ``1e999``): apimachinery caps a quantity
+            there, so the value written is not the value applied.
+
+    An exponent below ``-`` :data:`_EXP_MAX` is read as ``-_EXP_MAX``: the value is then
+    below 10^-64 either way, and its sign, its zero-ness and :func:`k8s_quantity_bytes` (which
+    rounds up) are the same, without computing ``10 ** 9999999``.
     """
     text = text.strip()  # UnmarshalJSON trims spaces around the whole value
+    check_size_length(text)
     m = _K8S_RE.match(text)
     if not m:
         raise SizeError(_K8S_REGEX_ERR)
@@ -181,16 +220,27 @@ def parse_k8s_quantity(text: str) -> Fraction:
     except (ValueError, ZeroDivisionError):
         raise SizeError("unable to parse numeric part of quantity") from None
     if suffix in _K8S_BINARY:
-        return value * _K8S_BINARY[suffix]
+        return _k8s_in_range(value * _K8S_BINARY[suffix])
     if suffix in _K8S_DECIMAL:
-        return value * _K8S_DECIMAL[suffix]
+        return _k8s_in_range(value * _K8S_DECIMAL[suffix])
     if len(suffix) > 1 and suffix[0] in "eE":
         try:
-            exp = int(suffix[1:])
+            exp = int(suffix[1:])  # at most SIZE_MAX_CHARS characters
         except ValueError:
             raise SizeError("unable to parse quantity's suffix") from None
-        return value * Fraction(10) ** exp
+        if value and exp > _EXP_MAX:
+            raise SizeError(_K8S_TOO_LARGE)
+        return _k8s_in_range(value * Fraction(10) ** max(exp, -_EXP_MAX))
     raise SizeError("unable to parse quantity's suffix")
+
+
+_K8S_TOO_LARGE = "more than 8 EiB (2^63 - 1 bytes), the most a Kubernetes quantity holds"
+
+
+def _k8s_in_range(value: Fraction) -> Fraction:
+    if abs(value) > _INT64_MAX:
+        raise SizeError(_K8S_TOO_LARGE)
+    return value
 
 
 def k8s_quantity_bytes(text: str) -> int:
@@ -229,11 +279,8 @@ def format_k8s_quantity(n: int) -> str:
 
 # ------------------------------------------------------------------- the size annotation
 
-#: Longest ``shmguard.io/shm-size`` value read (characters, after trimming): 8 EiB is 19
-#: digits, so 64 leaves room for any real spelling (``0.5Gi``, ``2147483648``, ``2e9``) and
-#: keeps a pasted number from ever reaching ``int()``/``Fraction()`` (Python refuses strings of
-#: more than 4,300 digits with a ValueError) or a huge power of ten (``1e999999999``).
-SIZE_ANNOTATION_MAX_CHARS = 64
+#: Longest ``shmguard.io/shm-size`` value read: :data:`SIZE_MAX_CHARS`.
+SIZE_ANNOTATION_MAX_CHARS = SIZE_MAX_CHARS
 #: The accepted forms of ``shmguard.io/shm-size``, said once in each of its errors.
 SIZE_ANNOTATION_FORMS = (
     "write a quantity (2Gi, 1500Mi; 2G is 2,000,000,000 bytes), a Docker size (2g = 2gb = "
@@ -241,9 +288,6 @@ SIZE_ANNOTATION_FORMS = (
 )
 #: Kubernetes' sub-unit suffixes (``quantity.go``): a memory size in them is below a byte.
 _K8S_SUB_UNIT = {"m": "milli", "u": "micro", "n": "nano"}
-#: Most an exponent (``2e9``) may be before the value is bound to be out of range: the number
-#: part is at most :data:`SIZE_ANNOTATION_MAX_CHARS` digits.
-_EXP_MAX = 2 * SIZE_ANNOTATION_MAX_CHARS
 
 
 def shown_size_text(text: str) -> str:
@@ -326,7 +370,9 @@ def _k8s_annotation(t: str) -> int | None:
             raise SizeError(f"{what}; {SIZE_ANNOTATION_FORMS}")
     try:
         exact = parse_k8s_quantity(t)
-    except SizeError:
+    except SizeError as e:
+        if str(e) == _K8S_TOO_LARGE:
+            raise SizeError(f"more than 8 EiB (2^63 - 1 bytes); {SIZE_ANNOTATION_FORMS}") from None
         return None
     if 0 < exact < 1:
         raise SizeError(f"less than one byte; {SIZE_ANNOTATION_FORMS}")
@@ -353,8 +399,10 @@ def parse_tmpfs_size(text: str, mem_total: int | None = None) -> int:
 
     Raises:
         SizeError: ``Bad value for 'size'`` (the kernel's fs_context error) for ``8gb``, ``8Gi``,
-            ``8 g`` and the like, or when ``%`` is used without ``mem_total``.
+            ``8 g`` and the like, or when ``%`` is used without ``mem_total``; "too long"
+            past :data:`SIZE_MAX_CHARS` characters.
     """
+    check_size_length(text)
     m = _STRTOULL.match(text)
     if not m:
         raise SizeError(f"Bad value for 'size': {text!r}")
@@ -392,9 +440,11 @@ def parse_ecs_mib(value: int | str) -> int:
     if isinstance(value, bool) or not isinstance(value, int | str):
         raise SizeError(f"expected an integer number of MiB, got {value!r}")
     if isinstance(value, str):
-        if not value.isdigit():
+        check_size_length(value)
+        n = whole_number(value) if value == value.strip() else None
+        if n is None:
             raise SizeError(f"expected an integer number of MiB, got {value!r}")
-        value = int(value)
+        value = n
     if value < 0:
         raise SizeError(f"expected a non-negative number of MiB, got {value}")
     return value * MiB
@@ -451,6 +501,8 @@ def parse_size_flag(text: str, *, allow_zero: bool = False) -> int:
     """
     raw = text
     text = text.strip()
+    if len(text) > SIZE_MAX_CHARS:
+        raise SizeError(f"invalid size {shown_size_text(raw)}: too long; {SIZE_FLAG_FORMS}")
     m = _IEC_FLAG.match(text)
     if m:
         value = int(float(m.group(1)) * _GO_UNITS[m.group(2).lower()])

@@ -385,3 +385,21 @@ def test_hang_detector_leaves_a_busy_job_alone(root_only: None) -> None:
         sampler.stop()
     assert result.stopped_by is None
     assert result.exit_status == 0
+
+
+@pytest.mark.parametrize("memory_limited", [False, True])
+def test_a_sigkill_after_an_ignored_forwarded_sigterm_says_shmguard_sent_it(
+    memory_limited: bool,
+) -> None:
+    # issue 24 item 8: `measure` said "killed by SIGKILL" (or "most likely by the OOM killer"
+    # under a memory limit) when the sandbox escalated a forwarded SIGTERM the command ignored
+    cause = classify(
+        137,
+        "SIGKILL",
+        "SIGTERM ignored for 10s",  # Sandbox.wait's stopped_by
+        b"",
+        memory_limited=memory_limited,
+        oom_kills=0,
+    )
+    assert cause.outcome is Outcome.SIGNALED
+    assert "shmguard sent it after the SIGTERM it forwarded was ignored for 10s" in cause.summary

@@ -3,7 +3,8 @@
 Exit status: 1 when a cause of medium confidence or more matched, 0 when none did, 2 on a
 usage error (missing file, bad option, bad signature file). With ``--per-file`` every file is
 diagnosed on its own (:mod:`shmguard.cli._explain_each`): 1 when any file has such a cause, 2
-when any file could not be read. Docs: docs/explain.md.
+when any file could not be read. SIGINT or SIGTERM while reading: the diagnosis of what was
+read, marked partial, then 128 + the signal. Docs: docs/explain.md.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import BinaryIO
 import typer
 
 from shmguard.cli._app import app
-from shmguard.cli._common import EXIT_USAGE, console, fail, size_option
+from shmguard.cli._common import EXIT_USAGE, console, error_line, fail, size_option
 from shmguard.cli._config import settings
 from shmguard.cli._explain_input import input_problem, read_error
 
@@ -154,14 +155,39 @@ def explain(
                 reading[:] = [(name, f)]
                 yield name, f
 
+    import signal
+
+    stopped: list[int] = []  # the signal that ended the reading (an endless pipe's way out)
+
+    def _stop(sig: int, _frame: object) -> None:
+        stopped.append(sig)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C: at once
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        raise KeyboardInterrupt
+
+    import threading
+
+    main = threading.current_thread() is threading.main_thread()  # handlers: main thread only
+    if main:
+        signal.signal(signal.SIGINT, _stop)
+        signal.signal(signal.SIGTERM, _stop)
     try:
         diagnosis = explain_streams(
-            streams(), signatures=catalogue, runtime=runtime, shm_size=size, policy=conf.policy
+            streams(),
+            signatures=catalogue,
+            runtime=runtime,
+            shm_size=size,
+            policy=conf.policy,
+            interruptible=True,
         )
     except OSError as err:
         fail(read_error(reading, err))
     except KeyboardInterrupt:
         fail("interrupted", code=130)
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
     if json_out:
         from shmguard.render.json import dumps
@@ -172,6 +198,9 @@ def explain(
         from shmguard.render.explain_text import render
 
         render(diagnosis, console(), evidence=evidence)
+    if stopped:  # the partial diagnosis is out (marked by its note): 128 + the signal
+        error_line(f"interrupted by {signal.Signals(stopped[0]).name}: the diagnosis is partial")
+        raise typer.Exit(128 + stopped[0])
     raise typer.Exit(diagnosis.exit_code)
 
 

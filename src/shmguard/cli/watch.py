@@ -3,7 +3,8 @@
 Thin: parse arguments, run :class:`shmguard.monitor.watch.Monitor`, render
 (:mod:`shmguard.render.watch_text`), exit. Exit status: 0 (``--once`` below the threshold, or
 interrupted by SIGINT or SIGTERM), 1 the threshold was crossed (without ``--on-alert``), 2 bad
-input or /dev/shm unreadable, 3 stalled: DataLoader blocked on /dev/shm.
+input or /dev/shm unreadable, 3 stalled: DataLoader blocked on /dev/shm, 141 standard output
+was a pipe whose reader went away (``| head``), quietly.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from shmguard.estimate.policy import ALERT_PERCENT
 if TYPE_CHECKING:
     from shmguard.monitor.watch import WatchSnapshot
 
+#: Exit status when standard output is a pipe whose reader has gone: 128 + SIGPIPE, what a
+#: shell reports for ``yes | head``'s ``yes``.
+EXIT_BROKEN_PIPE = 141
 #: Exit status of a stall (distinct from 1, the threshold).
 EXIT_STALLED = 3
 
@@ -111,7 +115,7 @@ def watch(
     threshold; report a DataLoader stalled on a full /dev/shm, with the fix.
 
     Exit status: 0 below the threshold (--once) or interrupted; 1 threshold crossed (without
-    --on-alert); 2 bad input; 3 stalled.
+    --on-alert); 2 bad input; 3 stalled; 141 output pipe closed (| head).
     """
     from shmguard.monitor.target import TargetError, resolve_target
     from shmguard.monitor.watch import Monitor
@@ -191,6 +195,11 @@ def watch(
             above = snap.alert
     except KeyboardInterrupt:
         status = EXIT_OK
+    except BrokenPipeError:
+        # The reader is gone (``| head``): end quietly with the status a shell reports for a
+        # tool SIGPIPE ended, never 1 (which says the threshold was crossed).
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (the interpreter flushes it at exit)
+        status = EXIT_BROKEN_PIPE
     finally:
         if live is not None:
             live.__exit__(None, None, None)

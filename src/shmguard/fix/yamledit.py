@@ -128,7 +128,7 @@ def _after_line(src: SourceText, char_index: int) -> tuple[int, str]:
     """The byte offset of the start of the line after ``char_index``, and the text to put
     before an insertion there (a line ending when the file ends without one)."""
     at = src.byte_offset(char_index)
-    nl = src.data.find(b"\n", at)
+    nl = src.data.find(line_break(src), at)
     if nl < 0:
         return len(src.data), line_ending(src)
     return nl + 1, ""
@@ -209,7 +209,7 @@ def add_entry(m: YMap, key: str, v: Value, style: Style) -> Edit | None:
         end = _first_entry_end(node)
         if end is None:  # before the first key, when that starts its line
             at = m.src.byte_offset(node.value[0][0].start_mark.index)
-            line_start = m.src.data.rfind(b"\n", 0, at) + 1
+            line_start = m.src.data.rfind(line_break(m.src), 0, at) + 1
             if m.src.data[line_start:at].strip(b" "):
                 return None
             return Edit(line_start, line_start, _lines(m.src, lines, indent))
@@ -308,6 +308,16 @@ def seq_style(key_node: YNode | None, seq: YNode | None, default: Style | None =
 
 
 def line_ending(src: SourceText) -> str:
-    """The file's line ending: ``\\r\\n`` when its first line ends so, else ``\\n``."""
+    """The file's line ending: ``\\r\\n`` when its first line ends so, ``\\r`` in a file
+    with CRs and no LF (classic Mac OS; YAML reads a lone CR as a line break), else
+    ``\\n``."""
     nl = src.data.find(b"\n")
+    if nl < 0:
+        return "\r" if b"\r" in src.data else "\n"
     return "\r\n" if nl > 0 and src.data[nl - 1 : nl] == b"\r" else "\n"
+
+
+def line_break(src: SourceText) -> bytes:
+    """The byte that ends each line of the file (its :func:`line_ending`'s last): ``\\r`` in
+    a CR-only file, else ``\\n``; what to search for the start or end of a line."""
+    return line_ending(src)[-1].encode()

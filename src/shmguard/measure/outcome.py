@@ -14,6 +14,7 @@ transcripts; tests/fixtures/measure/transcripts holds copies.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -290,6 +291,15 @@ def classify(
     verdict = _verdict(top, shm_full) if top is not None else None
     if top is not None and verdict is not None:
         return _decided(verdict, top, res, exit_status)
+    escalated = _ESCALATED.fullmatch(stopped_by or "")
+    if signal_name == "SIGKILL" and escalated:
+        return Cause(
+            Outcome.SIGNALED,
+            f"the command was killed by SIGKILL: shmguard sent it after the {escalated[1]} it "
+            f"forwarded was ignored for {escalated[2]}",
+            _lines(causes),
+            sig(causes),
+        )
     if signal_name == "SIGKILL" and memory_limited:
         return Cause(
             Outcome.OOM_KILLED,
@@ -315,6 +325,11 @@ def classify(
         _lines(causes),
         sig(causes),
     )
+
+
+#: ``stopped_by`` of a sandbox that escalated a forwarded stop signal to SIGKILL
+#: (:meth:`shmguard.measure.sandbox.Sandbox.wait`: ``SIGTERM ignored for 10s``).
+_ESCALATED = re.compile(r"(SIG[A-Z]+) ignored for (\S+)")
 
 
 def _decided(verdict: Outcome, r: Result, res: Sequence[Result], exit_status: int) -> Cause:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shmguard.sources.yamlnode import YScalar
-from shmguard.units import SizeError, parse_docker_size
+from shmguard.units import SIZE_MAX_CHARS, SizeError, check_size_length, parse_docker_size
 
 #: go-yaml v3 ``yamlStyleFloat``.
 _YAML12_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
@@ -61,7 +61,10 @@ def yaml12(node: YScalar) -> Any:
 
 def _go_parse_int(s: str) -> int | None:
     """``strconv.ParseInt(s, 0, 64)``: sign, then ``0x``/``0o``/``0b``, a leading ``0`` for
-    octal, else decimal; None when it does not parse or overflows int64."""
+    octal, else decimal; None when it does not parse or overflows int64 (or is longer than
+    :data:`~shmguard.units.SIZE_MAX_CHARS`, which no int64 is)."""
+    if len(s) > SIZE_MAX_CHARS:
+        return None
     m = re.fullmatch(r"([-+]?)(0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)", s)
     if not m:
         return None
@@ -107,8 +110,12 @@ def docker_py_parse_bytes(s: str) -> int:
     unit letter dropped), a bare number as bytes, ``int(float(digits) * unit)``.
 
     Raises:
-        SizeError: docker-py's "should specify the units" for any other suffix.
+        SizeError: docker-py's "should specify the units" for any other suffix; "too long" past
+            :data:`~shmguard.units.SIZE_MAX_CHARS` characters; "out of range" for a number
+            ``float()`` reads as infinite (``1e999``: docker-py's ``int(inf)`` is an
+            OverflowError).
     """
+    check_size_length(s)
     if not s:
         return 0
     if len(s) >= 2 and s[-2].isalpha() and s[-1] in "bB":
@@ -119,9 +126,12 @@ def docker_py_parse_bytes(s: str) -> int:
     if mul is None:
         raise SizeError(f"The specified value for memory ({s}) should specify the units")
     try:
-        return int(float(digits) * mul)
+        value = float(digits) * mul
     except ValueError:
         raise SizeError(f"The specified value for memory ({s}) should specify the units") from None
+    if not math.isfinite(value):
+        raise SizeError(f"The specified value for memory ({s}) is out of range")
+    return int(value)
 
 
 def applied_size(node: YScalar, compose: str) -> Applied:
@@ -135,6 +145,7 @@ def applied_size(node: YScalar, compose: str) -> Applied:
         if isinstance(v, int):
             return Applied(v, v or None, "applied" if v else "default")
         try:
+            check_size_length(v)
             n = int(v) if re.fullmatch(r"[-+]?[0-9]+", v) else parse_docker_size(v)
         except SizeError as e:
             return Applied(v, None, "error", str(e))

@@ -15,6 +15,7 @@ from shmguard.sources.k8s_model import Container, scalars, text
 from shmguard.sources.runline import RunLine
 from shmguard.sources.workload import Where, Workload, classify
 from shmguard.sources.yamlnode import YMap, YNode, YScalar, YSeq
+from shmguard.units import whole_number
 
 #: The annotation and label names :func:`classify` reads.
 _READ = frozenset(ANNOTATIONS.values())
@@ -31,15 +32,16 @@ def _loc(node: YNode | None) -> Where:
 
 
 def gpu_number(value: str | None) -> int | None:
-    """A whole GPU count written in ASCII digits (at most 9), else None: ``"²"`` and other
-    Unicode digits that ``str.isdigit`` accepts are not numbers to ``int()``."""
-    v = (value or "").strip()
-    return int(v) if v.isascii() and v.isdigit() and len(v) <= 9 else None
+    """A whole GPU count (:func:`~shmguard.units.whole_number`: ASCII digits, bounded), else
+    None: ``"²"`` and other Unicode digits that ``str.isdigit`` accepts are not numbers to
+    ``int()``. The webhook reads the API server's GPU quantities with it too."""
+    return whole_number(value) if value else None
 
 
 def _count(node: YNode | None) -> int | None:
     """A GPU quantity (``nvidia.com/gpu: 1``, ECS ``GPU`` ``"1"``), None when not a number."""
-    return gpu_number(text(node)) if isinstance(node, YScalar) else None
+    v = text(node) if isinstance(node, YScalar) else None
+    return whole_number(v) if v is not None else None
 
 
 def run_gpu_count(value: str | None) -> int | None:
@@ -47,12 +49,13 @@ def run_gpu_count(value: str | None) -> int | None:
     None for ``all`` and what is not read (docker/cli ``opts/gpus.go``: a number is a count,
     ``device=`` a list of IDs)."""
     v = (value or "").strip().strip("'\"")
-    if gpu_number(v) is not None:
-        return gpu_number(v)
+    n = whole_number(v) if v else None
+    if n is not None:
+        return n
     for part in v.split(","):
         k, _, x = part.partition("=")
-        if k == "count" and gpu_number(x) is not None:
-            return gpu_number(x)
+        if k == "count" and (count := whole_number(x)) is not None and x == x.strip():
+            return count
     if v.startswith("device="):
         return len([d for d in v[len("device=") :].split(",") if d.strip()])
     return None

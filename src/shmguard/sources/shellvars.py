@@ -31,6 +31,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from shmguard.sources.shell import Word, array_elements, closing
+from shmguard.units import whole_number
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
@@ -257,8 +258,8 @@ class ShellVars:
             f.text(written)
             return
         if index is None or index.isdigit():
-            k = int(index) if index else 0
-            items = [value.items[k] if k < len(value.items) else ""]
+            k = whole_number(index) if index else 0  # None: past any array's end
+            items = [value.items[k] if k is not None and k < len(value.items) else ""]
         else:
             items = list(value.items)
         if index == "*" and q:

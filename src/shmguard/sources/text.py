@@ -36,6 +36,7 @@ def binary_problem(data: bytes, file: str) -> SourceDiagnostic | None:
 
 
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
+_NEWLINE = re.compile(b"\n")
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,10 @@ class SourceText:
     encoding: str = "utf-8"
     _wide: list[int] = field(default_factory=list, repr=False)
     _extra: list[int] = field(default_factory=list, repr=False)
+    #: Byte offsets where each line of :attr:`data` starts, built on first use.
+    _lines: list[int] = field(default_factory=list, repr=False)
+    #: Byte offsets of the characters at :attr:`_wide`, built on first use.
+    _wide_bytes: list[int] = field(default_factory=list, repr=False)
 
     @classmethod
     def decode(cls, data: bytes, file: str) -> SourceText | SourceDiagnostic:
@@ -125,12 +130,24 @@ class SourceText:
 
     def char_index(self, offset: int) -> int:
         """Character index in :attr:`text` of byte ``offset`` of :attr:`data` (the inverse of
-        :meth:`byte_offset` at character boundaries)."""
-        return len(self.data[self.bias : offset].decode("utf-8", "replace"))
+        :meth:`byte_offset` at character boundaries). O(log n): a bisect over the byte offsets
+        of the file's non-ASCII characters, not a decode from the start."""
+        offset = min(max(offset, self.bias), len(self.data))
+        if not self._wide:
+            return offset - self.bias
+        if not self._wide_bytes:
+            self._wide_bytes.extend(self.byte_offset(i) for i in self._wide)
+        k = bisect.bisect_left(self._wide_bytes, offset)  # wide characters before offset
+        return offset - self.bias - (self._extra[k - 1] if k else 0)
 
     def line_col(self, offset: int) -> tuple[int, int]:
-        """1-based line and 1-based character column of byte ``offset``."""
-        line = self.data.count(b"\n", 0, offset) + 1
-        start = self.data.rfind(b"\n", 0, offset) + 1
-        col = len(self.data[max(start, self.bias) : offset].decode("utf-8", "replace")) + 1
+        """1-based line and 1-based character column of byte ``offset``. O(log n): a bisect
+        over the line starts, indexed once per file (a finding on each of 40,000 run lines
+        used to count newlines from the start of the file for each)."""
+        if not self._lines:
+            self._lines.append(0)
+            self._lines.extend(m.end() for m in _NEWLINE.finditer(self.data))
+        line = bisect.bisect_right(self._lines, offset)  # lines starting at or before offset
+        start = max(self._lines[line - 1], self.bias)
+        col = self.char_index(offset) - self.char_index(start) + 1 if offset > start else 1
         return line, col

@@ -15,6 +15,7 @@ An in-memory text (a run's output) goes through :func:`classify_text`, the same 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
@@ -49,6 +50,7 @@ def explain_streams(
     shm_size: int | Sized | None = None,
     backend: str = "auto",
     policy: Policy | None = None,
+    interruptible: bool = False,
 ) -> Diagnosis:
     """Diagnose binary streams (``(display name, stream)`` pairs), read to the end in
     constant memory.
@@ -63,6 +65,10 @@ def explain_streams(
         backend: literal pre-filter, ``auto``, ``ac`` (Aho-Corasick) or ``find``.
         policy: the sizing policy for the fixes (``[tool.shmguard.sizes]``); default
             :class:`~shmguard.estimate.Policy`.
+        interruptible: a KeyboardInterrupt while reading (Ctrl-C on an endless pipe, or a
+            SIGTERM the caller turns into one) ends the reading instead of propagating: the
+            diagnosis is of what was read so far, and its first note, :data:`PARTIAL_NOTE`,
+            says so.
 
     Raises:
         SignatureError: the built-in catalogue is broken (never in a release).
@@ -70,9 +76,22 @@ def explain_streams(
     """
     sigs = builtin_catalogue() if signatures is None else signatures
     m = Matcher(sigs, backend=backend)
-    for name, stream in inputs:
-        m.feed(name, stream)
-    return diagnose(m, runtime=runtime, shm_override=shm_size, policy=policy)
+    partial = False
+    try:
+        for name, stream in inputs:
+            m.feed(name, stream)
+    except KeyboardInterrupt:
+        if not interruptible:
+            raise
+        partial = True
+    d = diagnose(m, runtime=runtime, shm_override=shm_size, policy=policy)
+    return dataclasses.replace(d, notes=(PARTIAL_NOTE, *d.notes)) if partial else d
+
+
+#: The note of a diagnosis whose reading was interrupted (:func:`explain_streams`).
+PARTIAL_NOTE = (
+    "partial: reading was interrupted; this diagnosis covers only the input read until then"
+)
 
 
 def explain_files(

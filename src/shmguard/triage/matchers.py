@@ -176,17 +176,19 @@ class Matcher:
         seen: set[tuple[str, str, int]] = set()
         last_line_seen = 0
         reader = BlockReader(stream, self._overlap)
-        for block in reader:
-            offsets = self._find(block.data, block.start, block.stop)
-            if not offsets:
-                continue
-            for hit in hit_lines(block.data, block.line, offsets, block.start, block.stop):
-                if hit.line != last_line_seen:
-                    # Dedupe memory only needs the current line (pieces of one long line).
-                    seen.clear()
-                    last_line_seen = hit.line
-                self._line(name, index, hit.line, hit.raw, markers, seen)
-        self.inputs.append((name, reader.bytes_read, reader.lines, reader.binary))
+        try:
+            for block in reader:
+                offsets = self._find(block.data, block.start, block.stop)
+                if not offsets:
+                    continue
+                for hit in hit_lines(block.data, block.line, offsets, block.start, block.stop):
+                    if hit.line != last_line_seen:
+                        # Dedupe memory only needs the current line (pieces of one long line).
+                        seen.clear()
+                        last_line_seen = hit.line
+                    self._line(name, index, hit.line, hit.raw, markers, seen)
+        finally:  # an interrupted read is summed up too: a partial diagnosis names it
+            self.inputs.append((name, reader.bytes_read, reader.lines, reader.binary))
 
     def _line(
         self,

@@ -294,8 +294,11 @@ class BlockReader:
         carry = b""
         carry_mid = False  # carry itself continues an earlier line
         line_base = 1
+        # read1: what a pipe holds now, up to a block, rather than waiting for a whole block
+        # (``kubectl logs -f``: the lines so far are matched, and an interrupt keeps them)
+        read = getattr(self.stream, "read1", self.stream.read)
         while True:
-            data = self.stream.read(BLOCK)
+            data = read(BLOCK)
             if not data:
                 break
             self.bytes_read += len(data)
@@ -325,6 +328,7 @@ class BlockReader:
             if cut > start:
                 yield _block(data, start, cut, line_base, False)
                 line_base += data.count(b"\n", start, cut)
+            self.lines = line_base - 1  # the whole lines so far (an interrupted read shows it)
             carry, carry_mid = data[cut:], False
         if carry:
             yield _block(carry, 0, len(carry), line_base, carry_mid)

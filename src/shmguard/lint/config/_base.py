@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from shmguard.estimate.policy import Policy, Sized
+from shmguard.fix.yamledit import line_break
 from shmguard.fix.yamledit import line_ending as line_ending
 from shmguard.model.finding import Applicability, Edit, Fix, Location
 from shmguard.model.fix import Change
@@ -229,7 +230,7 @@ def insert_key(mapping: YMap, line: str) -> Edit | None:
         return None
     first = node.value[0][0]
     key_at = src.byte_offset(first.start_mark.index)
-    line_start = src.data.rfind(b"\n", 0, key_at) + 1
+    line_start = src.data.rfind(line_break(src), 0, key_at) + 1
     indent = src.data[line_start:key_at]
     if indent.strip(b" ") or b"\t" in indent:
         return None

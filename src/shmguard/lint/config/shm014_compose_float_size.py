@@ -80,7 +80,7 @@ def _is_fraction(v: str) -> bool:
         f = float(s)
     except ValueError:
         return False
-    return "." in s and "e" not in s.lower() and f != int(f) and f < 1024
+    return "." in s and "e" not in s.lower() and math.isfinite(f) and f != int(f) and f < 1024
 
 
 DOC = RuleDoc(

@@ -24,7 +24,7 @@ from shmguard.model.fix import Change, Setting
 from shmguard.sources.jsonfiles import EcsTaskDefinition
 from shmguard.sources.k8s_model import scalars, text
 from shmguard.sources.yamlnode import YNode, YScalar
-from shmguard.units import MiB, SizeError, parse_docker_size
+from shmguard.units import MiB, SizeError, parse_docker_size, whole_number
 
 #: 1 TiB in MiB: a value at least this large is bytes, not MiB.
 BYTES_LIKE = 1024 * 1024
@@ -46,8 +46,9 @@ def _mib_of_text(value: str) -> int | None:
     """MiB of a string value when it means an exact number of MiB: digits (already MiB) or a
     go-units size (``2g`` -> 2048); None otherwise."""
     v = value.strip()
-    if v.isdigit():
-        return int(v)
+    n = whole_number(v)
+    if n is not None:
+        return n
     try:
         n = parse_docker_size(v)
     except SizeError:
@@ -76,10 +77,8 @@ def _check_value(what: str, node: YNode | None, shm: bool) -> Iterator[Violation
             ),
         )
         return
-    if not node.value.strip().isdigit():
-        return
-    n = int(node.value)
-    if n < BYTES_LIKE:
+    n = whole_number(node.value)
+    if n is None or n < BYTES_LIKE:
         return
     exact = n % MiB == 0
     mib = -(-n // MiB)
