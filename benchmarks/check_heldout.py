@@ -82,7 +82,9 @@ def main() -> int:
             none_files[kind] += 1
             if loud:
                 none_warned[kind] += 1
-                false_warnings.append(f"{name}: " + ", ".join(f"{c}@{ln} [{s}]" for c, ln, s in loud))
+                false_warnings.append(
+                    f"{name}: " + ", ".join(f"{c}@{ln} [{s}]" for c, ln, s in loud)
+                )
             continue
         pool = list(found)
         for code, line in expected:

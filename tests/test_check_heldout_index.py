@@ -14,7 +14,9 @@ def _column(name: str, column: str) -> list[str]:
 
 def test_labels_and_sources_cover_the_folder() -> None:
     files = sorted(
-        p.relative_to(HELDOUT).as_posix() for p in HELDOUT.rglob("*") if p.is_file() and p.name not in META
+        p.relative_to(HELDOUT).as_posix()
+        for p in HELDOUT.rglob("*")
+        if p.is_file() and p.name not in META
     )
     labels = _column("labels.tsv", "file")
     sources = _column("SOURCES.tsv", "file")
