@@ -11,11 +11,13 @@ import re
 from collections.abc import Iterable, Mapping
 
 from shmguard.model.finding import Finding
+from shmguard.render.escape import printable
 from shmguard.render.words import plural, severity_counts
 from shmguard.sources.diagnostics import SourceDiagnostic
 
 
 def _where(file: str, line: int | None, col: int | None) -> str:
+    file = printable(file)
     if line is None:
         return file
     return f"{file}:{line}:{col or 1}"
@@ -26,11 +28,11 @@ def finding_lines(f: Finding) -> list[str]:
     loc = f.location
     where = _where(loc.file or "-", loc.line, loc.column) if loc is not None else "-"
     if loc is not None and loc.line is None and loc.path:
-        where += f" {loc.path}"  # an object read from a cluster: no lines, a field path
-    out = [f"{where}: {f.code} [{f.severity.value}] {f.message}"]
+        where += f" {printable(loc.path)}"  # read from a cluster: no lines, a field path
+    out = [f"{where}: {f.code} [{f.severity.value}] {printable(f.message)}"]
     if f.fix is not None:
         how = f.fix.applicability.value if f.fix.edits else "display-only"
-        out.append(f"  fix ({how}): {f.fix.title}")
+        out.append(f"  fix ({how}): {printable(f.fix.title)}")
     return out
 
 
@@ -39,9 +41,10 @@ def diagnostic_line(d: SourceDiagnostic, *, level: bool = True) -> str:
     be read; without ``level`` the ``error:``/``info:`` word is left to the caller (the CLI's
     ``shmguard: error:`` prefix says it once)."""
     where = _where(d.file, d.line, d.column)
+    message = printable(d.message)
     if not level:
-        return f"{where}: {d.kind.value}: {d.message}"
-    return f"{where}: {'info' if d.info else 'error'}: {d.kind.value}: {d.message}"
+        return f"{where}: {d.kind.value}: {message}"
+    return f"{where}: {'info' if d.info else 'error'}: {d.kind.value}: {message}"
 
 
 def unified_diff(path: str, old: bytes, new: bytes) -> str:
@@ -52,7 +55,8 @@ def unified_diff(path: str, old: bytes, new: bytes) -> str:
     # "\r", "\x85" or U+2028, which patch would not find)
     a = _LINE.findall(old.decode("utf-8", "replace"))
     b = _LINE.findall(new.decode("utf-8", "replace"))
-    lines = difflib.unified_diff(a, b, f"a/{path}", f"b/{path}")
+    shown = printable(path)
+    lines = difflib.unified_diff(a, b, f"a/{shown}", f"b/{shown}")
     return "".join(x if x.endswith("\n") else f"{x}\n{NO_NEWLINE}\n" for x in lines)
 
 
@@ -101,5 +105,5 @@ def fixed_line(f: Finding) -> str:
     the file as it was before the fix)."""
     loc = f.location
     where = _where(loc.file or "-", loc.line, loc.column) if loc is not None else "-"
-    title = f" ({f.fix.title})" if f.fix is not None else ""
+    title = f" ({printable(f.fix.title)})" if f.fix is not None else ""
     return f"fixed: {where}: {f.code}{title}"
