@@ -224,13 +224,20 @@ def _match_image(ref: str, programs: bool = False) -> tuple[_ImageEntry, int, in
     return None
 
 
-def match_image(ref: str) -> TokenMatch | None:
-    """The first image entry ``ref`` holds (module docstring), or None."""
-    hit = _match_image(ref)
+def _token_match(ref: str, hit: tuple[_ImageEntry, int, int] | None) -> TokenMatch | None:
     if hit is None:
         return None
     e, start, end = hit
     return TokenMatch(e.token, ref[start:end], start, end)
+
+
+def match_image(ref: str) -> TokenMatch | None:
+    """The first image entry ``ref`` holds (module docstring), or None."""
+    return _token_match(ref, _match_image(ref))
+
+
+# postgres-exporter, postgres-operator, ...: beside the program, not it
+_NOT_PROGRAM = frozenset(NOT_PROGRAM_WORDS)
 
 
 def match_program_image(ref: str) -> TokenMatch | None:
@@ -238,14 +245,11 @@ def match_program_image(ref: str) -> TokenMatch | None:
     (browsers, PostgreSQL) ``ref`` holds, read as :func:`match_image` reads the ML list, or
     None. Asked only of an image with no ML token: the ML class is the more telling."""
     hit = _match_image(ref, True)
-    if hit is None:
-        return None
-    image = parse_image(ref)
-    words = {w for c in image.path for w in _TOKEN.findall(c.partition(":")[0])}
-    if words & set(NOT_PROGRAM_WORDS):
-        return None  # postgres-exporter, postgres-operator, ...: beside the program, not it
-    e, start, end = hit
-    return TokenMatch(e.token, ref[start:end], start, end)
+    if hit is not None:
+        path = parse_image(ref).path
+        if any(w in _NOT_PROGRAM for c in path for w in _TOKEN.findall(c.partition(":")[0])):
+            return None
+    return _token_match(ref, hit)
 
 
 # --- the same test as RE2 regular expressions -------------------------------------------------
