@@ -9,7 +9,7 @@ import weakref
 import pytest
 
 from shmguard.torch import ShmGuardError, guard
-from shmguard.torch.watch import recommended_timeout
+from shmguard.torch.watch import proven_peak, recommended_timeout
 
 torch = pytest.importorskip("torch")
 from torch.utils.data import DataLoader, Dataset  # noqa: E402
@@ -110,6 +110,20 @@ def test_recommended_timeout_is_ten_times_the_longest_wait() -> None:
     assert recommended_timeout(5.2) == 60
     assert recommended_timeout(6.01) == 70
     assert recommended_timeout(30) == 300
+
+
+def test_a_failed_allocation_proves_a_peak_the_sampler_may_have_missed() -> None:
+    mib = 2**20
+    images = 32 * 3 * 224 * 224 * 4  # the seed's batch: 18.4 MiB, not a whole page count
+    # The case CI saw: 35 MiB sampled in 64 MiB, one 18.4 MiB request refused by tmpfs.
+    proven = proven_peak(35 * mib, 64 * mib, (("torch_1_a", images),))
+    assert proven == 64 * mib - (images + 4095) // 4096 * 4096
+    assert proven > 45 * mib
+    # The smallest refused request proves the most: 256 bytes refused leaves under a page.
+    assert proven_peak(0, 64 * mib, (("a", images), ("b", 256))) == 64 * mib - 4096
+    # A higher sample stands; no failed allocation proves nothing.
+    assert proven_peak(63 * mib, 64 * mib, (("a", images),)) == 63 * mib
+    assert proven_peak(35 * mib, 64 * mib, ()) == 35 * mib
 
 
 def test_a_guarded_loader_can_be_copied_and_pickled() -> None:

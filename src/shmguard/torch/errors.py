@@ -50,7 +50,8 @@ class ShmState:
         path: the /dev/shm watched.
         used: bytes in use at that moment.
         total: the filesystem's size.
-        peak: the highest use the guard's sampler saw during the loop.
+        peak: the highest use the guard's sampler saw during the loop, or, when higher, the
+            use a failed allocation proves (``total`` less the smallest request's pages).
         baseline: use when the loop started (other programs, earlier loaders).
         failed_files: ``(name, requested bytes)`` of the zero-block ``torch_*`` files that
             appeared during the loop: each is a PyTorch allocation that failed

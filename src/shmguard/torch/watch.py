@@ -24,6 +24,22 @@ def recommended_timeout(longest_wait: float) -> int:
     return max(60, math.ceil(longest_wait) * 10)
 
 
+def proven_peak(sampled: int, total: int, failed: tuple[tuple[str, int], ...]) -> int:
+    """The peak: the highest use sampled, or what a failed allocation proves if that is more.
+
+    tmpfs refuses an allocation of ``n`` bytes only when fewer than its pages are free, so a
+    zero-block ``torch_*`` file asking for ``n`` proves that use reached ``total`` less ``n``'s
+    pages (the smallest request proves the most). A sampler polling every half second on a
+    loaded machine can miss that moment: the workers fill /dev/shm and fail within one poll,
+    and the main thread has consumed batches by the next (seen in CI: sampled 35 MiB of 64 MiB
+    beside a failed 18.4 MiB allocation, which proves more than 45 MiB).
+    """
+    if not failed or total <= 0:
+        return sampled
+    smallest = min(n for _, n in failed)
+    return max(sampled, total - padded_bytes((smallest,)))
+
+
 class Watch:
     """The watcher thread (the one sampler, :meth:`ShmSampler.watcher
     <shmguard.measure.sampler.ShmSampler.watcher>`), the failed-block baseline (the one stall
@@ -46,7 +62,10 @@ class Watch:
 
     def state(self) -> ShmState:
         s = self.sampler
-        return ShmState(self.path, s.used, s.total, s.peak, self.baseline, self.observer.failed())
+        failed = self.observer.failed()
+        return ShmState(
+            self.path, s.used, s.total, proven_peak(s.peak, s.total, failed), self.baseline, failed
+        )
 
     def observe(self, waited: float, state: ShmState | None = None) -> StallVerdict:
         state = state or self.state()
