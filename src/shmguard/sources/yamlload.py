@@ -15,8 +15,13 @@ but faster (:class:`_Loader`). Guards, each a per-file
   which PyYAML composes into a cycle) is refused too;
 * invalid YAML: the parser's message with its line and column; documents before the error are
   kept;
-* unrendered Helm/Jinja templates (``{{ ... }}`` that break YAML, or Helm's ``.Values`` /
-  ``{{-`` markers): an *info* diagnostic and the file is skipped.
+* unrendered Helm/Jinja templates: an *info* diagnostic and the file is skipped. A file is a
+  template when a Go-template action names one of Helm's objects or actions (``.Values``,
+  ``.Release``, ``{{ include``, ``{{- if``: :data:`_HELM`, checked before parsing), when
+  ``{{``/``{%`` is in a file that does not parse, or when it stands outside every scalar value
+  of the parsed documents (``replicas: {{ n }}`` is a flow mapping, not a value). A ``{{``
+  inside a string value (a block scalar holding a Jinja chat template, a quoted Argo
+  ``{{inputs.parameters.x}}``) or a comment is data: the file is read.
 
 Python's cyclic garbage collector is paused while a file is composed
 (:mod:`~shmguard.sources.gcpause`).
@@ -24,6 +29,7 @@ Python's cyclic garbage collector is paused while a file is composed
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -106,7 +112,16 @@ MAX_DEPTH = 1000
 MAX_EXPANDED = 500_000
 
 _TEMPLATE = re.compile(r"\{\{|\{%")
-_HELM = re.compile(r"\{\{-|\{\{[^}]*\.(?:Values|Release|Chart)\b|\{\{-?\s*(?:include|if|range)\b")
+#: A ``#`` that opens a comment: at the start of a line or after a blank.
+_COMMENT = re.compile(r"(?:^|(?<=[ \t]))#", re.M)
+#: Go-template actions only Helm writes: a leading-dot reference to one of Helm's built-in
+#: objects (Jinja names have no leading dot), or a Go action or Helm function word (Jinja writes
+#: ``{% if %}``, not ``{{ if }}``). A bare ``{{-`` is not one: Jinja trims whitespace the same
+#: way, and chat templates in ConfigMaps use it (issue 21's held-out GKE vLLM manifest).
+_HELM = re.compile(
+    r"\{\{-?\s*(?:[^}]*?[\s(|,])?\.(?:Values|Release|Chart|Capabilities|Files|Template)\b"
+    r"|\{\{-?\s*(?:include|template|tpl|toYaml|define|range|if|with|end|else)(?=[\s}-])"
+)
 _DEEP_INDENT = re.compile(rf"^[ \t]{{{MAX_DEPTH // 2},}}", re.M)
 # (?:-[ \t]+){500,}, written to start with a literal so the search skips to each "-"
 _DASHES = re.compile(rf"-[ \t]+(?:-[ \t]+){{{MAX_DEPTH // 2 - 1},}}")
@@ -206,7 +221,43 @@ def load_yaml(data: bytes | SourceText, file: str = "<data>") -> YamlFile:
         docs, diags = _compose(src)
     finally:
         gcpause.resume()
+    if docs and ("{{" in text or "{%" in text):
+        pos = _outside_scalars(text, [d.root.node for d in docs if d.root is not None])
+        if pos is not None:
+            return YamlFile(src, (), (_template(file, text, pos),))
     return YamlFile(src, tuple(docs), tuple(diags))
+
+
+def _outside_scalars(text: str, roots: list[yaml.Node]) -> int | None:
+    """Index in ``text`` of the first ``{{``/``{%`` that is neither inside a scalar value of
+    ``roots`` nor in a ``#`` comment; None when every one is data."""
+    spans: list[tuple[int, int]] = []
+    stack = list(roots)
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.ScalarNode):
+            if "{" in node.value:
+                spans.append((node.start_mark.index, node.end_mark.index))
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend(x for pair in node.value for x in pair)
+        else:
+            stack.extend(node.value)
+    spans.sort()
+    starts = [a for a, _ in spans]
+    for m in _TEMPLATE.finditer(text):
+        pos = m.start()
+        i = bisect.bisect_right(starts, pos) - 1
+        if i >= 0 and pos < spans[i][1]:
+            continue
+        line_start = text.rfind("\n", 0, pos) + 1
+        if _COMMENT.search(text, line_start, pos):
+            continue
+        return pos
+    return None
 
 
 def _compose(src: SourceText) -> tuple[list[YamlDoc], list[SourceDiagnostic]]:
@@ -250,9 +301,10 @@ def _compose(src: SourceText) -> tuple[list[YamlDoc], list[SourceDiagnostic]]:
     return docs, diags
 
 
-def _template(file: str, text: str) -> SourceDiagnostic:
-    m = _TEMPLATE.search(text)
-    pos = m.start() if m else 0
+def _template(file: str, text: str, pos: int | None = None) -> SourceDiagnostic:
+    if pos is None:
+        m = _TEMPLATE.search(text)
+        pos = m.start() if m else 0
     line = text.count("\n", 0, pos) + 1
     col = pos - (text.rfind("\n", 0, pos) + 1) + 1
     return SourceDiagnostic(
