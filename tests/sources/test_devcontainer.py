@@ -109,3 +109,30 @@ def test_invalid_jsonc_is_one_diagnostic() -> None:
     assert lf.devcontainers == ()
     assert len(lf.diagnostics) == 1
     assert lf.diagnostics[0].kind.value == "invalid-json"
+
+
+def test_run_args_are_read_when_the_image_cannot_be(tmp_path: Path) -> None:
+    # Before: a Dockerfile not in the tree (or FROM ${VARIANT}) gave no run line at all, so
+    # runArgs went unchecked: --shm-size beside --ipc=host, NCCL_* in -e.
+    cfg = tmp_path / ".devcontainer" / "devcontainer.json"
+    cfg.parent.mkdir()
+    build = '"build": {"dockerfile": "Dockerfile"}'  # no Dockerfile beside it
+    cfg.write_text(f'{{{build}, "runArgs": ["--gpus", "all", "--ipc=host", "--shm-size=8g"]}}')
+    assert _codes(cfg) == [("SHM011", 1)]
+    bad = f'{{\n  {build},\n  "runArgs": ["--gpus", "all", "-e", "NCCL_DEBUG=INFO"]\n}}\n'
+    cfg.write_text(bad)
+    assert _codes(cfg) == [("SHM001", 3)]
+    r = fix_file(bad.encode(), str(cfg))
+    assert (
+        r.data == bad.replace('"NCCL_DEBUG=INFO"]', '"NCCL_DEBUG=INFO", "--shm-size=1g"]').encode()
+    )
+    assert fix_file(r.data, str(cfg)).applied == ()
+    # a GPU alone is still no ML evidence, with or without the image (pytorch-cuda above)
+    shutil.copy(FIXTURES / "pytorch-cuda" / "devcontainer.json", cfg)
+    (dc,) = load_path(str(cfg)).devcontainers
+    assert dc.run is not None and dc.run.image is None
+    assert [(f.name, f.value) for f in dc.run.flags] == [("--gpus", "all")]
+    assert _codes(cfg) == []
+    # neither an image nor runArgs: nothing is run
+    cfg.write_text(f"{{{build}}}")
+    assert load_path(str(cfg)).devcontainers[0].run is None

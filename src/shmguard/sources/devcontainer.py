@@ -13,7 +13,9 @@ container"), so it becomes a :class:`~shmguard.sources.runline.RunLine`: the ``r
 words as flags, ``mounts`` as ``--mount``, ``containerEnv`` as ``--env``,
 ``hostRequirements.gpu`` as ``--gpus all`` (the devcontainers CLI adds it when the host has a
 GPU), and the image: ``image``, else the first ``FROM`` of ``build.dockerfile`` (relative to
-the configuration; read through the one bounded reader). A Docker Compose configuration
+the configuration; read through the one bounded reader). When the image cannot be known (the
+Dockerfile is not there, or its ``FROM`` is a build argument) the ``runArgs`` are still read,
+as a run line without an image. A Docker Compose configuration
 (``dockerComposeFile``: a path or a list, relative to the configuration) ignores ``runArgs``;
 its Compose files are checked as Compose (:func:`compose_paths`).
 """
@@ -97,7 +99,8 @@ class DevContainer:
         raw: the original bytes (an edit's indentation is copied from them: tabs stay tabs).
         root: the top-level object; run_args: its ``runArgs`` array, if any.
         run: the ``docker run`` it starts (None for a Docker Compose configuration or one with
-            neither an image nor a Dockerfile).
+            neither an image, a Dockerfile nor ``runArgs``; without ``image[1]`` when the
+            image is not known: a Dockerfile that is absent or starts ``FROM ${VARIANT}``).
         compose: the ``dockerComposeFile`` paths as resolved against the configuration's
             directory.
     """
@@ -149,9 +152,14 @@ def _image(path: str, root: YMap) -> tuple[str, YNode] | None:
 
 def _run(path: str, src: SourceText, root: YMap, args: YSeq | None) -> RunLine | None:
     found = _image(path, root)
-    if found is None:
+    if found is None and args is None:
         return None
-    head = args if args is not None else root.get("image") or found[1]
+    # An image that cannot be read (a Dockerfile not in the tree, ``FROM ${VARIANT}``) does
+    # not make runArgs less of a docker run: they are read with no image, as a run line with
+    # an unresolved image is.
+    head = args if args is not None else root.get("image") or found[1] if found else None
+    if head is None:
+        return None
     words: list[Word] = [_at(head, "docker"), _at(head, "run")]
     for item in args or ():
         w = _word(item)
@@ -174,9 +182,10 @@ def _run(path: str, src: SourceText, root: YMap, args: YSeq | None) -> RunLine |
     gpu = req.get("gpu") if isinstance(req, YMap) else None
     if gpu is not None and not (isinstance(gpu, YScalar) and gpu.value in ("false", "")):
         words += [_at(gpu, "--gpus"), _at(gpu, "all")]
-    image, node = found
-    words.append(_at(node, "--"))  # the image is known: never an unknown flag's value
-    words.append(_word(node, image) or _at(node, image))
+    if found is not None:
+        image, node = found
+        words.append(_at(node, "--"))  # the image is known: never an unknown flag's value
+        words.append(_word(node, image) or _at(node, image))
     return parse_run(words, src.byte_offset, src.file, src.line_col, src.text)
 
 
