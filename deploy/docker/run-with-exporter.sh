@@ -3,7 +3,7 @@
 # (deploy/docker/README.md, docs/deploy.md).
 #
 #   JOB_IMAGE=registry.example.com/pytorch-train:1.0 \
-#   SHMGUARD_IMAGE=registry.example.com/shmguard:0.1.0 \
+#   SHMGUARD_IMAGE=ghcr.io/your-org/shmguard:0.1.0 \
 #   sh deploy/docker/run-with-exporter.sh python train.py
 #
 # The job runs with --ipc=shareable: Docker's default IPC mode is private (20.10; older daemons

@@ -66,6 +66,10 @@ def test_shmguard_check_finds_nothing() -> None:
         },
         # the generated ValidatingAdmissionPolicy (a policy, not a workload: tests/fleet)
         "validating-admission-policy.yaml": "kubernetes",
+        # the image (deploy/image; tests/packaging/test_image.py): no docker run of a job in
+        # them, read as text. deploy/kubernetes has a kustomization.yaml too (the same entry).
+        "Dockerfile": "text",
+        "build.sh": "text",
     }
     for f in json.loads(r.stdout)["files"]:
         assert f["findings"] == [] and f["diagnostics"] == [], f
