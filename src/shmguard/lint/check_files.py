@@ -212,10 +212,22 @@ def _check_one(
     unsafe: bool,
     reading: Reading,
 ) -> Checked:
-    from shmguard.lint.check import FileResult, check_loaded, fix_file, write_atomic
-    from shmguard.sources.load import load_bytes, load_path
+    from shmguard.lint.check import FileResult, check_loaded, check_stream, fix_file, write_atomic
+    from shmguard.sources.load import LoadedFile, load_bytes
+    from shmguard.sources.read import read_input
 
-    lf = load_path(path, timeout=reading.timeout)
+    raw = read_input(path, timeout=reading.timeout)
+    if isinstance(raw, bytes) and not (fix or diff):
+        # a big stream of documents: checked one document at a time (no webhook
+        # configuration in it, so nothing for cover() below)
+        streamed = check_stream(raw, path, options, config=conf)
+        if streamed is not None:
+            return Checked(streamed, raw)
+    lf = (
+        load_bytes(raw, path)
+        if isinstance(raw, bytes)
+        else LoadedFile(path, "error", diagnostics=(raw,))
+    )
     if lf.kind == "error" and path in reading.walked:
         skip = next((str(d.kind.value) for d in lf.diagnostics if d.kind.value in SKIPPED), None)
         if skip is not None:
