@@ -143,12 +143,14 @@ def main() -> None:
         ]
     print(f"src: {args.src}; load average {os.getloadavg()[0]:.2f}")
     times: dict[str, float] = {}
+    peaks: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, file, make in inputs:
             path = Path(tmp) / file
             path.write_text(make())
             wall, rss = measure(path, args.src)
             times[name] = wall
+            peaks[name] = rss
             size = path.stat().st_size / 1e6
             print(f"{name:15s} {size:7.2f} MB  {wall:8.2f} s  peak RSS {rss:7.1f} MB")
     print(
@@ -159,6 +161,13 @@ def main() -> None:
         f"ratio {large}/{small} run lines: "
         f"{times['runlines-large'] / times['runlines-small']:.2f} (target <= 5)"
     )
+    if "long-runline" in times:
+        print(f"long-runline: peak RSS {peaks['long-runline']:.1f} MB (target < 200 MB)")
+    if "pod-stream" in times:
+        print(
+            f"pod-stream: {times['pod-stream']:.2f} s (target < 20 s), "
+            f"peak RSS {peaks['pod-stream']:.1f} MB (target < 600 MB)"
+        )
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
 
 
