@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from shmguard.render.json import dumps, dumps_streamed
+from shmguard.render.json import dumps, dumps_pieces, dumps_streamed
 from shmguard.triage.model import Fact, InputSummary
 
 ITEMS: list[list[Mapping[str, Any]]] = [
@@ -59,3 +59,12 @@ def test_items_are_taken_one_at_a_time_and_the_tail_after_them() -> None:
     rest = "".join(pieces)
     assert seen == ["a", "b", "tail"]
     assert rest.endswith('"count": 2\n}')
+
+
+@pytest.mark.parametrize("items", ITEMS)
+@pytest.mark.parametrize("tail", TAILS)
+def test_pieces_join_to_the_whole_document(
+    items: list[Mapping[str, Any]], tail: dict[str, Any]
+) -> None:
+    body = {"files": items, "tuple": ({"a": (1, 2.5, True)}, [], "x"), 3: {"k": set()}, **tail}
+    assert "".join(dumps_pieces("check", body)) == dumps("check", body)

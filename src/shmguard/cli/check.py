@@ -16,6 +16,8 @@ from shmguard.model import FailOn
 from shmguard.sources.read import READ_TIMEOUT
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from shmguard.config import Config
     from shmguard.lint.baseline import Baseline
     from shmguard.lint.check import CheckOptions
@@ -224,9 +226,10 @@ def _output(fmt: OutputFormat, report: CheckReport, conf: Config) -> None:
         lines += [annotation(f, r.path) for r in report.results for f in r.findings]
         sys.stdout.write("\n".join([*lines, _summary(report)]) + "\n")
     elif fmt is OutputFormat.JSON:
-        from shmguard.render.json_bodies import check_json
+        from shmguard.render.json_bodies import check_json_pieces
 
-        sys.stdout.write(check_json(report) + "\n")
+        sys.stdout.writelines(check_json_pieces(report))  # never the whole text at once
+        sys.stdout.write("\n")
     else:
         _text(report)
 
@@ -241,20 +244,25 @@ def _text(report: CheckReport) -> None:
         unified_diff,
     )
 
-    out = [fixed_line(f) for f in report.repaired]
-    for r in report.results:
+    for r in report.results:  # on stderr, before any output
         for d in r.diagnostics:
             if d.info:
                 _info(diagnostic_line(d))
             else:
                 error_line(diagnostic_line(d, level=False))
-        for f in r.findings:
-            out += finding_lines(f)
-    for c in report.files:
-        if c.fixed_data is not None:
-            out.append(unified_diff(c.result.path, c.data or b"", c.fixed_data))
-    out.append(_summary(report))
-    sys.stdout.write("\n".join(line.rstrip("\n") for line in out) + "\n")
+
+    def lines() -> Iterator[str]:
+        yield from (fixed_line(f) for f in report.repaired)
+        for r in report.results:
+            for f in r.findings:
+                yield from finding_lines(f)
+        for c in report.files:
+            if c.fixed_data is not None:
+                yield unified_diff(c.result.path, c.data or b"", c.fixed_data)
+        yield _summary(report)
+
+    # line by line: the lines of 96k findings are never held at once
+    sys.stdout.writelines(line.rstrip("\n") + "\n" for line in lines())
 
 
 def _summary(report: CheckReport) -> str:

@@ -36,7 +36,7 @@ from shmguard.sources.detect import (
     service_workload,
 )
 from shmguard.sources.diagnostics import SourceDiagnostic
-from shmguard.sources.load import LoadedFile, load_bytes
+from shmguard.sources.load import LoadedFile, Unstreamable, kubernetes_documents, load_bytes
 from shmguard.sources.workload import Workload
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "FileResult",
     "FixResult",
     "check_loaded",
+    "check_stream",
     "fix_file",
     "units",
     "write_atomic",
@@ -185,14 +186,26 @@ def _check(
     config: Config | None,
     rules: Iterable[Rule[Unit, CheckOptions]] | None,
 ) -> FileResult:
+    inline = suppress.scan(lf.src.text) if lf.src is not None else suppress.Suppressions({})
+    found = _findings(units(lf), inline, options, config, rules)
+    return FileResult(lf.path, lf.kind, found, lf.diagnostics)
+
+
+def _findings(
+    each: Iterable[Unit],
+    inline: suppress.Suppressions,
+    options: CheckOptions | None,
+    config: Config | None,
+    rules: Iterable[Rule[Unit, CheckOptions]] | None,
+) -> tuple[Finding, ...]:
+    """The findings of the units ``each`` (not suppressed, each once), in file order."""
     options = options or _DEFAULT_OPTIONS
     custom = config.checks if config is not None else ()
     given = tuple(rules) if rules is not None else None
     by_kind: dict[str, tuple[Rule[Unit, CheckOptions], ...]] = {}
     seen: set[tuple[str, int | None, int | None, str]] = set()
     out: list[Finding] = []
-    inline = suppress.scan(lf.src.text) if lf.src is not None else suppress.Suppressions({})
-    for unit in units(lf):
+    for unit in each:
         head = unit.run.line if unit.run is not None else None
         chosen = given if given is not None else by_kind.get(unit.kind)
         if chosen is None:
@@ -206,7 +219,41 @@ def _check(
                 seen.add(key)
                 out.append(f)
     out.sort(key=lambda f: (f.location.start or 0) if f.location else 0)
-    return FileResult(lf.path, lf.kind, tuple(out), lf.diagnostics)
+    return tuple(out)
+
+
+def check_stream(
+    data: bytes,
+    path: str,
+    options: CheckOptions | None = None,
+    *,
+    config: Config | None = None,
+) -> FileResult | None:
+    """:func:`check_loaded` of ``load_bytes(data, path)`` for a big multi-document Kubernetes
+    stream, its documents composed and checked one at a time and dropped
+    (:func:`~shmguard.sources.load.kubernetes_documents`): the same result in memory
+    proportional to one document and the findings. None when the file is no such stream, or
+    its documents cannot be read apart (a policy, an owner reference, the webhook's
+    configuration: :func:`check_loaded` then)."""
+    stream = kubernetes_documents(data, path)
+    if stream is None:
+        return None
+    src, parts = stream
+    gcpause.pause()
+    try:
+        found = _findings(_stream_units(parts), suppress.scan(src.text), options, config, None)
+    except Unstreamable:
+        return None
+    finally:
+        gcpause.resume()
+    return FileResult(path, "kubernetes", found, ())
+
+
+def _stream_units(parts: Iterable[LoadedFile]) -> Iterator[Unit]:
+    for part in parts:
+        if any(is_policy(o) for o in part.objects):  # its victims are every document's
+            raise Unstreamable("a policy")
+        yield from units(part)
 
 
 #: The default options (frozen, so one instance serves every call).

@@ -13,7 +13,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Iterable, Iterator, Mapping, Sequence
     from pathlib import Path
 
     from shmguard.estimate.plan import Plan, PlanFit
@@ -388,9 +388,15 @@ def baseline_json(found: Iterable[BaselineEntry]) -> str:
 
 def check_json(report: CheckReport) -> str:
     """The whole document as indented JSON text (no final newline)."""
-    from shmguard.render.json import dumps
+    return "".join(check_json_pieces(report))
 
-    return dumps("check", check_body(report))
+
+def check_json_pieces(report: CheckReport) -> Iterator[str]:
+    """:func:`check_json`'s text in pieces, each finding converted when it is written
+    (:func:`~shmguard.render.json.dumps_pieces`)."""
+    from shmguard.render.json import dumps_pieces
+
+    return dumps_pieces("check", check_body(report))
 
 
 def explain_body(d: Diagnosis) -> Mapping[str, Any]:

@@ -125,7 +125,7 @@ def objects(yf: YamlFile) -> Iterator[K8sObject]:
     https://kubernetes.io/docs/concepts/overview/working-with-objects/owners-dependents/).
     """
     found = [o for d in yf.documents if isinstance(d.root, YMap) for o in _objects(d.index, d.root)]
-    owned = [(o, _controller(o)) for o in found]
+    owned = [(o, controller(o)) for o in found]
     if not any(ref for _, ref in owned):
         yield from found
         return
@@ -139,7 +139,7 @@ def objects(yf: YamlFile) -> Iterator[K8sObject]:
         yield o
 
 
-def _controller(obj: K8sObject) -> tuple[str | None, str | None, str | None] | None:
+def controller(obj: K8sObject) -> tuple[str | None, str | None, str | None] | None:
     """(uid, kind, name) of the object's controller owner reference, or None."""
     for ref in seq_maps(dig(obj.node, "metadata", "ownerReferences")):
         if text(ref.get("controller")) in ("true", "True"):

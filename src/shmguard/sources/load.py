@@ -10,6 +10,7 @@ lines as Markdown (fences), reST (``::`` blocks), a Dockerfile (``FROM``/``RUN``
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from shmguard.sources.compose import ComposeFile, compose_files
 from shmguard.sources.devcontainer import DevContainer, is_devcontainer, load_devcontainer
 from shmguard.sources.diagnostics import DiagnosticKind, SourceDiagnostic
 from shmguard.sources.jsonfiles import DaemonConfig, EcsTaskDefinition, json_sources
-from shmguard.sources.k8s import K8sObject, PodSpec, objects, pod_specs
+from shmguard.sources.k8s import K8sObject, PodSpec, controller, objects, pod_specs
 from shmguard.sources.quadlet import QuadletUnit, is_quadlet, load_quadlet
 from shmguard.sources.read import READ_TIMEOUT, read_input
 from shmguard.sources.runline import RunLine
@@ -31,7 +32,7 @@ from shmguard.sources.textsources import (
     rst_run_lines,
     shell_run_lines,
 )
-from shmguard.sources.yamlload import YamlFile, load_yaml
+from shmguard.sources.yamlload import YamlFile, iter_documents, load_yaml
 
 _YAML_START = re.compile(r"\A(?:\s*#[^\n]*\n)*\s*(?:---|%YAML|[\w\"'.$/-]+\s*:(?:\s|$)|- )")
 _YAML_NAMES = (".yaml", ".yml", ".json")
@@ -99,8 +100,7 @@ def _load(data: bytes, path: str) -> LoadedFile:
     if is_quadlet(path):  # a systemd unit: by its suffix, as Quadlet reads it
         return LoadedFile(path, "quadlet", src, quadlets=(load_quadlet(src),))
     named_yaml = path.lower().endswith(_YAML_NAMES)
-    stripped = text.lstrip()
-    if named_yaml or stripped[:1] in ("{", "[") or _YAML_START.match(text):
+    if _yaml_like(named_yaml, text):
         yf = load_yaml(src)
         loaded = _from_yaml(path, src, yf)
         # Only sniffed as YAML (a TOML or INI section header, code starting with a bracket):
@@ -114,6 +114,64 @@ def _load(data: bytes, path: str) -> LoadedFile:
         return LoadedFile(path, "text", src)
     lines = tuple(_run_lines(path, src))
     return LoadedFile(path, "run-lines" if lines else "text", src, run_lines=lines)
+
+
+def _yaml_like(named_yaml: bool, text: str) -> bool:
+    """Whether a file (not a devcontainer or Quadlet file) is read as YAML first."""
+    return named_yaml or text.lstrip()[:1] in ("{", "[") or bool(_YAML_START.match(text))
+
+
+#: The smallest file whose documents :func:`kubernetes_documents` reads one at a time.
+STREAM_MIN_BYTES = 1024 * 1024
+
+
+class Unstreamable(Exception):
+    """Raised by :func:`kubernetes_documents`' iterator: a document depends on another (an
+    owner reference, the shmguard webhook's configuration), is no Kubernetes object stream
+    (a Compose document, no object at all) or the stream has a problem: load it whole."""
+
+
+def kubernetes_documents(data: bytes, path: str) -> tuple[SourceText, Iterator[LoadedFile]] | None:
+    """A big multi-document Kubernetes stream (``---`` separated, at least
+    :data:`STREAM_MIN_BYTES`, UTF-8), one :class:`LoadedFile` per document, each composed
+    when taken: what :func:`load_bytes` gives for the whole file, cut by document, in memory
+    proportional to one document (a 15 MB stream of 96k Pods held 1.5 GB of nodes whole).
+
+    None when the file is not such a stream; the iterator raises :class:`Unstreamable` when a
+    document shows that the documents cannot be read apart (the caller then loads the file
+    whole), including at its end when it found no object (another kind of file)."""
+    if len(data) < STREAM_MIN_BYTES or b"\n---" not in data:
+        return None
+    if is_devcontainer(path) or is_quadlet(path):
+        return None
+    src = SourceText.decode(data, path)
+    if isinstance(src, SourceDiagnostic) or src.encoding != "utf-8":
+        return None
+    if not _yaml_like(path.lower().endswith(_YAML_NAMES), src.text):
+        return None
+    if "{{" in src.text or "{%" in src.text:
+        return None  # whether it is a template is decided over all its documents (load_yaml)
+    return src, _documents(src, path)
+
+
+def _documents(src: SourceText, path: str) -> Iterator[LoadedFile]:
+    diags: list[SourceDiagnostic] = []
+    found = False
+    for doc in iter_documents(src, diags):
+        if diags:
+            raise Unstreamable(diags[0].message)
+        yf = YamlFile(src, (doc,), ())
+        if compose_files(yf):
+            raise Unstreamable("a Compose document")
+        objs = tuple(objects(yf))
+        for o in objs:
+            if o.kind == "MutatingWebhookConfiguration" or controller(o) is not None:
+                raise Unstreamable(f"{o.kind} {o.name}: read with the other documents")
+        found = found or bool(objs)
+        pods = tuple(p for o in objs for p in pod_specs(o))
+        yield LoadedFile(path, "kubernetes", src, yf, objects=objs, pod_specs=pods)
+    if diags or not found:
+        raise Unstreamable(diags[0].message if diags else "no Kubernetes object")
 
 
 def _devcontainer(path: str, src: SourceText) -> LoadedFile:

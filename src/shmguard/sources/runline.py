@@ -96,7 +96,7 @@ _PREFIX = frozenset(
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a 7 MB run line has 1.2M words
 class Flag:
     """One option of a run line.
 

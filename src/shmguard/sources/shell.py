@@ -34,7 +34,7 @@ _ARRAY_START = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 _HEREDOC = re.compile(r"<<(-?)[ \t]*(?:'([^'\n]*)'|\"([^\"\n]*)\"|\\?([^\s;&|()<>]+))")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a 7 MB run line has 1.2M words
 class Word:
     """One shell word: ``value`` after quote removal, ``start``/``end`` character offsets of
     its source text (``raw``) in the text given to :func:`split_commands`.

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -209,22 +210,19 @@ def load_yaml(data: bytes | SourceText, file: str = "<data>") -> YamlFile:
     src = data if isinstance(data, SourceText) else SourceText.decode(data, file)
     if isinstance(src, SourceDiagnostic):
         return YamlFile(None, (), (src,))
-    file = src.file
-    text = src.text
-    if "{{" in text and _HELM.search(text):
-        return YamlFile(src, (), (_template(file, text),))
-    if _too_deep(text):
-        msg = f"nesting deeper than {MAX_DEPTH // 2} levels (or close to it); not parsed"
-        return YamlFile(src, (), (SourceDiagnostic(file, 1, 1, msg, DiagnosticKind.TOO_DEEP),))
+    diags: list[SourceDiagnostic] = []
     gcpause.pause()
     try:
-        docs, diags = _compose(src)
+        docs = list(iter_documents(src, diags))
     finally:
         gcpause.resume()
+    if any(d.kind is DiagnosticKind.TEMPLATE for d in diags):
+        docs.clear()  # a template that broke the YAML: none of it is read
+    text = src.text
     if docs and ("{{" in text or "{%" in text):
         pos = _outside_scalars(text, [d.root.node for d in docs if d.root is not None])
         if pos is not None:
-            return YamlFile(src, (), (_template(file, text, pos),))
+            return YamlFile(src, (), (_template(src.file, text, pos),))
     return YamlFile(src, tuple(docs), tuple(diags))
 
 
@@ -260,11 +258,19 @@ def _outside_scalars(text: str, roots: list[yaml.Node]) -> int | None:
     return None
 
 
-def _compose(src: SourceText) -> tuple[list[YamlDoc], list[SourceDiagnostic]]:
-    """The documents of ``src`` and the diagnostics of the stream (never raises)."""
+def iter_documents(src: SourceText, diagnostics: list[SourceDiagnostic]) -> Iterator[YamlDoc]:
+    """The documents of ``src``, each composed when asked for (one document's nodes at a
+    time, for a caller that drops each before taking the next), the stream's problems
+    appended to ``diagnostics`` as they are met (never raises). :func:`load_yaml` holds them
+    all; a ``template`` diagnostic there means none is kept."""
     file, text = src.file, src.text
-    docs: list[YamlDoc] = []
-    diags: list[SourceDiagnostic] = []
+    if "{{" in text and _HELM.search(text):
+        diagnostics.append(_template(file, text))
+        return
+    if _too_deep(text):
+        msg = f"nesting deeper than {MAX_DEPTH // 2} levels (or close to it); not parsed"
+        diagnostics.append(SourceDiagnostic(file, 1, 1, msg, DiagnosticKind.TOO_DEEP))
+        return
     check_aliases = "&" in text and "*" in text
     try:
         for i, node in enumerate(yaml.compose_all(text, Loader=LOADER)):
@@ -281,24 +287,22 @@ def _compose(src: SourceText) -> tuple[list[YamlDoc], list[SourceDiagnostic]]:
                             f"{MAX_EXPANDED:,} nodes (alias bomb); not read"
                         )
                         kind = DiagnosticKind.ALIAS_BOMB
-                    diags.append(SourceDiagnostic(file, line, col, msg, kind))
+                    diagnostics.append(SourceDiagnostic(file, line, col, msg, kind))
                     continue
             empty = node is None or (isinstance(node, yaml.ScalarNode) and node.value == "")
-            docs.append(YamlDoc(i, None if empty else wrap(node, "", src)))
+            yield YamlDoc(i, None if empty else wrap(node, "", src))
     except yaml.MarkedYAMLError as e:
         if _TEMPLATE.search(text):
-            diags.append(_template(file, text))
-            docs.clear()
+            diagnostics.append(_template(file, text))
         else:
             mark = e.problem_mark or e.context_mark
             line = mark.line + 1 if mark else None
             col = mark.column + 1 if mark else None
             msg = " ".join(str(x) for x in (e.context, e.problem) if x) or str(e)
-            diags.append(SourceDiagnostic(file, line, col, msg, DiagnosticKind.INVALID_YAML))
+            diagnostics.append(SourceDiagnostic(file, line, col, msg, DiagnosticKind.INVALID_YAML))
     except (yaml.YAMLError, RecursionError, MemoryError) as e:
         msg = f"cannot parse: {type(e).__name__}: {e}"
-        diags.append(SourceDiagnostic(file, None, None, msg, DiagnosticKind.INVALID_YAML))
-    return docs, diags
+        diagnostics.append(SourceDiagnostic(file, None, None, msg, DiagnosticKind.INVALID_YAML))
 
 
 def _template(file: str, text: str, pos: int | None = None) -> SourceDiagnostic:
