@@ -194,6 +194,18 @@ def test_rules_and_rule() -> None:
     assert code == 2 and "SHM999: no such rule" in err
 
 
+def test_a_display_only_fix_is_a_fix_in_rule_rules_json_and_check() -> None:
+    # `rules --json` said "fix": "none" for SHM023 while check prints its fix (display-only)
+    code, out, _ = run("check", "--select", "SHM023", str(FIXTURES / "pod_bad.yaml"))
+    assert code == 1 and "SHM023 [warning]" in out
+    assert "  fix (display-only): Mount a memory-backed emptyDir at /dev/shm instead" in out
+    _, out, _ = run("rule", "SHM023")
+    assert "Fix: display-only." in out.splitlines()[2]
+    _, out, _ = run("rules", "--json")
+    (shm023,) = [r for r in json.loads(out)["rules"] if r["code"] == "SHM023"]
+    assert shm023["fix"] == "always"
+
+
 def test_unknown_codes_and_prefixes_exit_2_with_one_line(tmp_path: Path) -> None:
     target = str(FIXTURES / "run_lines.sh")
     syntax = "is not a rule code or prefix: rules are ENV, SHM and USR followed by 3 digits "

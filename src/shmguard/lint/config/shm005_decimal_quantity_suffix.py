@@ -121,7 +121,7 @@ RULE = Rule(
     name="decimal-quantity-suffix",
     summary="A decimal quantity (16G) beside binary ones (Gi) in a pod, or an exa (E) quantity",
     severity=Severity.INFO,
-    fix=FixAvailability.NONE,
+    fix=FixAvailability.SOMETIMES,
     targets=("kubernetes",),
     why=(
         "Kubernetes reads G as 10^9 and Gi as 2^30: 16G is 7 % less than 16Gi, and E (10^18) "

@@ -98,7 +98,7 @@ RULE = Rule(
     name="size-limit-above-memory-limit",
     summary="A /dev/shm emptyDir sizeLimit above the container's memory limit",
     severity=Severity.WARNING,
-    fix=FixAvailability.NONE,
+    fix=FixAvailability.ALWAYS,
     targets=("kubernetes",),
     why=(
         "Shared-memory pages count against the container's memory limit: it is OOM-killed "

@@ -120,7 +120,7 @@ RULE = Rule(
     name="shm-size-ignored-by-ipc",
     summary="shm_size / --shm-size with ipc host, none or container:/service: (silently ignored)",
     severity=Severity.WARNING,
-    fix=FixAvailability.NONE,
+    fix=FixAvailability.ALWAYS,
     targets=("compose", "docker-run", "podman-run"),
     why=(
         "With ipc host, none or another container's IPC, Docker does not mount a /dev/shm of that "

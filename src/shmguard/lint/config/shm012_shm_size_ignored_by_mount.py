@@ -103,7 +103,7 @@ RULE = Rule(
     name="shm-size-ignored-by-mount",
     summary="shm_size / --shm-size beside a tmpfs or bind mount at /dev/shm (the mount wins)",
     severity=Severity.WARNING,
-    fix=FixAvailability.NONE,
+    fix=FixAvailability.ALWAYS,
     targets=("compose", "docker-run", "podman-run"),
     why=(
         "A tmpfs, bind or volume mounted at /dev/shm replaces the runtime's /dev/shm: the "

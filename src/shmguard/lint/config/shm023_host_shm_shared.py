@@ -128,7 +128,7 @@ RULE = Rule(
     name="host-shm-shared",
     summary="hostIPC: true, or the host's /dev/shm mounted in (hostPath, bind)",
     severity=Severity.WARNING,
-    fix=FixAvailability.NONE,
+    fix=FixAvailability.ALWAYS,
     targets=("compose", "kubernetes", "docker-run", "podman-run"),
     why=(
         "The host's /dev/shm is shared with every such container and the host: files outlive "

@@ -202,7 +202,7 @@ RULE = Rule(
     name="ipc-sysctl-for-shm",
     summary="IPC sysctls (kernel.shmmax, ...) that do not size /dev/shm (unsafe in Kubernetes)",
     severity=Severity.ERROR,
-    fix=FixAvailability.NONE,
+    fix=FixAvailability.ALWAYS,
     targets=("compose", "kubernetes", "docker-run", "podman-run"),
     why=(
         "kernel.shm*/msg*/sem and fs.mqueue.* are System V IPC limits, not the size of /dev/shm; "

@@ -134,7 +134,7 @@ RULE = Rule(
     name="shm-remount",
     summary="mount -o remount,size=... /dev/shm inside the container (needs privileged)",
     severity=Severity.WARNING,
-    fix=FixAvailability.NONE,
+    fix=FixAvailability.ALWAYS,
     targets=("compose", "kubernetes", "docker-run", "podman-run"),
     why=(
         "Remounting /dev/shm needs CAP_SYS_ADMIN and an unconfined AppArmor profile, in practice "

@@ -194,7 +194,7 @@ RULE = Rule(
     name="kuberay-shm",
     summary="A KubeRay Ray container's own dshm duplicating KubeRay's, or plasma-directory set",
     severity=Severity.INFO,
-    fix=FixAvailability.NONE,
+    fix=FixAvailability.ALWAYS,
     targets=("kubernetes",),
     why=(
         "KubeRay already mounts a memory emptyDir sized to the Ray container's memory limit at "
