@@ -127,6 +127,51 @@ def test_semaphores_have_their_own_owner_column(root_only: None, no_leftovers: N
     assert (data["owners"]["semaphore"], data["owners"]["other"]) == (4096, 0)
 
 
+#: --on-alert keeps the watch going past the threshold, up to the stall.
+ALERT_OK = ("--on-alert", "true")
+# Fills its /dev/shm to the last page, then idles: full, and no progress.
+FULL = """
+import time
+with open("/dev/shm/psm_full", "wb") as fh:
+    try:
+        while True:
+            fh.write(b"x" * (1 << 20))
+            fh.flush()
+    except OSError:
+        pass
+print("full", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_stall_report_says_the_output_is_not_visible(root_only: None, no_leftovers: None) -> None:
+    # watch --pid said "no output" of a job whose output it cannot see.
+    spec = SandboxSpec((sys.executable, "-c", FULL), 16 * MiB)
+    with Sandbox(spec, output="capture") as box:
+        box.start()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            used, total = shm_usage(box.shm_path)
+            if total and total - used < 4096:
+                break
+            time.sleep(0.05)
+        pid = box.tree_pids()[-1]
+        r = subprocess.run(
+            [*WATCH, "--pid", str(pid), "--stall-after", "1s", "--interval", "0.2", *ALERT_OK],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        box.kill("test over")
+        box.wait(timeout=30)
+    assert r.returncode == 3, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert "stalled: DataLoader blocked on /dev/shm" in lines
+    (progress,) = [ln for ln in lines if "no progress for" in ln]
+    assert progress.endswith(" s (no shm change, no CPU; the job's output is not visible here)")
+
+
 def test_threshold_exit_and_on_alert(root_only: None, no_leftovers: None, tmp_path: Path) -> None:
     spec = SandboxSpec((sys.executable, "-c", FILL), 64 * MiB)
     marker = tmp_path / "alert.env"
