@@ -182,3 +182,52 @@ def test_require_that_is_met_says_so():
     assert out.returncode == 0, out.stderr
     assert "ENV002" not in out.stdout
     assert out.stdout.rstrip().endswith("--require 32 MiB: met (64 MiB free)")
+
+
+# In a private mount namespace with its own 64 MiB /dev/shm: hold a 1 MiB psm_ file open.
+HOLD = (
+    "mount -t tmpfs -o size=64m tmpfs /dev/shm && exec python3 -c '"
+    'import os, sys; fd = os.open("/dev/shm/psm_pid", os.O_RDWR | os.O_CREAT, 0o600); '
+    'os.posix_fallocate(fd, 0, 1 << 20); print("ready", flush=True); sys.stdin.read()\''
+)
+
+
+def _ns(pid: int | str) -> tuple[str, str] | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/mnt"), os.readlink(f"/proc/{pid}/ns/ipc")
+    except OSError:
+        return None
+
+
+@needs_ns
+def test_pid_scans_the_holders_of_its_container_not_the_host() -> None:
+    # doctor --pid N said "1 unreadable (pid 1: /proc/1/maps: permission denied)": the host's
+    # pid 1, not a process of N's container.
+    holder = subprocess.Popen(
+        ["unshare", "--mount", "--propagation", "private", "--fork", "sh", "-c", HOLD],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "ready\n"
+        child = int(Path(f"/proc/{holder.pid}/task/{holder.pid}/children").read_text().split()[0])
+        out = run("doctor", "--pid", str(child), "--json")
+        brief = run("doctor", "--pid", str(child))
+        mnt, ipc = _ns(child) or ("", "")
+        outside = sorted(
+            int(p)
+            for p in os.listdir("/proc")
+            if p.isdigit() and (ns := _ns(p)) is not None and ns[0] != mnt and ns[1] != ipc
+        )
+        unreadable = [int(p) for p in os.listdir("/proc") if p.isdigit() and _ns(p) is None]
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=20)
+        holder.stdout.close()  # type: ignore[union-attr]
+    holders = json.loads(out.stdout)["facts"]["holders"]
+    assert [(p["pid"], p["bytes"]) for p in holders["processes"]] == [(child, 1 << 20)]
+    # No error line names a process outside the namespaces (nor one whose can't be read).
+    named = {int(e.split(":")[0].removeprefix("pid ")) for e in holders["errors"]}
+    assert not named & {*outside, *unreadable}, holders["errors"]
+    line = next(ln for ln in brief.stdout.splitlines() if ln.startswith("holders"))
+    assert " ".join(line.split()) == f"holders 1 MiB held (psm 1 MiB): pid {child} python3 1 MiB"

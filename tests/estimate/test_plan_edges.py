@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from shmguard.estimate.plan import PlanRequest, PlanTooLarge, make_plan
+from shmguard.estimate.plan import PlanRequest, PlanTooLarge, make_plan, too_large_by
 from shmguard.units import parse_docker_size, parse_k8s_quantity
 
 PLAN = [sys.executable, "-m", "shmguard", "plan"]
@@ -36,10 +36,14 @@ def plan(*args: str) -> subprocess.CompletedProcess[str]:
          "--batch-size/--sample-shape"),
         # 8000 PiB per batch: under the 8 EiB a size flag takes, over it x 6 batches
         (["--batch-bytes", "8000p"], "--batch-bytes"),
+        # A count too large on its own is named, not the batch it multiplies.
         (["--batch-size", "32", "--sample-shape", "3", "--num-workers", "9" * 40],
-         "--batch-size/--sample-shape"),
-        (["--batch-bytes", "1m", "--local-ranks", "99999999999999999"],
-         "--batch-bytes"),
+         "--num-workers"),
+        (["--batch-bytes", "1m", "--num-workers", "99999999999999999999"], "--num-workers"),
+        (["--batch-bytes", "1m", "--local-ranks", "99999999999999999"], "--local-ranks"),
+        (["--batch-bytes", "1m", "--prefetch-factor", "9" * 20], "--prefetch-factor"),
+        (["--batch-bytes", "1m", "--loaders", "9" * 20, "--local-ranks", "9" * 20],
+         "--local-ranks/--loaders"),
     ],
 )  # fmt: skip
 def test_a_peak_no_runtime_can_hold_is_refused(args: list[str], flags: str) -> None:
@@ -53,6 +57,15 @@ def test_a_peak_no_runtime_can_hold_is_refused(args: list[str], flags: str) -> N
         assert done.stderr.count("\n") == 1, done.stderr
         assert done.stderr.startswith(f"shmguard: error: {flags}: "), done.stderr
         assert "more than 8 EiB" in done.stderr
+
+
+def test_a_peak_too_large_only_as_a_product_names_every_factor() -> None:
+    # 1 TiB batches x 2**21 workers x 2**21 ranks: 2**82 bytes; no factor alone is too large
+    request = PlanRequest(num_workers=2**21, batch_bytes=2**40, local_ranks=2**21)
+    with pytest.raises(PlanTooLarge):
+        make_plan(request)
+    assert too_large_by(request) == ("batch", "num_workers", "local_ranks")
+    assert too_large_by(PlanRequest(num_workers=2, batch_bytes=2**20)) == ()
 
 
 def test_a_dimension_of_thousands_of_digits_is_a_shape_error() -> None:

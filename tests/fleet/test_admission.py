@@ -404,6 +404,30 @@ def test_a_pod_create_without_an_object_says_so() -> None:
 
 
 @pytest.mark.parametrize(
+    ("kind", "operation", "message"),
+    [
+        # A Pod of another API group was "not a Pod CREATE (Pod CREATE)".
+        ({"group": "example.io", "version": "v1", "kind": "Pod"}, "CREATE",
+         "not a Pod CREATE (example.io/Pod CREATE)"),
+        ({"group": "", "version": "v1", "kind": "Pod"}, "UPDATE", "not a Pod CREATE (Pod UPDATE)"),
+        ({"group": "apps", "version": "v1", "kind": "Deployment"}, "CREATE",
+         "not a Pod CREATE (apps/Deployment CREATE)"),
+    ],
+)  # fmt: skip
+def test_a_request_that_is_not_a_pod_create_says_what_it_is(
+    kind: dict[str, str], operation: str, message: str
+) -> None:
+    r = review(pod(TRAIN))
+    r["request"]["kind"], r["request"]["operation"] = kind, operation
+    d = decide_admission(r)
+    assert (d.action, d.message, d.patch) == ("ignore", message, ())
+    # a null group is the core group, as the API server's ""
+    r = review(pod(TRAIN))
+    r["request"]["kind"] = {"group": None, "version": "v1", "kind": "Pod"}
+    assert decide_admission(r).action != "ignore"
+
+
+@pytest.mark.parametrize(
     ("spec", "words"),
     [
         (

@@ -4,6 +4,7 @@ command in a subprocess."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import http.client
 import json
@@ -243,6 +244,34 @@ def test_cli_serves_logs_json_decisions_and_stops_on_sigterm(pki: Pki) -> None:
         assert proc.wait(timeout=10) == 0
     rest = [json.loads(line) for line in proc.stderr.read().splitlines()]
     assert rest[-1] == {"action": "stop", "message": "shutting down"}
+
+
+def _compact(data: object) -> bool:
+    """Whether the JSON text ``data`` is written without spaces after its separators."""
+    return json.dumps(json.loads(data), separators=(",", ":")) == data  # type: ignore[arg-type]
+
+
+def test_responses_patches_and_logs_are_one_compact_json_style(pki: Pki) -> None:
+    # The body and the log lines were compact, the JSONPatch inside the body spaced.
+    proc, port = _start_cli(pki)
+    assert proc.stderr is not None
+    try:
+        c = http.client.HTTPSConnection(
+            "127.0.0.1", port, context=client_context(pki.ca_file), timeout=5
+        )
+        c.request("POST", "/mutate", body=json.dumps(review(POD)).encode())
+        raw = c.getresponse().read().decode()
+        c.request("POST", "/mutate", body=b'{"kind": "nothing"}')
+        error = c.getresponse().read().decode()
+        c.close()
+        logs = [proc.stderr.readline().rstrip("\n") for _ in range(2)]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+    patch = base64.b64decode(json.loads(raw)["response"]["patch"]).decode()
+    assert patch.startswith('[{"op":"add","path":"/spec/volumes","value":[{"name":"dshm"')
+    for text in (raw, patch, error, *logs):
+        assert _compact(text), text
 
 
 def test_cli_bad_certificate_is_a_one_line_error(tmp_path: Path) -> None:

@@ -185,6 +185,32 @@ def test_unreadable_entries_are_recorded(tmp_path: Path):
     assert scan.errors == (f"pid 7: {tmp_path}/proc/7/fd: not a directory",)
 
 
+def test_near_a_pid_scans_only_its_namespaces(tmp_path: Path):
+    # doctor --pid N reported the host's pid 1 as unreadable: it scanned every host process.
+    # A fixture root: 100 and 101 share a mount namespace, 200 shares only the IPC one (a
+    # pod's other container), 300 shares neither, pid 1's namespaces cannot be read. Each
+    # maps "file" is a directory, so a scanned process leaves an error line.
+    links = {100: ("9", "9"), 101: ("9", "9"), 200: ("8", "9"), 300: ("7", "7"), 1: None}
+    for pid, ns in links.items():
+        proc = tmp_path / "proc" / str(pid)
+        (proc / "fd").mkdir(parents=True)
+        (proc / "maps").mkdir()
+        (proc / "comm").write_text("python\n")
+        if ns is not None:
+            (proc / "ns").mkdir()
+            (proc / "ns" / "mnt").symlink_to(f"mnt:[{ns[0]}]")
+            (proc / "ns" / "ipc").symlink_to(f"ipc:[{ns[1]}]")
+
+    def scanned(scan: object) -> list[str]:
+        return [e.split(":")[0] for e in scan.errors]  # type: ignore[attr-defined]
+
+    assert scanned(scan_holders(root=tmp_path, near=100)) == ["pid 100", "pid 101", "pid 200"]
+    # Where the pid's own namespaces cannot be read, every process, as without a pid.
+    everyone = ["pid 1", "pid 100", "pid 101", "pid 200", "pid 300"]
+    assert scanned(scan_holders(root=tmp_path, near=1)) == everyone
+    assert scanned(scan_holders(root=tmp_path)) == everyone
+
+
 def test_missing_proc_is_one_error(tmp_path: Path):
     scan = scan_holders(root=tmp_path)
     assert scan.processes == ()

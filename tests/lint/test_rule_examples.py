@@ -79,6 +79,8 @@ def test_the_bad_examples_fix_applies_as_the_rule_tables_say(rule: Rule[object, 
         if f.code == rule.code and f.fix is not None:
             value = f.fix.applicability.value
             assert re.search(rf"(?<![\w-]){value}(?![\w-])", said), (rule.code, value, said)
+            # `rules --json` and SARIF say whether findings carry a fix: a shown one counts
+            assert rule.fix.value != "none", f"{_where(f)} carries a {value} fix"
         elif f.code == rule.code:
             assert rule.fix.value != "always", f"{_where(f)} carries no fix"
 

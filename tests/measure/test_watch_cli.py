@@ -86,6 +86,92 @@ def test_once_json_reports_size_use_owners_and_alert(root_only: None, no_leftove
     assert "psm 40 MiB" in text and "torch 8 MiB" in text
 
 
+# A glibc POSIX named semaphore (sem_open(3): /dev/shm/sem.<name>, mapped), held open.
+SEM = """
+import ctypes, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.sem_open.restype = ctypes.c_void_p
+assert libc.sem_open(b"/shmguard_watch", os.O_CREAT, 0o600, 1), ctypes.get_errno()
+print("held", flush=True)
+time.sleep(60)
+"""
+
+
+def test_semaphores_have_their_own_owner_column(root_only: None, no_leftovers: None) -> None:
+    # watch counted them as "other" where measure, doctor and the exporter say semaphore.
+    spec = SandboxSpec((sys.executable, "-c", SEM), 16 * MiB)
+    with Sandbox(spec, output="capture") as box:
+        box.start()
+        deadline = time.monotonic() + 30
+        while shm_usage(box.shm_path)[0] == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        pid = box.tree_pids()[-1]
+        runs = [
+            subprocess.run(
+                [*WATCH, "--pid", str(pid), "--once", *extra, "--interval", "0.1"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+            for extra in ([], ["--json"])
+        ]
+        box.kill("test over")
+        box.wait(timeout=30)
+    text, js = runs
+    assert text.returncode == 0, text.stderr
+    owners_line = next(ln for ln in text.stdout.splitlines() if ln.startswith("owners: "))
+    assert "semaphore 4 KiB, other 0 B" in owners_line, owners_line
+    data = json.loads(js.stdout)
+    validator("watch").validate(data)
+    assert (data["owners"]["semaphore"], data["owners"]["other"]) == (4096, 0)
+
+
+#: --on-alert keeps the watch going past the threshold, up to the stall.
+ALERT_OK = ("--on-alert", "true")
+# Fills its /dev/shm to the last page, then idles: full, and no progress.
+FULL = """
+import time
+with open("/dev/shm/psm_full", "wb") as fh:
+    try:
+        while True:
+            fh.write(b"x" * (1 << 20))
+            fh.flush()
+    except OSError:
+        pass
+print("full", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_stall_report_says_the_output_is_not_visible(root_only: None, no_leftovers: None) -> None:
+    # watch --pid said "no output" of a job whose output it cannot see.
+    spec = SandboxSpec((sys.executable, "-c", FULL), 16 * MiB)
+    with Sandbox(spec, output="capture") as box:
+        box.start()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            used, total = shm_usage(box.shm_path)
+            if total and total - used < 4096:
+                break
+            time.sleep(0.05)
+        pid = box.tree_pids()[-1]
+        r = subprocess.run(
+            [*WATCH, "--pid", str(pid), "--stall-after", "1s", "--interval", "0.2", *ALERT_OK],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        box.kill("test over")
+        box.wait(timeout=30)
+    assert r.returncode == 3, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert "stalled: DataLoader blocked on /dev/shm" in lines
+    (progress,) = [ln for ln in lines if "no progress for" in ln]
+    assert progress.endswith(" s (no shm change, no CPU; the job's output is not visible here)")
+
+
 def test_threshold_exit_and_on_alert(root_only: None, no_leftovers: None, tmp_path: Path) -> None:
     spec = SandboxSpec((sys.executable, "-c", FILL), 64 * MiB)
     marker = tmp_path / "alert.env"

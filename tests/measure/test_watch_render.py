@@ -58,7 +58,9 @@ def test_views_of_a_real_snapshot(snapshot: WatchSnapshot) -> None:
     assert snapshot.alert and not snapshot.stalled  # 75% >= 50%
     lines = summary_lines(snapshot)
     assert "size 16 MiB, used 12 MiB (75%), free 4 MiB, peak 12 MiB" in lines[0]
-    assert lines[1].startswith("owners: torch 0 B, nccl 0 B, psm 12 MiB, plasma 0 B, other 0 B")
+    assert lines[1].startswith(
+        "owners: torch 0 B, nccl 0 B, psm 12 MiB, plasma 0 B, semaphore 0 B, other 0 B"
+    )
     assert lines[-1] == "ALERT: /dev/shm reached 12 MiB, at least 50% of 16 MiB"
     out = io.StringIO()
     Console(file=out, width=100, color_system=None).print(watch_view(snapshot))

@@ -74,6 +74,8 @@ def test_watch_reports_the_hung_loader_as_stalled(root_only: None, no_leftovers:
     evidence = " ".join(last["stall"]["evidence"])
     assert "zero-block torch_* file(s): failed DataLoader allocations" in evidence
     assert "no progress for" in evidence
+    # watch cannot read the loader's output: it says so rather than "no output"
+    assert "the job's output is not visible here" in evidence and "no output" not in evidence
     # The fix's size is the DataLoader model's for the workers and items seen, through the
     # sizing policy (well above the 64 MiB that failed).
     assert last["fix_size"]["bytes"] > 64 * MiB

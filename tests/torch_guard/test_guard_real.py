@@ -93,6 +93,11 @@ def test_guard_turns_the_real_worker_failure_into_shm_exhausted(root_only: None)
     assert res["peak"] > 40 * 2**20
     assert res["batches"] == res["seen"] < 20
     assert res["sizing_pages"] == SEED_PAGES
+    # The guard sizes batches once it has shut the workers down, and says so.
+    assert res["sizing_basis"] == (
+        "the largest of 3 batches made after the workers were stopped, all the same size"
+    )
+    assert f"({res['sizing_basis']})." in res["message"]
     assert res["fix_size"] == shm_size_for(SEED_PEAK + res["baseline"]).bytes
     assert fix_line(res["fix_size"]) in res["message"]
     assert res["timeout"] >= 60 and f"DataLoader(timeout={res['timeout']})" in res["message"]

@@ -132,6 +132,7 @@ def plan(
         check_fit,
         make_plan,
         parse_shape,
+        too_large_by,
     )
 
     for value, low, flag in (
@@ -207,7 +208,9 @@ def plan(
     except PlanTooLarge as err:
         if err.part == "memory":
             fail(f"--model-peak/--margin: the plan {err}")
-        flags = "--batch-bytes" if nbytes is not None else "--batch-size/--sample-shape"
+        batch = "--batch-bytes" if nbytes is not None else "--batch-size/--sample-shape"
+        parts = too_large_by(request, policy)
+        flags = "/".join(batch if p == "batch" else "--" + p.replace("_", "-") for p in parts)
         r = request
         fail(
             f"{flags}: with {r.num_workers} worker(s) x prefetch {r.prefetch_factor} x "

@@ -214,6 +214,37 @@ def make_plan(request: PlanRequest, policy: Policy | None = None) -> Plan:
     return Plan(request, storages, spec.batch_pages, pred, shm, limit, basis, changes)
 
 
+#: The :class:`PlanRequest` counts that multiply the batch, and their least values.
+_COUNTS: dict[str, int] = {"num_workers": 1, "prefetch_factor": 1, "local_ranks": 1, "loaders": 1}
+
+
+def too_large_by(request: PlanRequest, policy: Policy | None = None) -> tuple[str, ...]:
+    """What makes ``request``'s /dev/shm size too large (:class:`PlanTooLarge`), to name it:
+    ``"batch"`` when the batch alone is (every count at 1), and each count of
+    ``num_workers``, ``prefetch_factor``, ``local_ranks``, ``loaders`` that alone is (with a
+    one-byte batch and the other counts at 1). When none is alone, their product is: the
+    batch and every count above 1 (``prefetch_factor`` above its default). Empty when the size
+    is not too large."""
+
+    def too_large(r: PlanRequest) -> bool:
+        try:
+            make_plan(replace(r, model_peak=None), policy)
+        except PlanTooLarge:
+            return True
+        return False
+
+    if not too_large(request):
+        return ()
+    least = replace(request, num_workers=1, prefetch_factor=1, local_ranks=1, loaders=1)
+    tiny = replace(least, batch_bytes=1, batch_size=None, sample_shape=None)
+    alone: tuple[str, ...] = ("batch",) if too_large(least) else ()
+    alone += tuple(n for n in _COUNTS if too_large(replace(tiny, **{n: getattr(request, n)})))
+    if alone:
+        return alone
+    usual = {**_COUNTS, "prefetch_factor": DEFAULT_PREFETCH_FACTOR}
+    return ("batch", *(n for n, low in usual.items() if getattr(request, n) > low))
+
+
 @dataclass(frozen=True)
 class PlanFit:
     """The plan against a /dev/shm: ``fits`` when the predicted peak is at most ``free``."""

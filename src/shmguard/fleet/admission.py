@@ -20,7 +20,6 @@ nothing. In audit mode nothing is patched; the warnings and the log say what wou
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +27,7 @@ from typing import Any
 from shmguard.estimate.policy import Policy
 from shmguard.fix.k8s import ADD, RESIZE, REUSE, Op, PodFix, json_patch, plan_pod
 from shmguard.fleet import names
+from shmguard.fleet.logline import json_line
 from shmguard.fleet.patch import annotation_ops
 from shmguard.fleet.pods import as_list, as_map, json_pod_view, read_containers, strings
 from shmguard.fleet.sizing import SMALLEST_SHM, choose_size, quantity_problem, raised_limit
@@ -142,8 +142,12 @@ def decide_admission(
     req = _request(review)
     kind = as_map(req.get("kind"))
     obj = req.get("object")
-    if kind.get("kind") != "Pod" or kind.get("group", "") != "" or req.get("operation") != "CREATE":
-        what = f"not a Pod CREATE ({kind.get('kind') or '?'} {req.get('operation') or '?'})"
+    group = kind.get("group") or ""  # null reads as the core group, as the API server's ""
+    if kind.get("kind") != "Pod" or group != "" or req.get("operation") != "CREATE":
+        # The group is named where it is what differs: "not a Pod CREATE (Pod CREATE)" told
+        # nothing for a Pod of another API group.
+        name = f"{group}/{kind.get('kind') or '?'}" if group else kind.get("kind") or "?"
+        what = f"not a Pod CREATE ({name} {req.get('operation') or '?'})"
         return _Pod(req, {}, options).decision("ignore", "", what)
     if not isinstance(obj, Mapping):
         return _Pod(req, {}, options).decision("ignore", "", "a Pod CREATE without an object")
@@ -396,7 +400,7 @@ def admission_response(decision: AdmissionDecision) -> dict[str, Any]:
     resp: dict[str, Any] = {"uid": decision.uid, "allowed": True}
     if decision.patch:
         resp["patchType"] = "JSONPatch"
-        resp["patch"] = base64.b64encode(json.dumps(list(decision.patch)).encode()).decode()
+        resp["patch"] = base64.b64encode(json_line(list(decision.patch)).encode()).decode()
     if decision.warnings:
         resp["warnings"] = list(decision.warnings)
     return {"apiVersion": API_VERSION, "kind": "AdmissionReview", "response": resp}

@@ -11,9 +11,10 @@ from typing import Any
 log = logging.getLogger("shmguard.webhook")
 
 
-def json_line(record: dict[str, Any]) -> str:
+def json_line(record: object) -> str:
     """``record`` as compact JSON (no spaces after separators); values that JSON has no
-    form for are written with ``str``."""
+    form for are written with ``str``. The webhook's one JSON style: its log lines, its
+    response bodies and the JSONPatch inside them."""
     return json.dumps(record, separators=(",", ":"), default=str)
 
 

@@ -278,7 +278,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(head.encode("latin-1") + body)
 
     def _json(self, code: int, obj: object) -> None:
-        self._send(code, json.dumps(obj, separators=(",", ":")).encode())
+        self._send(code, json_line(obj).encode())  # the log's encoder: one JSON style
 
     def _error(self, code: int, reason: str, message: str) -> None:
         """An AdmissionReview error answer; the connection is closed after it."""

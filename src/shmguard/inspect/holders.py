@@ -253,11 +253,21 @@ class _Scanner:
         self.seen.setdefault(key, shm)
 
 
+def _namespaces(proc: str, pid: int | str) -> tuple[str, str] | None:
+    """``pid``'s mount and IPC namespace links (``mnt:[4026531832]``), or None when they
+    cannot be read (gone, or another user's process: ptrace access mode)."""
+    try:
+        return os.readlink(f"{proc}/{pid}/ns/mnt"), os.readlink(f"{proc}/{pid}/ns/ipc")
+    except OSError:
+        return None
+
+
 def scan_holders(
     root: Path = Path("/"),
     pids: Iterable[int] | None = None,
     shm_prefix: str = "/dev/shm/",
     shm_dir: str | os.PathLike[str] | None = None,
+    near: int | None = None,
 ) -> HoldersScan:
     """Find every process holding /dev/shm files and how many bytes each holds.
 
@@ -270,6 +280,10 @@ def scan_holders(
             ``/dev/shm/...``).
         shm_dir: also list this directory (the same /dev/shm as seen from here, e.g.
             ``/proc/<pid>/root/dev/shm``) and report named files nobody holds in ``unheld``.
+        near: without ``pids``, only the processes that share this pid's mount or IPC
+            namespace (its container, and the other containers of its pod, which share the
+            pod's IPC namespace and /dev/shm); a process whose namespaces cannot be read is
+            not one of them. When ``near``'s own cannot be read, every process is scanned.
 
     Returns:
         a :class:`HoldersScan`. Unreadable entries become lines in ``errors``; nothing is raised
@@ -283,6 +297,14 @@ def scan_holders(
             pid_list = sorted(int(d) for d in os.listdir(proc) if d.isdigit())
         except OSError as err:
             return HoldersScan((), _empty_kinds(), 0, (f"{proc}: {_err_text(err)}",))
+        own = _namespaces(proc, near) if near is not None else None
+        if own is not None:
+            mnt, ipc = own
+            pid_list = [
+                p
+                for p in pid_list
+                if (ns := _namespaces(proc, p)) and (ns[0] == mnt or ns[1] == ipc)
+            ]
     else:
         pid_list = list(dict.fromkeys(pids))
     holdings = []

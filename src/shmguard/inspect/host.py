@@ -115,8 +115,9 @@ def inspect_host(
         held = Fact.unknown(shm.device.reason or "/dev/shm unreadable")
     else:
         # fd and map links name the resolved path (/run/shm/... where /dev/shm -> /run/shm).
+        # With a pid, its container's processes (and its pod's), not every host process.
         scan = scan_holders(
-            root, shm_prefix=real.rstrip("/") + "/", shm_dir=under(target_root, real)
+            root, shm_prefix=real.rstrip("/") + "/", shm_dir=under(target_root, real), near=pid
         )
         held = Fact.known(restrict_to_device(scan, shm.device.value))
     return HostFacts(

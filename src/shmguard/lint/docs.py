@@ -72,6 +72,36 @@ def _wrap(text: str) -> str:
     return text if "\n" in text else textwrap.fill(text, 100, break_on_hyphens=False)
 
 
+def _fill(text: str) -> str:
+    """``text`` (Markdown) with each prose paragraph that has a line over 100 columns (a
+    sentence with a long interpolated phrase, such as a rule's sources) wrapped at 100;
+    code blocks, tables, lists and paragraphs already within 100 columns are left as written."""
+    out: list[str] = []
+    para: list[str] = []
+    fenced = False
+
+    def flush() -> None:
+        if any(len(line) > 100 for line in para):
+            joined = " ".join(line.strip() for line in para)
+            out.append(textwrap.fill(joined, 100, break_on_hyphens=False, break_long_words=False))
+        else:
+            out.extend(para)
+        para.clear()
+
+    for line in text.split("\n"):
+        if line.startswith("```"):
+            flush()
+            fenced = not fenced
+            out.append(line)
+        elif fenced or not line.strip() or line.lstrip().startswith(("|", "- ", "* ", "#")):
+            flush()
+            out.append(line)
+        else:
+            para.append(line)
+    flush()
+    return "\n".join(out)
+
+
 def _severity(rule: Rule[Any, Any]) -> str:
     text = rule.severity.value
     extra = [f"{s.value} for {w} workloads" for w, s in rule.by_workload.items()]
@@ -130,19 +160,21 @@ def render_rules_markdown(rules: Sequence[Rule[Any, Any]], intro: str = _ENV_INT
             "",
             f"## {r.code} `{r.name}`",
             "",
-            f"Default severity: {_severity(r)}. Fix: {_fix(r)}. Checks: {', '.join(r.targets)}.",
+            _wrap(
+                f"Default severity: {_severity(r)}. Fix: {_fix(r)}. Checks: {', '.join(r.targets)}."
+            ),
             "",
             "### What it detects",
-            d.what.strip(),
+            _fill(d.what.strip()),
             "",
             "### Why is this bad?",
-            d.why.strip(),
+            _fill(d.why.strip()),
             "",
             "### Example",
             *_examples(r),
             "",
             "### Fix",
-            d.fix.strip(),
+            _fill(d.fix.strip()),
             "",
             "### Fix safety",
             _wrap(d.fix_safety),

@@ -229,6 +229,7 @@ class ShmCollector:
             margin=margin,
             failed_blocks=len(new_failed),
             quiet=quiet,
+            sees_output=False,
         )
         return stall_verdict(obs, self.options.stall_after).stalled
 

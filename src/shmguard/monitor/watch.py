@@ -197,6 +197,7 @@ class Monitor:
             margin=largest_failed,
             failed_blocks=len(failed),
             quiet=quiet,
+            sees_output=False,
         )
         verdict = stall_verdict(obs, self.stall_after)
         self._history.append(window_peak)

@@ -16,9 +16,9 @@ if TYPE_CHECKING:
 
 #: Eight levels, lowest first (U+2581..U+2588).
 _BARS = "▁▂▃▄▅▆▇█"
-#: Owner kinds the view lists, in order (semaphores and the other programs' kinds, such as
-#: chromium or postgres, count as "other" there).
-OWNER_KINDS = ("torch", "nccl", "psm", "plasma", "other")
+#: Owner kinds the view lists, in order (``semaphore`` as measure, doctor and the exporter
+#: name it; the other programs' kinds, such as chromium or postgres, count as "other" there).
+OWNER_KINDS = ("torch", "nccl", "psm", "plasma", "semaphore", "other")
 
 
 def sparkline(values: tuple[int, ...], top: int) -> str:

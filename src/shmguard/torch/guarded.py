@@ -48,6 +48,7 @@ Per-batch cost: two clock reads and a generator step (``benchmarks/guard_overhea
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -276,7 +277,9 @@ class GuardedLoader:
             return self._sizing
         if not is_iterable_style(self.loader):
             try:
-                return size_batches(self.loader, self.batches)
+                # _exhausted has shut the workers down by now.
+                made = size_batches(self.loader, self.batches)
+                return dataclasses.replace(made, after_stop=True)
             except Exception:  # the failure report must not fail: fall back below
                 pass
         asked = max((n for _, n in state.failed_files), default=0)

@@ -114,6 +114,8 @@ class BatchSizing:
             or ``failed-allocation`` (the size a failed PyTorch allocation asked for: what
             the guard falls back to when it cannot make a batch).
         storages: storages in the largest batch (0 when none was made).
+        after_stop: the batches were made after the loader's workers were stopped (the
+            guard sizes them when it reports a failure), not before they started.
     """
 
     pages: int
@@ -121,6 +123,7 @@ class BatchSizing:
     batches: int
     origin: Literal["batches", "stated", "failed-allocation"] = "batches"
     storages: int = 0
+    after_stop: bool = False
 
     @property
     def varies(self) -> bool:
@@ -134,14 +137,15 @@ class BatchSizing:
             return "batch_bytes as given, rounded up to whole pages"
         if self.origin == "failed-allocation":
             return "the size a failed allocation asked for (no batch could be made here)"
+        when = "after the workers were stopped" if self.after_stop else "before the workers start"
         if self.batches == 1:
-            return "one batch made before the workers start"
+            return f"one batch made {when}"
         spread = (
             f"sizes {format_iec(self.smallest)} to {format_iec(self.pages)}: variable-size data"
             if self.varies
             else "all the same size"
         )
-        return f"the largest of {self.batches} batches made before the workers start, {spread}"
+        return f"the largest of {self.batches} batches made {when}, {spread}"
 
 
 def stated_sizing(batch_bytes: int) -> BatchSizing:

@@ -47,6 +47,9 @@ class ShmObservation:
         failed_blocks: zero-block ``torch_*`` files counted as failed allocations (a watcher
             that started with the job counts only new ones, one that attaches later all).
         quiet: seconds without progress (no output, no change in used bytes, CPU flat).
+        sees_output: the watcher reads the job's output (``run``, ``measure``); False for one
+            that cannot (``watch``, the exporter), whose evidence then says so instead of
+            claiming there was none.
     """
 
     used: int
@@ -56,6 +59,7 @@ class ShmObservation:
     alloc_failed: bool = False
     failed_blocks: int = 0
     quiet: float = 0.0
+    sees_output: bool = True
 
     @property
     def near_full(self) -> bool:
@@ -119,7 +123,12 @@ def stall_verdict(obs: ShmObservation, after: float) -> StallVerdict:
     full = obs.full
     stalled = full and obs.quiet >= after
     if stalled:
-        evidence.append(f"no progress for {obs.quiet:.0f} s (no output, no shm change, no CPU)")
+        seen = (
+            "no output, no shm change, no CPU"
+            if obs.sees_output
+            else "no shm change, no CPU; the job's output is not visible here"
+        )
+        evidence.append(f"no progress for {obs.quiet:.0f} s ({seen})")
     return StallVerdict(stalled=stalled, full=full, evidence=tuple(evidence))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 from pathlib import Path
@@ -192,6 +193,46 @@ def test_rules_and_rule() -> None:
     assert "### Fix safety" in out
     code, _, err = run("rule", "SHM999")
     assert code == 2 and "SHM999: no such rule" in err
+
+
+def _prose(doc: str) -> list[str]:
+    """The lines of a rule's documentation outside its code blocks."""
+    out, fenced = [], False
+    for line in doc.splitlines():
+        fenced ^= line.startswith("```")
+        if not fenced and not line.startswith("```"):
+            out.append(line)
+    return out
+
+
+def test_each_rule_names_its_own_sources_wrapped() -> None:
+    # Every `shmguard rule X` printed the same ~900-character unwrapped Sources paragraph.
+    _, out, _ = run("rules")
+    seen = {}
+    for code in [line.split()[0] for line in out.splitlines()]:
+        _, doc, _ = run("rule", code)
+        long = [line for line in _prose(doc) if len(line) > 100]
+        assert long == [], (code, long)
+        text = " ".join(_prose(doc))
+        if code.startswith("SHM"):
+            seen[code] = re.split(r"\.(?:\s|$)", text[text.index("Sources: ") :])[0]
+    assert seen["SHM003"].startswith("Sources: Kubernetes (")  # a Kubernetes-only rule
+    assert "Docker" not in seen["SHM003"] and "Compose" not in seen["SHM003"]
+    assert "Kubernetes" not in seen["SHM014"] and "compose-spec" in seen["SHM014"]
+    assert "Podman 4.3" in seen["SHM023"] and "resource.Quantity" in seen["SHM023"]
+    assert len(seen["SHM003"]) < 300 and len(set(seen.values())) > 5
+
+
+def test_a_display_only_fix_is_a_fix_in_rule_rules_json_and_check() -> None:
+    # `rules --json` said "fix": "none" for SHM023 while check prints its fix (display-only)
+    code, out, _ = run("check", "--select", "SHM023", str(FIXTURES / "pod_bad.yaml"))
+    assert code == 1 and "SHM023 [warning]" in out
+    assert "  fix (display-only): Mount a memory-backed emptyDir at /dev/shm instead" in out
+    _, out, _ = run("rule", "SHM023")
+    assert "Fix: display-only." in out.splitlines()[2]
+    _, out, _ = run("rules", "--json")
+    (shm023,) = [r for r in json.loads(out)["rules"] if r["code"] == "SHM023"]
+    assert shm023["fix"] == "always"
 
 
 def test_unknown_codes_and_prefixes_exit_2_with_one_line(tmp_path: Path) -> None:

@@ -354,22 +354,52 @@ def sized_shm_mounts(unit: Unit) -> Iterator[tuple[Volume, YScalar, int, Contain
                 yield v, node, size, c, limit
 
 
-#: The sources every SHM rule's facts come from (user docs: ``shmguard rule``,
-#: docs/rules-shm.md). Public sources only; the developers' notes behind them
-#: (shared/research/config_formats.md, runtime_truth.md, lint_traps.md) are not shipped.
-SOURCES = (
-    "the runtimes' own documentation and source: Docker `docker run --shm-size` and "
-    "docker/cli `cli/command/container/opts.go` (sizes parsed by docker/go-units `size.go` "
-    "`RAMInBytes`), moby's 64 MiB default (`daemon/config` `DefaultShmSize`), the Compose "
-    "Specification (compose-spec `spec.md`, `build.md#shm_size`, "
-    "`schema/compose-spec.json`) and compose-go, Podman `podman-run(1)` and "
-    "`containers.conf(5)` (`shm_size`), the Kubernetes documentation (Volumes: emptyDir; "
-    "Resource Management for Pods and Containers: memory units) with k8s.io/apimachinery "
-    "`resource.Quantity` and the kubelet's `pkg/volume/emptydir/empty_dir.go`, and the "
-    "kernel's `Documentation/filesystems/tmpfs.rst`. Where versions disagree, the behaviour "
-    "was measured with Docker Engine 20.10.24, Docker CLI 28.2.2 and 20.10.24, Podman 4.3.1, "
-    "Compose 1.29.2 and podman-compose 1.6.0"
-)
+#: Where an SHM rule's facts about each runtime come from (user docs: ``shmguard rule``,
+#: docs/rules-shm.md), and the versions measured where they disagree. Public sources only;
+#: the developers' notes behind them (shared/research/config_formats.md, runtime_truth.md,
+#: lint_traps.md) are not shipped.
+_SOURCES = {
+    "docker": "Docker (the `docker run` reference, docker/cli `cli/command/container/opts.go`, "
+    "docker/go-units `RAMInBytes`, moby's 64 MiB `DefaultShmSize`)",
+    "compose": "Compose (compose-spec `spec.md`, `build.md#shm_size`, "
+    "`schema/compose-spec.json`; compose-go)",
+    "podman": "Podman (`podman-run(1)`, `containers.conf(5)`)",
+    "kubernetes": "Kubernetes (the emptyDir and memory-unit documentation, k8s.io/apimachinery "
+    "`resource.Quantity`, the kubelet's `pkg/volume/emptydir/empty_dir.go`)",
+}
+_MEASURED = {
+    "docker": "Docker Engine 20.10.24 (CLI 28.2.2, 20.10.24)",
+    "compose": "Compose 1.29.2, podman-compose 1.6.0",
+    "podman": "Podman 4.3.1",
+}
+#: A rule's target -> the runtimes whose sources it rests on.
+_RUNTIMES = {
+    "docker-run": ("docker",),
+    "podman-run": ("podman",),
+    "compose": ("docker", "compose"),
+    "daemon-json": ("docker",),
+    "ecs": ("docker",),
+    "kubernetes": ("kubernetes",),
+    "kubernetes-policy": ("kubernetes",),
+}
+
+
+def sources(*targets: str) -> str:
+    """The sources of a rule that checks ``targets`` (its ``Rule.targets``), as a phrase for
+    its "What it detects" (``Sources: {sources("compose", "docker-run")}.``): the runtimes'
+    own documentation and source for those targets only, the kernel's tmpfs documentation
+    (``Documentation/filesystems/tmpfs.rst``), and the versions measured where they disagree.
+
+    Raises:
+        KeyError: for a target no rule checks.
+    """
+    runtimes = {r for t in targets for r in _RUNTIMES[t]}
+    kinds = [k for k in _SOURCES if k in runtimes]
+    text = "; ".join([*(_SOURCES[k] for k in kinds), "the kernel's `tmpfs.rst`"])
+    measured = [_MEASURED[k] for k in kinds if k in _MEASURED]
+    if measured:
+        text += f"; where versions disagree, measured with {', '.join(measured)}"
+    return text
 
 
 def pod_quantities(unit: Unit) -> Iterator[tuple[str, YScalar]]:

@@ -24,7 +24,6 @@ from shmguard.fix.k8s_yaml import mount_plan, shm_mount_edits
 from shmguard.fix.runtime import compose_entry, run_flag
 from shmguard.lint.config import _at_default
 from shmguard.lint.config._base import (
-    SOURCES,
     CheckOptions,
     Unit,
     change_edit,
@@ -37,6 +36,7 @@ from shmguard.lint.config._base import (
     is_dev_shm,
     run_memory_limit,
     run_shm_mounts,
+    sources,
     span_loc,
     with_size_problem,
 )
@@ -402,7 +402,8 @@ memory in /dev/shm (`dynamic_shared_memory_type=posix`, `could not resize shared
 segment`), which a small database rarely fills; a command that sets
 `max_parallel_workers_per_gather`, `max_parallel_workers` or `max_parallel_maintenance_workers`
 above 0 makes it a warning. Severities per class: `[tool.shmguard.severity.browser]` and
-`[tool.shmguard.severity.database]`. Sources: {SOURCES}.
+`[tool.shmguard.severity.database]`.
+Sources: {sources("compose", "kubernetes", "docker-run", "podman-run")}.
 """,
     why="""\
 Docker, containerd and CRI-O give a container 64 MiB of /dev/shm and Podman 65,536,000 bytes.

@@ -15,13 +15,13 @@ from collections.abc import Iterator
 from shmguard.lint.config._base import (
     COMPOSE_SIZE_FIELDS,
     RUN_SIZE_FLAGS,
-    SOURCES,
     CheckOptions,
     Unit,
     edit_fix,
     flag_loc,
     replace_flag_value,
     replace_scalar,
+    sources,
 )
 from shmguard.lint.config._predicates import k8s_suffixed
 from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
@@ -121,7 +121,8 @@ go-units parses: Compose `shm_size`, `mem_limit`, `memswap_limit`, `mem_reservat
 `tmpfs.size`; `docker|podman run --shm-size`, `--memory`, `--memory-swap`,
 `--memory-reservation`. The target matters: go-units v0.5 (Docker CLI 23 and later, 28 was
 run; compose-go) rejects it, v0.4 (Docker CLI 20.10, Podman 4.3, both run) reads it as binary,
-Compose v1 (docker-py) fails. `2GiB` is accepted by all and not flagged. Sources: {SOURCES}.
+Compose v1 (docker-py) fails. `2GiB` is accepted by all and not flagged.
+Sources: {sources("compose", "docker-run", "podman-run")}.
 """,
     why="""\
 With a current Docker CLI or Compose v2 the command or `docker compose up` fails outright

@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from shmguard.lint.config._base import (
-    SOURCES,
     CheckOptions,
     Unit,
     edit_fix,
     pod_quantities,
     replace_scalar,
+    sources,
 )
 from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
@@ -69,7 +69,7 @@ DOC = RuleDoc(
     what=f"""\
 A Kubernetes memory quantity (`emptyDir.sizeLimit`, `resources.limits.memory`,
 `resources.requests.memory`) written in Docker's go-units syntax: `2g`, `2gb`, `2GB`, `512mb`,
-`2K`. Sources: {SOURCES}.
+`2K`. Sources: {sources("kubernetes")}.
 """,
     why="""\
 The API server (and a CRD's OpenAPI pattern) rejects the object: `quantities must match the

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from shmguard.lint.config._base import (
-    SOURCES,
     CheckOptions,
     Unit,
     edit_fix,
     pod_quantities,
     replace_scalar,
+    sources,
 )
 from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
@@ -55,7 +55,7 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
 DOC = RuleDoc(
     what=f"""\
 A Kubernetes memory quantity (`emptyDir.sizeLimit`, `resources.{{limits,requests}}.memory`)
-with the suffix `m`, which is milli: `64m` = 0.064 bytes. Sources: {SOURCES}.
+with the suffix `m`, which is milli: `64m` = 0.064 bytes. Sources: {sources("kubernetes")}.
 """,
     why="""\
 The kubelet rounds the quantity up to whole bytes: `sizeLimit: 64m` mounts a tmpfs of

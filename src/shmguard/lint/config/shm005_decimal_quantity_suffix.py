@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, pod_quantities
+from shmguard.lint.config._base import CheckOptions, Unit, pod_quantities, sources
 from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
@@ -62,7 +62,7 @@ A Kubernetes memory quantity (`emptyDir.sizeLimit`, `resources.limits.memory`,
 `resources.requests.memory`) with a decimal suffix (`k`, `M`, `G`, `T`, `P`) in a pod where
 another memory quantity has a binary one (`Ki` ... `Ei`), so binary was likely meant; and any
 quantity with the exa suffix `E` (10^18 bytes). Decimal quantities in a pod that uses no binary
-ones are not flagged: they are valid and may be meant. Info only. Sources: {SOURCES}.
+ones are not flagged: they are valid and may be meant. Info only. Sources: {sources("kubernetes")}.
 """,
     why="""\
 `16G` is 16,000,000,000 bytes and `16Gi` 17,179,869,184: a /dev/shm `sizeLimit: 16G` next to
@@ -121,7 +121,7 @@ RULE = Rule(
     name="decimal-quantity-suffix",
     summary="A decimal quantity (16G) beside binary ones (Gi) in a pod, or an exa (E) quantity",
     severity=Severity.INFO,
-    fix=FixAvailability.NONE,
+    fix=FixAvailability.SOMETIMES,
     targets=("kubernetes",),
     why=(
         "Kubernetes reads G as 10^9 and Gi as 2^30: 16G is 7 % less than 16Gi, and E (10^18) "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, replace_scalar
+from shmguard.lint.config._base import CheckOptions, Unit, replace_scalar, sources
 from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
@@ -52,7 +52,7 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
 DOC = RuleDoc(
     what=f"""\
 An `emptyDir.medium` other than `""`, `Memory`, `HugePages` or `HugePages-<size>`: `memory`,
-`MEMORY`, `RAM`, `tmpfs`. Sources: {SOURCES}.
+`MEMORY`, `RAM`, `tmpfs`. Sources: {sources("kubernetes")}.
 """,
     why="""\
 Kubernetes does not validate the medium on admission, so `kubectl apply` and schema validators

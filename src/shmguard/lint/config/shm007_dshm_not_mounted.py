@@ -17,12 +17,12 @@ from collections.abc import Iterator
 
 from shmguard.fix.k8s_yaml import shm_mount_edits
 from shmguard.lint.config._base import (
-    SOURCES,
     CheckOptions,
     Unit,
     container_memory_limit,
     fix_size,
     mounts_at_shm,
+    sources,
 )
 from shmguard.lint.config._predicates import unmounted_shm_volume
 from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
@@ -84,7 +84,7 @@ nowhere. A memory emptyDir mounted elsewhere (`/tmp`, `/run/lock`, a cache) is n
 Not flagged: KubeRay pods, MPIJob launchers, `hostIPC: true`, TrainJobs (the pod spec is in
 the runtime). SHM001 does not report these containers again. Kubernetes docs, Volumes
 (a volume is mounted in each container that lists it in `volumeMounts`) and emptyDir.
-Sources: {SOURCES}.
+Sources: {sources("kubernetes")}.
 """,
     why="""\
 A pod volume reaches only the containers that mount it. The volume is there, sized and

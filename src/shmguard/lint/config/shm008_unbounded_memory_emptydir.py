@@ -16,11 +16,11 @@ from collections.abc import Iterator
 from shmguard.estimate.policy import Sized
 from shmguard.fix.k8s_yaml import add_size_limit
 from shmguard.lint.config._base import (
-    SOURCES,
     CheckOptions,
     Unit,
     fix_sized,
     mounts_at_shm,
+    sources,
     with_size_problem,
 )
 from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
@@ -87,7 +87,7 @@ DOC = RuleDoc(
     what=f"""\
 An `emptyDir: {{medium: Memory}}` mounted at /dev/shm without `sizeLimit`, where no container
 that mounts it has `resources.limits.memory`. KubeRay pods are left to the operator.
-Sources: {SOURCES}.
+Sources: {sources("kubernetes")}.
 """,
     why="""\
 The kubelet sizes such a tmpfs to the node's allocatable memory (or the pod limit when every

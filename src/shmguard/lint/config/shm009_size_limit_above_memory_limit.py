@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, sized_shm_mounts
+from shmguard.lint.config._base import CheckOptions, Unit, sized_shm_mounts, sources
 from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Fix
@@ -40,7 +40,7 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
 DOC = RuleDoc(
     what=f"""\
 A memory-backed emptyDir mounted at /dev/shm whose `sizeLimit` is larger than the
-`resources.limits.memory` of a container that mounts it. Sources: {SOURCES}.
+`resources.limits.memory` of a container that mounts it. Sources: {sources("kubernetes")}.
 """,
     why="""\
 tmpfs pages are charged to the memory cgroup of the container that writes them: the container is
@@ -98,7 +98,7 @@ RULE = Rule(
     name="size-limit-above-memory-limit",
     summary="A /dev/shm emptyDir sizeLimit above the container's memory limit",
     severity=Severity.WARNING,
-    fix=FixAvailability.NONE,
+    fix=FixAvailability.ALWAYS,
     targets=("kubernetes",),
     why=(
         "Shared-memory pages count against the container's memory limit: it is OOM-killed "

@@ -19,7 +19,6 @@ from shmguard.estimate.policy import memory_limit_for
 from shmguard.fix.k8s import raised_request
 from shmguard.fix.k8s_yaml import add_size_limit
 from shmguard.lint.config._base import (
-    SOURCES,
     CheckOptions,
     Unit,
     container_memory_limit,
@@ -33,6 +32,7 @@ from shmguard.lint.config._base import (
     replace_flag_value,
     replace_scalar,
     sized_shm_mounts,
+    sources,
     with_size_problem,
 )
 from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
@@ -284,7 +284,8 @@ or has no `sizeLimit` at all: the kubelet then sizes the tmpfs to the memory lim
 `sizeLimit` equal to the limit (without a memory limit it is SHM008's case).
 A size that is not used (`ipc: host`, `service:x`, a mount at /dev/shm: SHM011, SHM012) is not
 checked. Measured with Docker Engine 20.10.24, Podman 4.3.1 and podman-compose 1.6.0 (the
-writer is killed, exit 137, before /dev/shm is full). Sources: {SOURCES}; the kernel's
+writer is killed, exit 137, before /dev/shm is full).
+Sources: {sources("compose", "kubernetes", "docker-run", "podman-run")}; the kernel's
 `Documentation/admin-guide/cgroup-v2.rst` ("Memory Ownership": tmpfs pages are charged to the
 writer's memory cgroup).
 """,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, flag_loc, ipc_mode
+from shmguard.lint.config._base import CheckOptions, Unit, flag_loc, ipc_mode, sources
 from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Fix
@@ -85,7 +85,7 @@ A Compose `shm_size` with `ipc: host`, `ipc: none` or `ipc: service:x` / `contai
 tool matters: Docker (CLI 20.10 and 28, daemon 20.10, run) and Compose v1/v2 ignore the size
 silently; Podman 4.3 refuses host and none with an error (reported as an error) and ignores the
 size with `container:x`; podman-compose 1.6 ignores `ipc:` itself, so there the size applies and
-the host IPC is lost. Sources: {SOURCES}.
+the host IPC is lost. Sources: {sources("compose", "docker-run", "podman-run")}.
 """,
     why="""\
 The file says /dev/shm has a size, the container gets something else: the host's /dev/shm
@@ -120,7 +120,7 @@ RULE = Rule(
     name="shm-size-ignored-by-ipc",
     summary="shm_size / --shm-size with ipc host, none or container:/service: (silently ignored)",
     severity=Severity.WARNING,
-    fix=FixAvailability.NONE,
+    fix=FixAvailability.ALWAYS,
     targets=("compose", "docker-run", "podman-run"),
     why=(
         "With ipc host, none or another container's IPC, Docker does not mount a /dev/shm of that "

@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from shmguard.lint.config._base import (
-    SOURCES,
     CheckOptions,
     Unit,
     flag_loc,
     is_dev_shm,
     run_shm_mounts,
+    sources,
 )
 from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
@@ -63,7 +63,7 @@ DOC = RuleDoc(
     what=f"""\
 A Compose `shm_size` with a `tmpfs:` entry or a volume (tmpfs, bind or named) whose target is
 /dev/shm; a `docker|podman run --shm-size` with `--tmpfs /dev/shm`, `-v X:/dev/shm` or
-`--mount ...,dst=/dev/shm`. Sources: {SOURCES}.
+`--mount ...,dst=/dev/shm`. Sources: {sources("compose", "docker-run", "podman-run")}.
 """,
     why="""\
 The mount replaces the runtime's /dev/shm, so the size is silently unused: the job gets the
@@ -103,7 +103,7 @@ RULE = Rule(
     name="shm-size-ignored-by-mount",
     summary="shm_size / --shm-size beside a tmpfs or bind mount at /dev/shm (the mount wins)",
     severity=Severity.WARNING,
-    fix=FixAvailability.NONE,
+    fix=FixAvailability.ALWAYS,
     targets=("compose", "docker-run", "podman-run"),
     why=(
         "A tmpfs, bind or volume mounted at /dev/shm replaces the runtime's /dev/shm: the "

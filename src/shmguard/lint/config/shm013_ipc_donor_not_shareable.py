@@ -17,7 +17,6 @@ import re
 from collections.abc import Iterator
 
 from shmguard.lint.config._base import (
-    SOURCES,
     CheckOptions,
     Unit,
     edit_fix,
@@ -27,6 +26,7 @@ from shmguard.lint.config._base import (
     ipc_mode,
     replace_flag_value,
     replace_scalar,
+    sources,
 )
 from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
@@ -178,7 +178,8 @@ service in the same file) whose donor has no `ipc:`, `ipc: private` or `ipc: non
 `getIPCContainer` (`daemon/container_operations_unix.go`) refuses a donor whose /dev/shm is not
 shareable. Not flagged: Podman lines (Podman's default IPC mode is `shareable`), podman-compose
 (`--target podman-compose`: it never reads `ipc:`), donors defined outside the file, and
-placeholders. Measured with Docker Engine 20.10.24 and Compose 1.29.2. Sources: {SOURCES}.
+placeholders. Measured with Docker Engine 20.10.24 and Compose 1.29.2.
+Sources: {sources("compose", "docker-run")}.
 """,
     why="""\
 The joining container never starts: `docker compose up` stops with `Cannot start service x:

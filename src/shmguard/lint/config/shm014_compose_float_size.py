@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, edit_fix, replace_scalar
+from shmguard.lint.config._base import CheckOptions, Unit, edit_fix, replace_scalar, sources
 from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.fix import Change, Setting
@@ -91,7 +91,7 @@ the target's YAML: Compose v2 (compose-go) resolves YAML 1.2, where `1.5e9` is a
 Compose v1 and podman-compose use PyYAML (YAML 1.1), where `1.5e9` is a string. Compose v1
 applies `1.5e9` as 1,500,000,000 bytes, and podman-compose applies a float, so those are not
 flagged there. `--target compose=v2|v1|podman-compose` chooses (default v2).
-Sources: {SOURCES}.
+Sources: {sources("compose")}.
 """,
     why="""\
 compose-go's `UnitBytes` takes an int or a string; a float is dropped without a word, so the

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, flag_loc, is_dev_shm
+from shmguard.lint.config._base import CheckOptions, Unit, flag_loc, is_dev_shm, sources
 from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.sources.compose_types import applied_size
@@ -86,7 +86,7 @@ target: Docker (and Compose v2/v1) gives its 64 MiB default; Podman gives an unl
 /dev/shm; podman-compose drops an integer `0` (Podman's 65,536,000 bytes) but passes the
 string `"0"` (unlimited); a kernel tmpfs `size=0` has no limit. Findings name the target
 assumed (`--target`).
-Sources: {SOURCES}.
+Sources: {sources("compose", "docker-run", "podman-run")}.
 """,
     why="""\
 Someone who writes 0 to mean "no special size" gets 64 MiB on Docker, and someone who means

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, edit_fix, replace_scalar
+from shmguard.lint.config._base import CheckOptions, Unit, edit_fix, replace_scalar, sources
 from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.sources.compose_types import typed
@@ -53,7 +53,7 @@ DOC = RuleDoc(
 `deploy.resources.limits.memory` (or `reservations.memory`) written as a YAML integer
 (`268435456`) in a Compose file. Under podman-compose it works (no schema), so the finding
 says so when `--target compose=podman-compose`.
-Sources: {SOURCES}.
+Sources: {sources("compose")}.
 """,
     why="""\
 The compose-spec schema types the field as a string: `docker compose` (v2) stops with

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.lint.config._base import SOURCES, CheckOptions, Unit
+from shmguard.lint.config._base import CheckOptions, Unit, sources
 from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.sources.yamlnode import YScalar
@@ -54,7 +54,7 @@ DOC = RuleDoc(
     what=f"""\
 A Compose service with both `mem_limit` and `deploy.resources.limits.memory`, naming different
 byte counts. Equal values in different spellings (`1g` and `1024m`) are fine.
-Sources: {SOURCES}.
+Sources: {sources("compose")}.
 """,
     why="""\
 `docker compose` (v2) stops with `can't set distinct values on 'mem_limit' and

@@ -12,11 +12,11 @@ from collections.abc import Iterator
 
 from shmguard.fix.runtime import compose_entry
 from shmguard.lint.config._base import (
-    SOURCES,
     CheckOptions,
     Unit,
     change_edit,
     compose_memory_limit,
+    sources,
 )
 from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
@@ -88,7 +88,7 @@ DOC = RuleDoc(
 A Compose service with `build: {{shm_size: ...}}` and no service-level `shm_size`. Such a
 service gets this finding rather than SHM001's (which would write the policy's size over
 the one you chose).
-Sources: {SOURCES}.
+Sources: {sources("compose")}.
 """,
     why="""\
 `build.shm_size` applies to the containers that build the image, not to the one that runs it:

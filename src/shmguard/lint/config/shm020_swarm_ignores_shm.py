@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, edit_fix, is_dev_shm
+from shmguard.lint.config._base import CheckOptions, Unit, edit_fix, is_dev_shm, sources
 from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Edit, Fix
@@ -180,7 +180,7 @@ such a file is run with `docker compose`); `deploy.replicas` or `version: "3"` a
 enough (Compose v2 honours them too). A service that already has a tmpfs volume at /dev/shm
 is not flagged for `shm_size`, `ipc` or `tmpfs:` (they then serve `docker compose` only).
 Behaviour read from docker/cli (`cli/compose/types/types.go`, `cli/compose/convert/volume.go`,
-`cli/compose/schema`); Swarm was not run for this rule. Sources: {SOURCES}.
+`cli/compose/schema`); Swarm was not run for this rule. Sources: {sources("compose")}.
 """,
     why="""\
 `docker stack deploy` starts the tasks with Docker's 64 MiB /dev/shm whatever `shm_size` says;

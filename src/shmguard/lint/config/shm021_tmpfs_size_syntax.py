@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from shmguard.lint.config._base import (
-    SOURCES,
     CheckOptions,
     Unit,
     flag_loc,
@@ -21,6 +20,7 @@ from shmguard.lint.config._base import (
     mount_target,
     replace_flag_value,
     replace_scalar,
+    sources,
 )
 from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
@@ -149,7 +149,7 @@ A tmpfs at /dev/shm whose `size=` the kernel cannot parse: `--tmpfs /dev/shm:siz
 Compose `tmpfs: ["/dev/shm:size=8Gi"]`, `size=1.5g`, and on Podman 4.3 (which hands
 `tmpfs-size` to the kernel) `--mount type=tmpfs,dst=/dev/shm,tmpfs-size=2Gi`; with
 `--target compose=podman-compose` also a long-syntax tmpfs volume's `tmpfs.size`.
-Sources: {SOURCES}; tmpfs(5).
+Sources: {sources("compose", "docker-run", "podman-run")}; tmpfs(5).
 """,
     why="""\
 The kernel's `memparse` takes a number with `k`, `m`, `g` (binary) or `%`. Anything else fails

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, edit_fix, replace_scalar
+from shmguard.lint.config._base import CheckOptions, Unit, edit_fix, replace_scalar, sources
 from shmguard.lint.config._predicates import k8s_suffixed
 from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
@@ -89,7 +89,7 @@ a Kubernetes binary suffix (`"2Gi"`). dockerd decodes the field with moby's `opt
 (`opts/opts.go`, `UnmarshalJSON`), which takes only a quoted string and parses it with
 docker/go-units `RAMInBytes`: v0.5 (moby 23 and later) rejects `Gi`, v0.4 (moby 20.10) reads it
 as binary. These facts come from the source; dockerd was not run for this rule.
-Sources: {SOURCES}.
+Sources: {sources("daemon-json")}.
 """,
     why="""\
 A number makes dockerd exit at start with `invalid size: "2147483648"`, so no container runs on

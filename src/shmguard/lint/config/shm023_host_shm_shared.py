@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, flag_loc, is_dev_shm
+from shmguard.lint.config._base import CheckOptions, Unit, flag_loc, is_dev_shm, sources
 from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Fix
@@ -74,7 +74,7 @@ DOC = RuleDoc(
 IPC by design and are left alone), a `hostPath` volume whose path is /dev/shm, or a Compose /
 `docker run` bind of the host's /dev/shm (`/dev/shm:/dev/shm`). `--ipc=host` is not flagged
 here (it is the documented way for some multi-process servers); SHM011 flags it when it hides
-a size. Sources: {SOURCES}.
+a size. Sources: {sources("compose", "kubernetes", "docker-run", "podman-run")}.
 """,
     why="""\
 The host's /dev/shm is unbounded by the pod (half of the node's RAM by default), shared with
@@ -128,7 +128,7 @@ RULE = Rule(
     name="host-shm-shared",
     summary="hostIPC: true, or the host's /dev/shm mounted in (hostPath, bind)",
     severity=Severity.WARNING,
-    fix=FixAvailability.NONE,
+    fix=FixAvailability.ALWAYS,
     targets=("compose", "kubernetes", "docker-run", "podman-run"),
     why=(
         "The host's /dev/shm is shared with every such container and the host: files outlive "

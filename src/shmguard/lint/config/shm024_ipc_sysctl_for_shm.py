@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, flag_loc, ipc_mode
+from shmguard.lint.config._base import CheckOptions, Unit, flag_loc, ipc_mode, sources
 from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Fix, Location
@@ -143,7 +143,7 @@ under `--target compose=podman-compose`, which ignores `ipc:`). Kubernetes docs,
 sysctls in a Kubernetes Cluster" (safe and namespaced sysctls, `--allowed-unsafe-sysctls`,
 `SysctlForbidden`); kubelet `pkg/kubelet/sysctl` (IPC sysctls refused with host IPC); kernel
 `Documentation/admin-guide/sysctl/kernel.rst` (shmmax, shmall, shmmni: System V shared
-memory). Sources: {SOURCES}.
+memory). Sources: {sources("compose", "kubernetes", "docker-run", "podman-run")}.
 """,
     why="""\
 /dev/shm is a tmpfs: its size is a mount option (`--shm-size`, `shm_size`, an emptyDir's
@@ -202,7 +202,7 @@ RULE = Rule(
     name="ipc-sysctl-for-shm",
     summary="IPC sysctls (kernel.shmmax, ...) that do not size /dev/shm (unsafe in Kubernetes)",
     severity=Severity.ERROR,
-    fix=FixAvailability.NONE,
+    fix=FixAvailability.ALWAYS,
     targets=("compose", "kubernetes", "docker-run", "podman-run"),
     why=(
         "kernel.shm*/msg*/sem and fs.mqueue.* are System V IPC limits, not the size of /dev/shm; "

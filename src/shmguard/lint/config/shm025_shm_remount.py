@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, span_loc
+from shmguard.lint.config._base import CheckOptions, Unit, sources, span_loc
 from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Fix, Location
@@ -80,7 +80,8 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
 DOC = RuleDoc(
     what=f"""\
 A container command (Kubernetes `command`/`args`, Compose `command`/`entrypoint`, the command of
-a `docker|podman run` line) that runs `mount -o remount,size=... /dev/shm`. Sources: {SOURCES}.
+a `docker|podman run` line) that runs `mount -o remount,size=... /dev/shm`.
+Sources: {sources("compose", "kubernetes", "docker-run", "podman-run")}.
 """,
     why="""\
 The remount needs CAP_SYS_ADMIN and is denied by Docker's default AppArmor profile, so it works
@@ -134,7 +135,7 @@ RULE = Rule(
     name="shm-remount",
     summary="mount -o remount,size=... /dev/shm inside the container (needs privileged)",
     severity=Severity.WARNING,
-    fix=FixAvailability.NONE,
+    fix=FixAvailability.ALWAYS,
     targets=("compose", "kubernetes", "docker-run", "podman-run"),
     why=(
         "Remounting /dev/shm needs CAP_SYS_ADMIN and an unconfined AppArmor profile, in practice "

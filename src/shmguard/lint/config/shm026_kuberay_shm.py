@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, is_dev_shm, quantity_bytes
+from shmguard.lint.config._base import CheckOptions, Unit, is_dev_shm, quantity_bytes, sources
 from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
@@ -131,7 +131,7 @@ flagged. Info only. KubeRay's behaviour is read from its source,
 `ray-operator/controllers/ray/common/pod.go` (`addEmptyDir`, volume `shared-mem`,
 `makeEmptyDirVolume`: `sizeLimit` from `limits.memory`, else `requests.memory`; the
 `plasma-directory` skip is in the current source, not in older releases); KubeRay was not run
-for this rule. Sources: {SOURCES}.
+for this rule. Sources: {sources("kubernetes")}.
 """,
     why="""\
 KubeRay mounts `shared-mem` (medium Memory, bounded by the container's memory) at /dev/shm by
@@ -194,7 +194,7 @@ RULE = Rule(
     name="kuberay-shm",
     summary="A KubeRay Ray container's own dshm duplicating KubeRay's, or plasma-directory set",
     severity=Severity.INFO,
-    fix=FixAvailability.NONE,
+    fix=FixAvailability.ALWAYS,
     targets=("kubernetes",),
     why=(
         "KubeRay already mounts a memory emptyDir sized to the Ray container's memory limit at "

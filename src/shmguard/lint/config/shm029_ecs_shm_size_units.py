@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, edit_fix, replace_scalar
+from shmguard.lint.config._base import CheckOptions, Unit, edit_fix, replace_scalar, sources
 from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Edit, Fix
@@ -139,7 +139,7 @@ Sources: the AWS ECS API reference (`LinuxParameters.sharedMemorySize`: "the siz
 the /dev/shm volume", mapped to `docker run --shm-size`; `Tmpfs.size` in MiB), the AWS ECS
 Developer Guide ("Amazon ECS task definition differences for the Fargate launch type": "The
 devices, sharedMemorySize, and tmpfs parameters are not supported"), the AWS Batch job
-definition reference; {SOURCES}. Nothing was run against AWS.
+definition reference; {sources("ecs")}. Nothing was run against AWS.
 """,
     why="""\
 `sharedMemorySize: 2147483648` asks for a 2 PiB /dev/shm: the container gets a tmpfs far above

@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterator
 
 from shmguard.fix.yamledit import Style, add_item
-from shmguard.lint.config._base import SOURCES, CheckOptions, Unit, fix_bytes, fix_sized
+from shmguard.lint.config._base import CheckOptions, Unit, fix_bytes, fix_sized, sources
 from shmguard.lint.engine import Example, FixAvailability, Rule, RuleDoc, Violation
 from shmguard.model import Severity
 from shmguard.model.finding import Applicability, Fix
@@ -172,7 +172,8 @@ preconditions test only that the volume is an emptyDir, so a dshm `{{medium: Mem
 library) whose `maxSizeLimit` is below that size, which rejects the pod. Not flagged when the
 policy names memory volumes or /dev/shm (a precondition on `medium`, an `exemptVolumesRegex`
 that matches `shm`). The finding names the workloads of the same file or stream (`helm
-template | shmguard check -`) that mount a memory emptyDir at /dev/shm. Sources: {SOURCES};
+template | shmguard check -`) that mount a memory emptyDir at /dev/shm.
+Sources: {sources("kubernetes-policy")};
 the Kyverno policy library and the Policy Controller constraint template library.
 """,
     why="""\
