@@ -18,7 +18,7 @@ from shmguard.render.wrap import atoms, divide_line
 
 HOSTS = Path(__file__).parents[1] / "fixtures" / "hosts"
 #: A line that ends in a number, and a next line that starts with its unit.
-_NUMBER_END = re.compile(r"\d$")
+_NUMBER_END = re.compile(r"(?:^|[\s(~])[\d.,]*\d$")  # a number, not a folded word's end
 _UNIT_START = re.compile(r"^\s*(?:B|KiB|MiB|GiB|TiB|kB|MB|GB|s|ms|%)(?![\w])")
 #: 1 MiB written and held while the sampler polls (tests/measure/test_cli.py does the same).
 JOB = ["sh", "-c", "head -c 1048576 /dev/zero > /dev/shm/held-while-sampled; sleep 0.2"]
@@ -89,6 +89,18 @@ def test_doctor_piped() -> None:
     narrow = assert_pastes(_doctor(columns=60))
     assert len(narrow) > len(lines)
     assert max(len(line) for line in narrow if "  # " not in line and "{" not in line) <= 60
+
+
+@pytest.mark.parametrize("columns", [44, 46, 50, 58])
+def test_sizes_stay_whole_at_widths_that_split_them_before(columns: int) -> None:
+    # at these widths Rich's own wrapping put "256" and "MiB)" (plan) or a size of a doctor
+    # finding's prose on two lines
+    assert_pastes(shmguard(*PLAN, columns=columns))
+    for host in ("docker-v2-default", "k8s-v2-sized-full"):
+        root = HOSTS / host
+        assert_pastes(
+            shmguard("doctor", "--root", str(root), "--fail-on", "never", columns=columns)
+        )
 
 
 def test_doctor_folds_a_long_path_instead_of_cutting_it() -> None:
