@@ -4,11 +4,12 @@ without it (cli/_fast.py)."""
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 from typing import TYPE_CHECKING, NoReturn
 
+from shmguard.cli._output import no_color_requested as no_color_requested  # (lived here)
+from shmguard.cli._output import use_color as use_color
 from shmguard.units import SizeError, parse_size_flag
 
 if TYPE_CHECKING:
@@ -32,11 +33,15 @@ def error_line(message: str) -> None:
 
 
 def info_line(message: str) -> None:
-    """Print ``shmguard: <message>`` on stderr (one line), as :func:`error_line` does."""
+    """Print ``shmguard: <message>`` on stderr (one line), as :func:`error_line` does: its
+    control characters escaped (render/escape.py), so a file name or a message read from a
+    log cannot start a line of its own."""
+    from shmguard.render.escape import printable
+
     if sys.stderr is None:
         return
     try:
-        sys.stderr.write(f"shmguard: {message}\n")
+        sys.stderr.write(f"shmguard: {printable(message)}\n")
         sys.stderr.flush()
     except OSError:  # ENOSPC, EIO: nowhere to say it
         pass
@@ -95,22 +100,8 @@ def size_option(text: str | None, flag: str, *, allow_zero: bool = False) -> int
         fail(f"{flag}: {err}")
 
 
-def no_color_requested() -> bool:
-    """True when NO_COLOR is present and not empty (https://no-color.org)."""
-    return bool(os.environ.get("NO_COLOR"))
+def console(*, stderr: bool = False) -> Console:
+    """The Rich console a command prints on (cli/_output.py: the one output layer)."""
+    from shmguard.cli._output import console as make
 
-
-def use_color() -> bool:
-    """Colour only on a terminal and never when NO_COLOR is requested."""
-    tty = sys.stdout is not None and sys.stdout.isatty()  # None: stdout closed (`>&-`)
-    return not no_color_requested() and tty
-
-
-def console() -> Console:
-    """A Rich console honouring NO_COLOR (no colour and no other styling either); imported
-    lazily so ``--json`` paths skip Rich."""
-    from rich.console import Console
-
-    if no_color_requested():
-        return Console(color_system=None, highlight=False, soft_wrap=False)
-    return Console(no_color=not use_color(), highlight=False, soft_wrap=False)
+    return make(stderr=stderr)

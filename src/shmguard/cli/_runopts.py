@@ -12,7 +12,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from shmguard.cli._common import console, fail
+from shmguard.cli._common import console, fail, info_line
 
 #: Shell convention for "ended by SIGINT".
 EXIT_INTERRUPTED = 130
@@ -196,7 +196,7 @@ def save_plot(draw: Callable[[], object], path: Path, what: str) -> None:
         draw()
     except (PlotUnavailable, OSError, ValueError) as err:
         fail(f"--plot {path}: {err}")
-    sys.stderr.write(f"shmguard: wrote {what} to {path.resolve()}\n")
+    info_line(f"wrote {what} to {path.resolve()}")
 
 
 def _write_plot(result: Any, path: Path) -> None:

@@ -129,6 +129,7 @@ def doctor(
 
         from shmguard.cli._common import console
         from shmguard.render.doctor_text import brief_parts, report_parts
+        from shmguard.render.escape import printable
         from shmguard.render.parts import print_parts
 
         out = console()
@@ -138,6 +139,6 @@ def doctor(
         if needed is not None and free is not None and free >= needed:
             out.print(f"--require {format_iec(needed)}: met ({format_iec(free)} free)")
         if conf.path is not None:
-            out.print(f"configuration: {conf.path}", style="dim", soft_wrap=True)
+            out.print(f"configuration: {printable(str(conf.path))}", style="dim", soft_wrap=True)
     if code:
         raise typer.Exit(code)

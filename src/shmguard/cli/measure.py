@@ -11,7 +11,7 @@ import sys
 import typer
 
 from shmguard.cli._app import app
-from shmguard.cli._common import EXIT_FINDINGS, EXIT_OK, fail, size_option
+from shmguard.cli._common import EXIT_FINDINGS, EXIT_OK, error_line, fail, info_line, size_option
 from shmguard.cli._config import settings
 from shmguard.cli._runopts import (
     _CTX,
@@ -68,9 +68,9 @@ def sandbox(
         box.start()
         result = box.wait(stop_grace=stop_timeout)
     if result.exec_error:
-        sys.stderr.write(f"shmguard: error: {result.exec_error}\n")
+        error_line(result.exec_error)
     if result.stopped_by:
-        sys.stderr.write(f"shmguard: stopped the command: {result.stopped_by}\n")
+        info_line(f"stopped the command: {result.stopped_by}")
     if result.oom_kills and mem is not None:
         from shmguard.units import format_iec
 

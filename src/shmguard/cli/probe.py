@@ -63,13 +63,11 @@ class _ProgressObserver:
 
 
 def _run_probe(argv: list[str], **kwargs: Any) -> Any:
-    from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from shmguard.cli._common import use_color
     from shmguard.measure.probe import probe_command
 
-    err_console = Console(stderr=True, no_color=not use_color(), highlight=False)
+    err_console = console(stderr=True)
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -215,8 +213,10 @@ def demo(
     from rich.rule import Rule
     from rich.text import Text
 
+    from shmguard.cli._output import rule_width
     from shmguard.measure.run import measure_command
     from shmguard.measure.sandbox import RunInterrupted
+    from shmguard.render.escape import printable
     from shmguard.render.measure_text import (
         command_line,
         demo_explanation,
@@ -229,9 +229,11 @@ def demo(
 
     argv = _demo_argv(batches)
     con: Any = console()
-    con.print(
-        Rule("1. A typical image-classification DataLoader in Docker's default 64 MiB /dev/shm")
-    )
+
+    def step(title: str) -> None:  # never cut with "..." off a terminal (cli/_output.py)
+        con.print(Rule(title), width=rule_width(con, title))
+
+    step("1. A typical image-classification DataLoader in Docker's default 64 MiB /dev/shm")
     cmd = Text(f"$ shmguard sandbox --shm-size 64m -- {command_line(argv)}", style="dim")
     con.print(cmd, soft_wrap=True)  # a command: never wrapped, so it can be pasted
     with _sandbox_errors():
@@ -241,17 +243,17 @@ def demo(
     if failure.interrupted:
         fail(str(RunInterrupted(failure.interrupted)), EXIT_INTERRUPTED)
     con.print(demo_result(failure))
-    for line in failure.cause.evidence[:2]:
-        con.print(Text(f"  {line}", style="red"))
-    con.print(Rule("2. Why"))
+    for line in failure.cause.evidence[:2]:  # torch's own words, quoted: never wrapped
+        con.print(Text(f"  {printable(line)}", style="red"), soft_wrap=True)
+    step("2. Why")
     if failure.passed:
         con.print("This run got lucky (the edge is random for fast consumers); it usually fails.")
     con.print(demo_explanation(failure, 32 * 3 * 224 * 224 * 4, 4, 2))
-    con.print(Rule("3. The smallest /dev/shm that works (shmguard probe)"))
+    step("3. The smallest /dev/shm that works (shmguard probe)")
     with _sandbox_errors():
         result = _run_probe(argv, hang_after=5.0)
     print_parts(con, probe_report(result))
-    con.print(Rule("4. The fix"))
+    step("4. The fix")
     fix = demo_fix(result.recommendation)
     if fix is not None:
         con.print(fix)

@@ -182,6 +182,7 @@ def _output(
             raise typer.Exit(2)
         return
     from shmguard.cli._common import console
+    from shmguard.render.escape import printable
     from shmguard.render.parts import print_whole
 
     out = console()
@@ -190,9 +191,9 @@ def _output(
         out.print(line)
     if patches is not None:
         for path in dict.fromkeys(files.values()):
-            out.print(f"wrote {path}")
+            out.print(f"wrote {printable(str(path))}")
         for (name, container), why in skipped.items():
-            out.print(f"no patch for {name} {container or '-'}: {why}")
+            out.print(printable(f"no patch for {name} {container or '-'}: {why}"))
     if edited is not None:
         if sys.stdout is not None and edited.text:
             sys.stdout.write(edited.text)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 
 from shmguard.cli._app import app
-from shmguard.cli._common import error_line, no_color_requested, size_option
+from shmguard.cli._common import console, error_line, size_option
 from shmguard.cli._config import ConfigOption, settings
 from shmguard.cli._runopts import _CTX, _Command, _positive
 
@@ -61,14 +61,9 @@ def _resolve(command: list[str] | None) -> list[str]:
 
 
 def _err_console() -> Console:
-    """A Rich console on stderr: colour only when stderr is a terminal and NO_COLOR is not
-    set."""
-    from rich.console import Console
-
-    if no_color_requested():
-        return Console(stderr=True, color_system=None, highlight=False, soft_wrap=False)
-    tty = sys.stderr is not None and sys.stderr.isatty()  # None: fd 2 closed (`2>&-`)
-    return Console(stderr=True, no_color=not tty, highlight=False, soft_wrap=False)
+    """The console on stderr (cli/_output.py): colour only when stderr is a terminal and
+    NO_COLOR is not set."""
+    return console(stderr=True)
 
 
 @app.command(context_settings=_CTX)

@@ -73,12 +73,11 @@ def _run(ref: str, quiet: bool, **kwargs: Any) -> Any:
 
     if quiet:
         return run_tune(ref, **kwargs)
-    from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from shmguard.cli._common import use_color
+    from shmguard.cli._common import console
 
-    err = Console(stderr=True, no_color=not use_color(), highlight=False)
+    err = console(stderr=True)
     if not err.is_terminal:  # no live bar in a log: it would only add blank lines
         return run_tune(ref, progress=_Bar(err), **kwargs)
     with Progress(

@@ -19,6 +19,7 @@ from shmguard.fix.snippets import fix_snippets
 from shmguard.lint.doctor import DoctorReport
 from shmguard.model import Fact, FailOn, Finding, Severity
 from shmguard.model.host import HostFacts
+from shmguard.render.escape import printable
 from shmguard.render.parts import Part
 from shmguard.render.parts import print_parts as print_parts  # re-exported: it lived here
 from shmguard.render.words import plural, severity_counts
@@ -88,20 +89,28 @@ def _holders_line(facts: HostFacts) -> str:
     return line
 
 
+def _add(grid: Table, key: str, value: str) -> None:
+    """A facts row; the value (paths, process names, reasons read from the host) escaped
+    (render/escape.py)."""
+    grid.add_row(key, printable(value))
+
+
 def facts_table(facts: HostFacts) -> Table:
     """The facts as a two-column grid."""
     cg = facts.cgroup
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
-    grid.add_column()
+    grid.add_column(overflow="fold")  # a long path folds, never cut with "…"
     runtime = facts.runtime
-    grid.add_row(
+    _add(
+        grid,
         "runtime",
         runtime.name + (f" ({'; '.join(runtime.evidence)})" if runtime.evidence else ""),
     )
-    grid.add_row("/dev/shm", _shm_line(facts))
+    _add(grid, "/dev/shm", _shm_line(facts))
     version = f"cgroup v{cg.version.value}" if cg.version.value else "cgroup unknown"
-    grid.add_row(
+    _add(
+        grid,
         "memory",
         f"{version}{' (hybrid)' if cg.mode == 'hybrid' else ''} · "
         f"limit {_size(cg.memory_limit)} · "
@@ -109,7 +118,8 @@ def facts_table(facts: HostFacts) -> Table:
         f"OOM kills {_count(cg.oom_kills, 'none')}",
     )
     mem = facts.memory
-    grid.add_row(
+    _add(
+        grid,
         "host",
         f"RAM {_size(mem.total)} · available {_size(mem.available)} · swap {_size(mem.swap_total)}",
     )
@@ -121,26 +131,29 @@ def facts_table(facts: HostFacts) -> Table:
         if quota.value is None
         else f"{quota.value:g}"
     )
-    grid.add_row("CPUs", f"quota {quota_text} · cpuset {_count(cg.cpuset)}")
+    _add(grid, "CPUs", f"quota {quota_text} · cpuset {_count(cg.cpuset)}")
     lim = facts.limits
-    grid.add_row(
+    _add(
+        grid,
         "limits",
         f"nofile {_count(lim.nofile_soft)}/{_count(lim.nofile_hard)} · memlock "
         f"{_size(lim.memlock_soft, 'unlimited')}/{_size(lim.memlock_hard, 'unlimited')}",
     )
     sysv = facts.sysv
-    grid.add_row(
+    _add(
+        grid,
         "SysV shm",
         f"unknown ({sysv.reason})"
         if sysv.value is None
         else f"{plural(sysv.value.segments, 'segment')}, {format_iec(sysv.value.bytes)}",
     )
-    grid.add_row("holders", _holders_line(facts))
+    _add(grid, "holders", _holders_line(facts))
     leftovers = facts.shm.leftovers.value
     if leftovers:
-        grid.add_row("leftovers", f"{len(leftovers)} zero-block torch_* files")
+        _add(grid, "leftovers", f"{len(leftovers)} zero-block torch_* files")
     gpus = facts.gpus
-    grid.add_row(
+    _add(
+        grid,
         "GPUs",
         f"unknown ({gpus.reason})"
         if gpus.value is None
@@ -148,14 +161,15 @@ def facts_table(facts: HostFacts) -> Table:
         + "".join(f" · {g.name} {format_iec(g.memory_total)}" for g in gpus.value.gpus),
     )
     torch = facts.torch
-    grid.add_row(
+    _add(
+        grid,
         "torch",
         f"{torch.reason}"
         if torch.value is None
         else f"{torch.value.version} · sharing strategy {torch.value.sharing_strategy}",
     )
     for note in cg.notes:
-        grid.add_row("note", note)
+        _add(grid, "note", note)
     return grid
 
 
@@ -167,13 +181,13 @@ def _finding(f: Finding, *, snippets: bool = True) -> list[Part]:
     head = Text()
     head.append(f"{f.severity.value.upper():7} ", style=_STYLE[f.severity])
     head.append(f"{f.code} ", style="bold")
-    head.append(f.name)
-    body: list[RenderableType] = [head, Padding(Text(f.message), (0, 0, 0, 8))]
+    head.append(printable(f.name))
+    body: list[RenderableType] = [head, Padding(Text(printable(f.message)), (0, 0, 0, 8))]
     if f.why:
-        body.append(Padding(Text("why: " + f.why, style="dim"), (0, 0, 0, 8)))
+        body.append(Padding(Text("why: " + printable(f.why), style="dim"), (0, 0, 0, 8)))
     parts: list[Part] = []
     if f.fix is not None:
-        body.append(Padding(Text("fix: " + f.fix.description), (0, 0, 0, 8)))
+        body.append(Padding(Text("fix: " + printable(f.fix.description)), (0, 0, 0, 8)))
         parts.append((Group(*body), False))
         if snippets:
             for s in fix_snippets(f.fix):
@@ -212,12 +226,12 @@ def brief_parts(
     summary's ``exit N (--fail-on ...)`` (``shmguard run``, whose status is not doctor's)."""
     worst = max((f.severity for f in report.findings), key=lambda s: s.rank, default=None)
     style = _STYLE[worst] if worst is not None else "green"
-    lines: list[RenderableType] = [Text("/dev/shm: " + _shm_line(report.facts))]
+    lines: list[RenderableType] = [Text("/dev/shm: " + printable(_shm_line(report.facts)))]
     for f in report.findings:
         line = Text()
         line.append(f"{f.severity.value.upper():7} ", style=_STYLE[f.severity])
         line.append(f"{f.code} ", style="bold")
-        line.append(f.message)
+        line.append(printable(f.message))
         lines.append(line)
     if summary is None:
         lines.append(_summary(report.findings, fail_on, code))
@@ -229,7 +243,7 @@ def brief_parts(
     ]
     first = next((f.fix for f in report.findings if fix_snippets(f.fix)), None)
     if first is not None:
-        parts.append((Text("fix: " + first.description), False))
+        parts.append((Text("fix: " + printable(first.description)), False))
         parts.append((_snippet(fix_snippets(first)[0].text, 2), True))
     return parts
 

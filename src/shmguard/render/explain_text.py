@@ -2,7 +2,8 @@
 allows it; NO_COLOR is honoured by :func:`shmguard.cli._common.console`).
 
 Log text is never interpreted as Rich markup: every piece of it goes through
-:class:`rich.text.Text`.
+:class:`rich.text.Text`; its control characters are escaped (render/escape.py), so a log line
+holding ``\x1b[2J`` or ``\n::error::`` prints as text on its own line.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from shmguard.fix.snippets import render_snippets
+from shmguard.render.escape import printable
 from shmguard.render.words import plural
 from shmguard.triage.model import Diagnosis, FixPlan, Result
 from shmguard.units import format_iec
@@ -45,11 +47,11 @@ def render(
 
     def line(*parts: tuple[str, str] | str, indent: int = 0) -> None:
         t = Text(" " * indent)
-        for p in parts:
+        for p in parts:  # log lines and file names: control characters escaped
             if isinstance(p, tuple):
-                t.append(p[0], style=p[1])
+                t.append(printable(p[0]), style=p[1])
             else:
-                t.append(p)
+                t.append(printable(p))
         # No wrapping: evidence and commands stay whole lines (grep-able, copy-able).
         console.print(t, soft_wrap=True)
 
@@ -134,7 +136,7 @@ def render_file_heading(name: str, console: Console, *, first: bool) -> None:
 
     if not first:
         console.print()
-    console.print(Text(f"==> {name} <=="), soft_wrap=True)
+    console.print(Text(f"==> {printable(name)} <=="), soft_wrap=True)
 
 
 #: A file's top cause in the ``--per-file`` summary: (confidence, title, signature id).
@@ -167,16 +169,16 @@ def render_per_file_summary(
         console.print()
     console.print(Text("Summary, per file:", style="bold"), soft_wrap=True)
     for name, top, err in rows:
-        t = Text(f"  {name.ljust(width)}  ")
+        t = Text(f"  {printable(name).ljust(width)}  ")
         if err is not None:
             t.append("not read: ", style="bold red")
-            t.append(err)
+            t.append(printable(err))
         elif top is None:
             t.append("no known cause")
         else:
             confidence, title, sig_id = top
             t.append(f"[{confidence.upper()}]", style=_STYLE[confidence])
-            t.append(f" {title}  [{sig_id}]")
+            t.append(f" {printable(title)}  [{sig_id}]")
         console.print(t, soft_wrap=True)
     files = "file" if len(rows) == 1 else "files"
     parts = [f"{strong} of {len(rows)} {files} with a cause of medium confidence or more"]

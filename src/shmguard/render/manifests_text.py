@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from shmguard.lint.proposal import ManifestResult, Proposal
+from shmguard.render.escape import printable
 
 
 def _who(p: Proposal) -> str:
@@ -51,4 +52,4 @@ def manifest_lines(
             if mode == "show"
             else "nothing written (--diff): --fix writes these changes"
         )
-    return out
+    return [printable(line) for line in out]  # paths and names: control characters escaped

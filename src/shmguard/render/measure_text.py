@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from shmguard.fix.snippets import Snippet, render_snippets
+from shmguard.render.escape import printable
 from shmguard.render.parts import Part
 from shmguard.render.words import plural
 from shmguard.units import format_iec
@@ -26,8 +27,8 @@ TEXT_RUNTIMES = ("docker", "compose", "kubernetes")
 
 
 def command_line(command: Iterable[str]) -> str:
-    """The argv as a shell would need it typed."""
-    return shlex.join(list(command))
+    """The argv as a shell would need it typed (control characters escaped: render/escape.py)."""
+    return printable(shlex.join(list(command)))
 
 
 def owners_line(by_kind: Mapping[str, int]) -> str:
@@ -53,9 +54,9 @@ def _kv(rows: list[tuple[str, str]], key_width: int = 0) -> Any:
 
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold", no_wrap=True, min_width=key_width)
-    table.add_column()
-    for key, value in rows:
-        table.add_row(key, value)
+    table.add_column(overflow="fold")  # a long path folds, never cut with "…"
+    for key, value in rows:  # values hold log lines and paths: escaped (render/escape.py)
+        table.add_row(key, printable(value))
     return table
 
 
@@ -225,7 +226,8 @@ def probe_report(result: ProbeResult) -> list[Part]:
                 f"{t.wall_time:.1f} s",
                 format_iec(t.peak),
             )
-        rates = Table(title="Pass rate per size", title_justify="left", show_edge=False)
+        title = "Pass rate per size"  # min_width: the title on one line above a narrow table
+        rates = Table(title=title, title_justify="left", show_edge=False, min_width=len(title))
         rates.add_column("size", justify="right")
         rates.add_column("passed", justify="right")
         for s in result.pass_rates:
@@ -236,7 +238,7 @@ def probe_report(result: ProbeResult) -> list[Part]:
             f"Minimum: {format_iec(result.minimum)} ({result.minimum_basis})", style="bold"
         )
     else:
-        verdict = Text(f"No minimum: {result.minimum_basis}", style="bold red")
+        verdict = Text(f"No minimum: {printable(result.minimum_basis)}", style="bold red")
     parts += [(Text(""), False), (verdict, False)]
     if result.verified is not None:
         verified = Text(
@@ -279,7 +281,7 @@ def stderr_parts(lines: tuple[str, ...], whose: str) -> list[Part]:
         return [(Text(f"{whose.capitalize()} wrote nothing on stderr.", style="dim"), False)]
     noun = "line" if len(lines) == 1 else "lines"
     head = Text(f"stderr of {whose} (last {len(lines)} {noun}):", style="bold")
-    return [(head, False), *((Text(f"  {line}"), True) for line in lines)]
+    return [(head, False), *((Text(f"  {printable(line)}"), True) for line in lines)]
 
 
 def demo_result(failure: MeasureResult) -> str:

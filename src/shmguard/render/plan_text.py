@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from shmguard.estimate.plan import WORKERS_LIMIT, Plan, PlanFit
 from shmguard.fix.snippets import fix_snippets
+from shmguard.render.escape import printable
 from shmguard.render.measure_text import _kv, snippets_parts
 from shmguard.render.parts import Part
 from shmguard.units import format_iec
@@ -87,7 +88,7 @@ def plan_report(plan: Plan, fit: PlanFit | None = None) -> list[Part]:
 
         notes = Table.grid(padding=(0, 1))
         notes.add_column(no_wrap=True)
-        notes.add_column()
+        notes.add_column(overflow="fold")  # a long path folds, never cut with "…"
         for n in p.notes:
             notes.add_row("-", n)
         parts.append((notes, False))
@@ -100,7 +101,12 @@ def plan_report(plan: Plan, fit: PlanFit | None = None) -> list[Part]:
 
 
 def fit_line(fit: PlanFit) -> str:
-    """``fits: ...`` or ``does not fit: ...``: the predicted peak against the free space."""
+    """``fits: ...`` or ``does not fit: ...``: the predicted peak against the free space (the
+    path's control characters escaped)."""
+    return printable(_fit_line(fit))
+
+
+def _fit_line(fit: PlanFit) -> str:
     total = f" of {format_iec(fit.total)}" if fit.total is not None else ""
     if fit.fits:
         return (
@@ -115,6 +121,7 @@ def fit_line(fit: PlanFit) -> str:
 
 def max_workers_line(n: int, free: int, path: str, plan: Plan) -> str:
     """How many workers fit, with what they were computed from."""
+    path = printable(path)
     r = plan.request
     what = (
         f"prefetch {r.prefetch_factor}, B' {format_iec(plan.batch_pages)}"

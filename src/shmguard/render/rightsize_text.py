@@ -12,6 +12,7 @@ from shmguard.config import ANNOTATIONS
 from shmguard.fix.k8s import POD_SPEC_PATHS, named_plan, strategic_merge_patch
 from shmguard.monitor.manifests import memory_to_set, skip_reason, workload_name
 from shmguard.monitor.rightsize import RightsizeReport, WorkloadRecommendation
+from shmguard.render.escape import printable
 from shmguard.render.words import plural
 from shmguard.units import format_iec, format_k8s_quantity
 
@@ -40,8 +41,10 @@ def rightsize_table(report: RightsizeReport, percentile: float) -> Table:
     from rich.table import Table
 
     table = Table(
-        title=f"/dev/shm right-sizing from {report.prometheus}, last {report.window_text} "
-        f"(workloads by {report.owners})",
+        title=printable(
+            f"/dev/shm right-sizing from {report.prometheus}, last {report.window_text} "
+            f"(workloads by {report.owners})"
+        ),
         title_justify="left",
     )
     table.add_column("workload", overflow="fold")
@@ -50,9 +53,9 @@ def rightsize_table(report: RightsizeReport, percentile: float) -> Table:
     table.add_column("history", overflow="fold")
     for w in report.workloads:
         h, r = w.history, w.recommendation
-        table.add_row(
-            workload_name(w),
-            h.container or "-",
+        table.add_row(  # names read from the cluster: control characters escaped
+            printable(workload_name(w)),
+            printable(h.container or "-"),
             _size(h.peak),
             _size(h.used_percentile),
             _change(h.size, r.shm_size, w.shm_change),
@@ -74,7 +77,7 @@ def basis_lines(report: RightsizeReport) -> list[str]:
         out.append(f"{who}: /dev/shm: {r.shm_basis}")
         if r.shm_size is not None:
             out.append(f"{who}: memory: {r.memory_basis}")
-    return out
+    return [printable(line) for line in out]
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from shmguard.measure.watched import StallReport, WatchResult
 from shmguard.model import FailOn, Finding
 from shmguard.model.host import HostFacts
 from shmguard.render.doctor_text import brief_parts
+from shmguard.render.escape import printable
 from shmguard.render.explain_text import render as render_diagnosis
 from shmguard.render.parts import Part, print_parts
 from shmguard.units import format_iec
@@ -28,8 +29,9 @@ _DETECTED = "the container shmguard runs in, as doctor detects it"
 
 
 def command_text(argv: Sequence[str], width: int = 80) -> str:
-    """The command as a shell would quote it, cut to ``width`` characters."""
-    text = shlex.join(argv)
+    """The command as a shell would quote it (control characters escaped: render/escape.py),
+    cut to ``width`` characters."""
+    text = printable(shlex.join(argv))
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -71,7 +73,7 @@ def brief_line(report: DoctorReport, require: int | None) -> str:
     if require is not None:
         met = "met" if require_met(report, require) else "NOT MET"
         parts.append(f"--require {format_iec(require)}: {met}")
-    return "shmguard run: " + " · ".join(parts)
+    return "shmguard run: " + printable(" · ".join(parts))
 
 
 def banner_parts(report: DoctorReport, require: int | None) -> list[Part]:
@@ -101,7 +103,7 @@ def require_failure_parts(
         finding = next((f for f in report.findings if f.fix is not None), None)
         have = "/dev/shm does not exist"
     else:
-        have = finding.message
+        have = printable(finding.message)
     head = Text(
         f"shmguard run: --require {format_iec(require)} not met: {have}; "
         f"not starting {command_text(argv)}",
@@ -109,7 +111,7 @@ def require_failure_parts(
     )
     parts: list[Part] = [(head, True)]
     if snippets and finding is not None and finding.fix is not None:
-        parts.append((Text("fix: " + finding.fix.description), True))
+        parts.append((Text("fix: " + printable(finding.fix.description)), True))
         for s in fix_snippets(finding.fix):
             parts.append((Text(f"  # {s.title}", style="dim"), False))
             parts.append((Text("  " + s.text.replace("\n", "\n  "), style="green"), True))
@@ -119,7 +121,7 @@ def require_failure_parts(
 def _shm_state_line(result: WatchResult) -> str:
     shm = result.shm
     if shm is None:
-        return f"/dev/shm: not sampled ({result.sampler_error or 'no sampler'})"
+        return f"/dev/shm: not sampled ({printable(result.sampler_error or 'no sampler')})"
     pct = f" ({100 * shm.peak / shm.total:.0f}%)" if shm.total else ""
     line = (
         f"/dev/shm: peak {format_iec(shm.peak)} of {format_iec(shm.total)}{pct}, "
@@ -144,7 +146,7 @@ def print_stall(console: Console, report: StallReport, argv: Sequence[str], grac
         ),
         soft_wrap=True,
     )
-    console.print(Text(f"evidence: {report.verdict.reason}"), soft_wrap=True)
+    console.print(Text(f"evidence: {printable(report.verdict.reason)}"), soft_wrap=True)
     render_diagnosis(report.diagnosis, console, show_exit=False, runtime_from=_DETECTED)
 
 
@@ -160,7 +162,7 @@ def print_end(console: Console, result: WatchResult) -> None:
     if not result.failed:
         return
     if child.exec_error is not None:
-        console.print(Text(f"shmguard: error: {child.exec_error}"), soft_wrap=True)
+        console.print(Text(f"shmguard: error: {printable(child.exec_error)}"), soft_wrap=True)
         return
     cause, diagnosis = result.cause, result.diagnosis
     shm_cause = cause is not None and cause.outcome.shm_related
@@ -189,7 +191,7 @@ def print_end(console: Console, result: WatchResult) -> None:
         (Text(_shm_state_line(result)), True),
     ]
     if cause is not None:
-        lines.append((Text(f"outcome: {cause.outcome.value}: {cause.summary}"), True))
+        lines.append((Text(f"outcome: {cause.outcome.value}: {printable(cause.summary)}"), True))
         shm = result.shm
         if shm_cause and shm is not None and shm.total and shm.peak < 0.9 * shm.total:
             # classify() reads any SIGBUS as shm; the sampler can say it was not full.

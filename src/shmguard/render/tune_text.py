@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from shmguard.fix.snippets import fix_snippets
+from shmguard.render.escape import printable
 from shmguard.render.measure_text import TEXT_RUNTIMES, _kv, snippets_parts
 from shmguard.render.parts import Part
 from shmguard.torch.tuning.model import Trial, TuneResult
@@ -85,7 +86,7 @@ def reasons(result: TuneResult) -> list[str]:
     """``[n] config status: reason`` for every trial that did not run ok, printed under the
     table (a reason in a table column was folded letter by letter on an 80-column terminal)."""
     return [
-        f"[{i}] {t.config.label()} {t.status}: {t.reason}"
+        printable(f"[{i}] {t.config.label()} {t.status}: {t.reason}")
         for i, t in enumerate(_explained(result), 1)
     ]
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from shmguard.fix.snippets import render_snippets
 from shmguard.model.fix import shm_changes
 from shmguard.monitor.watch import STALLED, WatchSnapshot
+from shmguard.render.escape import printable
 from shmguard.render.words import plural
 from shmguard.units import format_iec
 
@@ -56,7 +57,7 @@ def stall_lines(snap: WatchSnapshot) -> list[str]:
     verdict did not fire."""
     if not snap.stalled:
         return []
-    return [STALLED, *(f"  {e}" for e in snap.stall.evidence), *fix_lines(snap)]
+    return [STALLED, *(f"  {printable(e)}" for e in snap.stall.evidence), *fix_lines(snap)]
 
 
 def _size(n: int | None) -> str:
@@ -91,7 +92,8 @@ def summary_lines(snap: WatchSnapshot) -> list[str]:
         lines.append("full with failed allocations (a stall once nothing progresses):")
         lines += [f"  {e}" for e in snap.stall.evidence]
         lines += fix_lines(snap)
-    return lines + stall_lines(snap)
+    # paths (--container-root), reasons and evidence: control characters escaped
+    return [printable(line) for line in lines] + stall_lines(snap)
 
 
 def alert_line(snap: WatchSnapshot) -> str | None:
@@ -110,9 +112,10 @@ def watch_view(snap: WatchSnapshot) -> RenderableType:
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=f"shmguard watch: {snap.target} ({snap.path})", show_header=False)
+    title = printable(f"shmguard watch: {snap.target} ({snap.path})")
+    table = Table(title=title, show_header=False)
     table.add_column(style="bold")
-    table.add_column()
+    table.add_column(overflow="fold")  # a long path folds, never cut with "…"
     pct = 100 * snap.used_fraction
     table.add_row("size", format_iec(snap.total))
     table.add_row("used", f"{format_iec(snap.used)} ({pct:.0f}%)")
@@ -122,7 +125,9 @@ def watch_view(snap: WatchSnapshot) -> RenderableType:
         table.add_row(f"owner {kind}", format_iec(n))
     cg = snap.cgroup
     limit = "no limit" if cg.limit is None and cg.reason is None else _size(cg.limit)
-    table.add_row("cgroup limit", limit if cg.reason is None else f"unknown ({cg.reason})")
+    table.add_row(
+        "cgroup limit", limit if cg.reason is None else f"unknown ({printable(cg.reason)})"
+    )
     table.add_row("cgroup usage", _size(cg.current))
     table.add_row("cgroup shmem", _size(cg.shmem))
     table.add_row("failed allocs", str(len(snap.failed_allocations)))
