@@ -51,9 +51,16 @@ def test_exec_replaces_shmguard_keeps_stdout_clean_and_passes_the_status() -> No
 
 
 def _hangup(action: signal.Handlers) -> Callable[[], None]:
-    """A preexec_fn giving shmguard a known SIGHUP disposition, whatever this test inherited
-    (pytest under ``nohup`` has SIGHUP ignored)."""
-    return lambda: signal.signal(signal.SIGHUP, action) and None
+    """A preexec_fn giving shmguard a known SIGHUP disposition and default SIGINT and SIGQUIT,
+    whatever this test inherited (pytest under ``nohup`` has SIGHUP ignored; started with
+    ``&`` from a non-interactive shell, SIGINT and SIGQUIT too)."""
+
+    def preexec() -> None:
+        signal.signal(signal.SIGHUP, action)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+    return preexec
 
 
 @pytest.mark.parametrize("watch", [False, True])
