@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import typer
 
+from cli_run import shmguard_out
 from shmguard import __version__
 from shmguard.cli import _common
 from shmguard.units import MiB
@@ -39,25 +40,13 @@ def test_size_option_parses_or_exits_2(capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_help_lists_every_command() -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "shmguard", "--help"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    ).stdout
+    out = shmguard_out("--help")
     for command in ("doctor", "explain", "sandbox", "measure", "probe", "demo", "run", "tune"):
         assert command in out
 
 
 def test_version() -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "shmguard", "--version"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    ).stdout
+    out = shmguard_out("--version")
     assert out == f"shmguard {__version__}\n"
 
 

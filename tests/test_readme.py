@@ -7,10 +7,11 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from cli_run import shmguard_out
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -51,17 +52,10 @@ def table_rows() -> list[list[str]]:
 
 def help_groups() -> dict[str, list[str]]:
     """`shmguard --help`'s groups (``find: doctor, explain.``), read from a real run of it."""
-    done = subprocess.run(
-        [sys.executable, "-m", "shmguard", "--help"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-        env={**os.environ, "COLUMNS": "400"},
-    )
-    text = " ".join(done.stdout.split("Options:")[0].split())  # the groups precede the options
+    out = shmguard_out("--help", columns=400)
+    text = " ".join(out.split("Options:")[0].split())  # the groups precede the options
     groups = dict(re.findall(r"\b([a-z]+): ([a-z, ]+)\.", text))
-    listed = re.findall(r"^  ([a-z]+)  ", done.stdout.split("Commands:")[1], re.M)
+    listed = re.findall(r"^  ([a-z]+)  ", out.split("Commands:")[1], re.M)
     assert groups and sorted(c for g in groups.values() for c in g.split(", ")) == sorted(listed)
     return {name: members.split(", ") for name, members in groups.items()}
 

@@ -50,8 +50,8 @@ def test_exec_replaces_shmguard_keeps_stdout_clean_and_passes_the_status() -> No
     assert err.count(b"\n") == 1 and err.startswith(b"shmguard run: /dev/shm")
 
 
-def _hangup(action: signal.Handlers) -> Callable[[], None]:
-    """A preexec_fn giving shmguard a known SIGHUP disposition and default SIGINT and SIGQUIT,
+def _dispositions(action: signal.Handlers) -> Callable[[], None]:
+    """A preexec_fn giving shmguard SIGHUP as ``action`` and default SIGINT and SIGQUIT,
     whatever this test inherited (pytest under ``nohup`` has SIGHUP ignored; started with
     ``&`` from a non-interactive shell, SIGINT and SIGQUIT too)."""
 
@@ -68,7 +68,7 @@ def test_the_command_gets_default_signal_actions_and_an_empty_mask(watch: bool) 
     # Python ignores SIGPIPE and SIGXFSZ; a plain os.execvp would hand that on (SigIgn 1001000).
     r = run(
         "--brief", *(["--watch"] if watch else []), "--", "grep", "^Sig[IB]", "/proc/self/status",
-        preexec_fn=_hangup(signal.SIG_DFL),
+        preexec_fn=_dispositions(signal.SIG_DFL),
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert r.stdout.decode().split() == ["SigBlk:", "0" * 16, "SigIgn:", "0" * 16]
@@ -80,7 +80,7 @@ def test_under_nohup_the_command_keeps_sighup_ignored(watch: bool) -> None:
     # does --watch (which resets the other forwarded signals to their defaults).
     r = run(
         "--brief", *(["--watch"] if watch else []), "--", "grep", "^SigIgn", "/proc/self/status",
-        preexec_fn=_hangup(signal.SIG_IGN),
+        preexec_fn=_dispositions(signal.SIG_IGN),
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert r.stdout.decode().split() == ["SigIgn:", f"{1 << (signal.SIGHUP - 1):016x}"]
@@ -97,7 +97,7 @@ def test_the_sandboxed_command_keeps_sighup_ignored_only_under_nohup(
         capture_output=True,
         timeout=60,
         check=False,
-        preexec_fn=_hangup(action),
+        preexec_fn=_dispositions(action),
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.decode().split() == ["SigIgn:", f"{ignored:016x}"]
@@ -108,7 +108,7 @@ def test_under_nohup_watch_does_not_forward_a_hangup() -> None:
         [*RUN, "--brief", "--watch", "--", "sh", "-c", "echo ready; sleep 1.5; echo alive"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        preexec_fn=_hangup(signal.SIG_IGN),
+        preexec_fn=_dispositions(signal.SIG_IGN),
     )
     try:
         assert proc.stdout is not None
@@ -224,7 +224,7 @@ def test_watch_forwards_each_signal_and_exits_with_the_commands_status() -> None
         [*RUN, "--brief", "--watch", "--", sys.executable, "-c", TRAP],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        preexec_fn=_hangup(signal.SIG_DFL),  # a SIGHUP that nohup ignores is not forwarded
+        preexec_fn=_dispositions(signal.SIG_DFL),  # a SIGHUP that nohup ignores is not forwarded
     )
     try:
         assert proc.stdout is not None

@@ -18,6 +18,7 @@ printed on.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -37,27 +38,32 @@ _STYLE = re.compile(r"\x1b\[[0-9;]*m")
 def console(*, stderr: bool = False) -> Console:
     """A Rich console on standard output (or standard error) as the module docstring says;
     imported lazily so ``--json`` paths skip Rich."""
-    import rich.text
     from rich.console import Console
 
-    from shmguard.render.wrap import divide_line
-
-    # Rich's text wrapping calls this name; ours keeps sizes and quoted messages whole.
-    rich.text.divide_line = divide_line  # type: ignore[attr-defined]
+    _install_divide_line()
     stream = sys.stderr if stderr else sys.stdout
-    tty = stream is not None and stream.isatty()  # None: the stream is closed (`>&-`)
-    plain = no_color_requested() or not tty
     options: dict[str, Any] = {"highlight": False, "markup": False, "soft_wrap": False}
     options["stderr"] = stderr
     if no_color_requested():
         options["color_system"] = None
     else:
-        options["no_color"] = plain
-    if not tty and stream is not None:  # (Rich writes nothing to a closed stream)
+        options["no_color"] = not use_color(stream)
+    if stream is not None and not _isatty(stream):  # (Rich writes nothing to a closed stream)
         options["file"] = _Unpadded(stderr)
         if "COLUMNS" not in os.environ:
             options["width"] = UNBOUNDED
     return Console(**options)
+
+
+@functools.cache
+def _install_divide_line() -> None:
+    """Once: Rich's text wrapping calls ``rich.text.divide_line``; ours keeps sizes and quoted
+    messages whole (tests/render/test_piped_output.py fails if Rich stops calling that name)."""
+    import rich.text
+
+    from shmguard.render.wrap import divide_line
+
+    rich.text.divide_line = divide_line  # type: ignore[attr-defined]
 
 
 def no_color_requested() -> bool:
@@ -65,10 +71,15 @@ def no_color_requested() -> bool:
     return bool(os.environ.get("NO_COLOR"))
 
 
-def use_color() -> bool:
-    """Colour only on a terminal and never when NO_COLOR is requested."""
-    tty = sys.stdout is not None and sys.stdout.isatty()  # None: stdout closed (`>&-`)
-    return not no_color_requested() and tty
+def use_color(stream: Any = None) -> bool:
+    """Colour only on a terminal and never when NO_COLOR is requested; ``stream`` is the one
+    printed on (standard output when not given)."""
+    return not no_color_requested() and _isatty(sys.stdout if stream is None else stream)
+
+
+def _isatty(stream: Any) -> bool:
+    """True for an open terminal; a closed stream (``>&-``, seen as None) is not one."""
+    return stream is not None and bool(stream.isatty())
 
 
 def unbounded(out: Console) -> bool:
