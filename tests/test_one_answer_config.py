@@ -8,7 +8,8 @@ Deployment's template makes) and the Kyverno mutate (its size read from the poli
 policy --engine kyverno`` prints, parsed as YAML; no Kyverno engine runs here).
 
 * the ``shmguard.io/shm-size`` annotation: check --fix and the webhook write the same size the
-  same way; one neither can read is skipped by both, with a warning naming it;
+  same way; one neither can read, or one at or below the runtimes' 64 MiB default (which a fix
+  never writes), is skipped by both, with a warning naming it;
 * the ``shmguard.io/dataloader`` annotation: check --fix and the webhook write the DataLoader
   model's size (the predicted peak plus headroom, rounded: what ``shmguard plan`` prints),
   ``batch_bytes`` read by the one annotation parser; parameters neither can read are skipped
@@ -189,8 +190,13 @@ def test_check_fix_and_the_webhook_give_the_annotated_size(
         ("9" * 5000, "='99999999999999999999'... (5000 characters) ignored: too long for a size"),
         ("0", "='0' ignored: a size must be greater than 0"),
         ("lots", "='lots' ignored: neither a Kubernetes quantity nor a Docker size"),
+        # a size a fix never writes (issue 21): the webhook gave 1 byte (then a warning below
+        # 1 MiB) and 32Mi where check --fix gave no fix at all
+        ("1", "='1' ignored: 1 B is not above the runtimes' 64 MiB default /dev/shm"),
+        ("32Mi", "='32Mi' ignored: 32 MiB is not above the runtimes' 64 MiB default /dev/shm"),
+        ("64Mi", "='64Mi' ignored: 64 MiB is not above the runtimes' 64 MiB default /dev/shm"),
     ],
-    ids=["milli", "sub-byte", "1e999", "5000-digits", "zero", "words"],
+    ids=["milli", "sub-byte", "1e999", "5000-digits", "zero", "words", "1-byte", "32Mi", "64Mi"],
 )
 def test_an_unreadable_annotation_is_skipped_with_a_warning_in_both(
     tmp_path: Path, size: str, why: str

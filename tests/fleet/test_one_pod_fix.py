@@ -1,6 +1,7 @@
 """One fix plan for a pod: the webhook (its library entry on an AdmissionReview) and
 ``check --fix`` (its library entry on the pod's YAML) write the same /dev/shm volume, and keep
-a Guaranteed pod Guaranteed when they raise a memory limit (issue 19, reproduction 3)."""
+a Guaranteed pod Guaranteed when they raise a memory limit (issue 19, reproduction 3);
+``recommend --manifests`` reads the ``shmguard.io/shm-size`` annotation as both do."""
 
 from __future__ import annotations
 
@@ -265,3 +266,37 @@ def test_shm001s_fix_names_the_volume_the_plan_writes() -> None:
             "sizeLimit 2Gi kept).",
         )
     ]
+
+
+@pytest.mark.parametrize(
+    ("annotated", "kept"),
+    [("2g", True), ("2gb", True), ("2Gi", True), ("2147483648", True), ("1g", False)],
+)
+def test_recommend_manifests_reads_the_size_annotation_as_check_fix_does(
+    annotated: str, kept: bool
+) -> None:
+    # the annotation is read by the one parser (units.parse_size_annotation): a `2g` that is
+    # the proposed 2 GiB stays as written (it was rewritten to 2Gi, read as a Kubernetes
+    # quantity only); one that says another size is set to the proposal
+    obj = guaranteed_pod("8Gi", **{"shmguard.io/shm-size": annotated})
+    spec = obj["spec"]
+    spec["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}]
+    spec["containers"][0]["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    data = yaml.safe_dump(obj, sort_keys=False).encode()
+    p = Proposal(
+        "", "Pod", "train", "train", "", (Change(Setting.SHM_SIZE, 2 * GiB, ("kubernetes",)),)
+    )
+    out = yaml.safe_load(apply_proposals(data, "pod.yaml", [p]).data)
+    assert shm(out["spec"])["emptyDir"]["sizeLimit"] == "2Gi"
+    assert out["metadata"]["annotations"]["shmguard.io/shm-size"] == (annotated if kept else "2Gi")
+    # and check --fix and the webhook read the same annotation as the same 2 GiB
+    fresh = guaranteed_pod("8Gi", **{"shmguard.io/shm-size": annotated})
+    if kept:
+        assert (
+            shm(webhook(fresh)["spec"])
+            == shm(check_fix(fresh)["spec"])
+            == {
+                "name": "dshm",
+                "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"},
+            }
+        )

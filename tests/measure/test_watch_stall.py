@@ -37,6 +37,19 @@ def _near_full(box: Sandbox, timeout: float) -> float:
     raise AssertionError("the loader never filled /dev/shm")
 
 
+def _plan_size(*args: str) -> int:
+    """The /dev/shm size ``shmguard plan`` prints (its JSON) for ``args``."""
+    done = subprocess.run(
+        [sys.executable, "-m", "shmguard", "plan", *args, "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    size: int = json.loads(done.stdout)["shm_size"]
+    return size
+
+
 def test_watch_reports_the_hung_loader_as_stalled(root_only: None, no_leftovers: None) -> None:
     spec = SandboxSpec((sys.executable, str(HANG)), 64 * MiB)
     with Sandbox(spec, output="capture") as box:
@@ -77,8 +90,10 @@ def test_watch_reports_the_hung_loader_as_stalled(root_only: None, no_leftovers:
     # watch cannot read the loader's output: it says so rather than "no output"
     assert "the job's output is not visible here" in evidence and "no output" not in evidence
     # The fix's size is the DataLoader model's for the workers and items seen, through the
-    # sizing policy (well above the 64 MiB that failed).
-    assert last["fix_size"]["bytes"] > 64 * MiB
+    # one size decision: what `shmguard plan` prints for 4 workers and 24 MiB batches, the
+    # size issue 19's loader gets from every command (tests/measure/test_one_answer_loader.py).
+    assert last["fix_size"]["bytes"] == _plan_size("--batch-bytes", "24Mi", "--num-workers", "4")
+    assert last["fix_size"]["bytes"] == 320 * MiB
     assert "DataLoader model" in last["fix_size"]["basis"]
     # --once cannot see "no progress" in one interval but shows the evidence and the fix. The
     # loader hangs at about 75% (two items held, the third failed and freed its pages): below

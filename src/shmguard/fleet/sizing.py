@@ -30,8 +30,9 @@ Every size the webhook writes is checked first (:func:`quantity_problem`): a Kub
 quantity of whole bytes that reads back as the same bytes, at most 2^63 - 1 (8 EiB: "no
 quantity may represent a number greater than 2^63-1 in magnitude", k8s.io/apimachinery
 ``resource.Quantity``), and a /dev/shm at least the sizing policy's smallest size
-(:data:`SMALLEST_SHM`). A ``shmguard.io/shm-size`` below that (``"1"``, one byte) is a problem,
-as one that does not parse: the next source decides.
+(:data:`SMALLEST_SHM`). A ``shmguard.io/shm-size`` at or below the runtimes' 64 MiB default
+(``"1"``, one byte; ``32Mi``) is a problem, as one that does not parse, in ``check --fix`` too
+(:func:`~shmguard.sources.loader.workload_sized`): the next source decides.
 """
 
 from __future__ import annotations
@@ -39,7 +40,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from shmguard.estimate.policy import Policy, Sized, clean_size, memory_limit_for
-from shmguard.fleet.names import SHM_SIZE_ANNOTATION
 from shmguard.fleet.pods import QUANTITY_MAX
 from shmguard.sources.loader import LOADER_KEYS as LOADER_KEYS
 from shmguard.sources.loader import loader_request as loader_request
@@ -50,7 +50,6 @@ from shmguard.units import (
     format_iec,
     format_k8s_quantity,
     k8s_quantity_bytes,
-    shown_size_text,
 )
 
 #: The smallest /dev/shm the webhook writes: the sizing policy's smallest size (what
@@ -90,14 +89,6 @@ def choose_size(workload: Workload, memory_limit: int | None, policy: Policy) ->
         room for the size beside the policy's margin.
     """
     sized = workload_sized(workload, memory_limit, policy)
-    if sized.source == "configured" and sized.bytes < SMALLEST_SHM:
-        stated = shown_size_text(workload.shm_size or "")
-        problem = (
-            f"{SHM_SIZE_ANNOTATION}={stated} ignored: {format_iec(sized.bytes)} is below the "
-            f"smallest /dev/shm the sizing policy writes ({format_iec(SMALLEST_SHM)})"
-        )
-        sized = workload_sized(replace(workload, shm_size=None), memory_limit, policy)
-        sized = replace(sized, problems=(problem, *sized.problems))
     if sized.memory_limit is not None:  # "no room": only where a limit was given
         assert memory_limit is not None
         basis = (

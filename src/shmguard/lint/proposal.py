@@ -54,7 +54,13 @@ from shmguard.sources.diagnostics import SourceDiagnostic
 from shmguard.sources.k8s import PodSpec
 from shmguard.sources.k8s_model import Container, Volume, text
 from shmguard.sources.yamlnode import YMap, YScalar
-from shmguard.units import DOCKER_DEFAULT_SHM, format_iec, format_k8s_quantity
+from shmguard.units import (
+    DOCKER_DEFAULT_SHM,
+    SizeError,
+    format_iec,
+    format_k8s_quantity,
+    parse_size_annotation,
+)
 
 #: The least /dev/shm size a proposal writes: the sizing policy's next clean size above the
 #: 64 MiB default (80 MiB).
@@ -104,13 +110,25 @@ def _size_violations(
             f"{title}: none -> {quantity}", v.node.location(), _fix(title, change, None)
         )
     ann = pod.annotations.get(ANNOTATIONS["shm-size"])
-    if annotate and isinstance(ann, YScalar) and quantity_bytes(ann) != size:
+    if annotate and isinstance(ann, YScalar) and _annotated_bytes(ann) != size:
         edit = _replace(pod, ann, quantity)
         yield Violation(
             f"{who}: annotation {ANNOTATIONS['shm-size']} {ann.value} -> {quantity}",
             ann.location(),
             edit_fix(f"Set {ANNOTATIONS['shm-size']} to {quantity}", "", change, edit),
         )
+
+
+def _annotated_bytes(node: YScalar) -> int | None:
+    """The bytes of a ``shmguard.io/shm-size`` scalar as check --fix and the webhook read it
+    (:func:`~shmguard.units.parse_size_annotation`: ``2g`` is 2 GiB, as ``2Gi``), or None for
+    a placeholder or a value that does not parse."""
+    if node.placeholder:
+        return None
+    try:
+        return parse_size_annotation(node.value)
+    except SizeError:
+        return None
 
 
 def _shm(unit: Unit, c: Container, size: int, who: str) -> Iterator[Violation]:

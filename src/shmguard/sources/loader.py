@@ -11,7 +11,9 @@
   ``model`` evidence, the figure ``shmguard plan`` sizes from;
 * the memory limit (bytes, from the container) for the decision's "no room" answer.
 
-An annotation that cannot be read is a problem (a sentence naming it) and is skipped.
+An annotation that cannot be read is a problem (a sentence naming it) and is skipped; so is a
+``shmguard.io/shm-size`` at or below the runtimes' 64 MiB default (a fix never writes such a size:
+the policy's sizes decide, as for a ``sizeLimit: 64Mi`` already there).
 """
 
 from __future__ import annotations
@@ -24,7 +26,13 @@ from shmguard.estimate.plan import PlanRequest, make_plan
 from shmguard.estimate.policy import Policy, Sized
 from shmguard.sources.workload import Workload, parse_loader
 from shmguard.sources.workload_tokens import DOCUMENTED_SHM
-from shmguard.units import DOCKER_DEFAULT_SHM, SizeError, parse_size_annotation
+from shmguard.units import (
+    DOCKER_DEFAULT_SHM,
+    SizeError,
+    format_iec,
+    parse_size_annotation,
+    shown_size_text,
+)
 
 _INTS = ("num_workers", "prefetch_factor", "batch_size", "local_ranks", "loaders")
 _BOOLS = ("pin_memory", "persistent_workers", "drops_batch")
@@ -127,6 +135,18 @@ def workload_sized(
     decided (a flag or a size annotation that parses makes its parameters moot)."""
     evidence, loader_problems = workload_evidence(workload, memory_limit, policy, flag=flag)
     sized = choose_shm(evidence, policy)
+    if sized.source == "configured" and sized.bytes <= DOCKER_DEFAULT_SHM:
+        # A fix never writes a size at or below the runtimes' default (issue 21): the
+        # annotation is skipped with a warning, as one that does not parse, in check --fix and
+        # the webhook alike, and the next source decides.
+        problem = (
+            f"{ANNOTATIONS['shm-size']}={shown_size_text(workload.shm_size or '')} ignored: "
+            f"{format_iec(sized.bytes)} is not above the runtimes' "
+            f"{format_iec(DOCKER_DEFAULT_SHM)} default /dev/shm, and a fix never writes such a "
+            "size"
+        )
+        sized = choose_shm(replace(evidence, configured=None), policy)
+        sized = replace(sized, problems=(problem, *sized.problems))
     if sized.source in ("flag", "configured") or not loader_problems:
         return sized
     return replace(sized, problems=(*sized.problems, *loader_problems))
