@@ -20,6 +20,7 @@ from shmguard.estimate.policy import Sized
 from shmguard.fix.snippets import render_snippets
 from shmguard.model.fact import Fact
 from shmguard.model.fix import Change
+from shmguard.render.json_indent import indented
 
 
 def to_data(obj: Any) -> Any:
@@ -31,12 +32,18 @@ def to_data(obj: Any) -> Any:
     (:class:`~shmguard.estimate.policy.Sized`) also keeps ``method``, the name version 1 of
     the schemas gave its basis sentence (explain's ``fix.shm_size``), beside ``basis``.
     """
+    kind = type(obj)
+    if kind in _LEAVES:  # (most values: the tests below would return them as they are)
+        return obj
     if isinstance(obj, Fact):
         if obj.reason is not None:
             return {"value": None, "reason": obj.reason}
         return to_data(obj.value)
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        data = {f.name: to_data(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        names = _FIELDS.get(kind)
+        if names is None:
+            names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(obj))
+        data = {name: to_data(getattr(obj, name)) for name in names}
         changes = getattr(obj, "changes", None)
         if isinstance(changes, tuple) and all(isinstance(c, Change) for c in changes):
             data["snippets"] = to_data(render_snippets(changes) if changes else ())
@@ -52,6 +59,14 @@ def to_data(obj: Any) -> Any:
     if isinstance(obj, list | tuple | set | frozenset):
         return [to_data(v) for v in obj]
     return obj
+
+
+#: Types :func:`to_data` returns as they are (exact types: an enum is a ``str`` or ``int``
+#: subclass, and is converted).
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+#: The field names of each dataclass :func:`to_data` met (``dataclasses.fields``, once per
+#: class).
+_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def envelope(command: str, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -95,9 +110,7 @@ def _pieces(obj: Any, level: int) -> Iterator[str]:
             sep = ","
         yield "\n" + "  " * level + "]"
     else:
-        text = json.dumps(to_data(obj), indent=2, ensure_ascii=False)
-        # (JSON text holds no raw newline but those of its indentation)
-        yield text.replace("\n", "\n" + "  " * level) if level and "\n" in text else text
+        yield indented(to_data(obj), level)
 
 
 def dumps_streamed(
