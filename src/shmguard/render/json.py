@@ -35,15 +35,18 @@ def to_data(obj: Any) -> Any:
     kind = type(obj)
     if kind in _LEAVES:  # (most values: the tests below would return them as they are)
         return obj
-    if isinstance(obj, Fact):
-        if obj.reason is not None:
-            return {"value": None, "reason": obj.reason}
-        return to_data(obj.value)
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        names = _FIELDS.get(kind)
-        if names is None:
+    names = _FIELDS.get(kind)  # (a dataclass met before, not a Fact: the tests below once)
+    if names is None:
+        if isinstance(obj, Fact):
+            if obj.reason is not None:
+                return {"value": None, "reason": obj.reason}
+            return to_data(obj.value)
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
             names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(obj))
-        data = {name: to_data(getattr(obj, name)) for name in names}
+    if names is not None:
+        data = {
+            name: v if type(v := getattr(obj, name)) in _LEAVES else to_data(v) for name in names
+        }
         changes = getattr(obj, "changes", None)
         if isinstance(changes, tuple) and all(isinstance(c, Change) for c in changes):
             data["snippets"] = to_data(render_snippets(changes) if changes else ())
@@ -57,7 +60,7 @@ def to_data(obj: Any) -> Any:
     if isinstance(obj, Mapping):
         return {str(k): to_data(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple | set | frozenset):
-        return [to_data(v) for v in obj]
+        return [v if type(v) in _LEAVES else to_data(v) for v in obj]
     return obj
 
 
@@ -65,7 +68,7 @@ def to_data(obj: Any) -> Any:
 #: subclass, and is converted).
 _LEAVES = frozenset({str, int, float, bool, type(None)})
 #: The field names of each dataclass :func:`to_data` met (``dataclasses.fields``, once per
-#: class).
+#: class), a :class:`~shmguard.model.fact.Fact` excepted.
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 

@@ -42,13 +42,26 @@ def _text(o: Any, pad: str) -> str:
         for k, v in o.items():
             if type(k) is not str:
                 return _stdlib(o, pad)
-            parts.append(inner + encode_basestring(k) + ": " + _text(v, inner))
+            tv = type(v)  # (strings and ints written here: most values are, a call saved)
+            if tv is str:
+                parts.append(inner + encode_basestring(k) + ": " + encode_basestring(v))
+            elif tv is int:
+                parts.append(inner + encode_basestring(k) + ": " + int.__repr__(v))
+            else:
+                parts.append(inner + encode_basestring(k) + ": " + _text(v, inner))
         return "{" + ",".join(parts) + pad + "}"
     if t is list:
         if not o:
             return "[]"
         inner = pad + "  "
-        return "[" + ",".join([inner + _text(v, inner) for v in o]) + pad + "]"
+        return (
+            "["
+            + ",".join(
+                [inner + (encode_basestring(v) if type(v) is str else _text(v, inner)) for v in o]
+            )
+            + pad
+            + "]"
+        )
     if t is int:
         return int.__repr__(o)
     if o is None:
