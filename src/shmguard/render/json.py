@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import json
 import textwrap
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -17,7 +18,7 @@ from typing import Any
 
 from shmguard._version import __version__
 from shmguard.estimate.policy import Sized
-from shmguard.fix.snippets import render_snippets
+from shmguard.fix.snippets import Snippet, render_snippets
 from shmguard.model.fact import Fact
 from shmguard.model.fix import Change
 from shmguard.render.json_indent import indented
@@ -49,7 +50,7 @@ def to_data(obj: Any) -> Any:
         }
         changes = getattr(obj, "changes", None)
         if isinstance(changes, tuple) and all(isinstance(c, Change) for c in changes):
-            data["snippets"] = to_data(render_snippets(changes) if changes else ())
+            data["snippets"] = to_data(_snippets(changes) if changes else ())
         if isinstance(obj, Sized):
             data["method"] = obj.basis
         return data
@@ -70,6 +71,13 @@ _LEAVES = frozenset({str, int, float, bool, type(None)})
 #: The field names of each dataclass :func:`to_data` met (``dataclasses.fields``, once per
 #: class), a :class:`~shmguard.model.fact.Fact` excepted.
 _FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+@functools.lru_cache(maxsize=256)
+def _snippets(changes: tuple[Change, ...]) -> tuple[Snippet, ...]:
+    """:func:`~shmguard.fix.snippets.render_snippets` of ``changes`` (frozen values: the same
+    fix values, the same snippets; the findings of a stream of Pods share a few)."""
+    return render_snippets(changes)
 
 
 def envelope(command: str, body: Mapping[str, Any]) -> dict[str, Any]:
