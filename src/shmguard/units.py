@@ -23,6 +23,7 @@ Sources (see ../shared/research/config_formats.md, sections 0, 4.3, 5, 9):
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -270,6 +271,13 @@ def k8s_quantity_bytes(text: str) -> int:
     Raises:
         SizeError: as :func:`parse_k8s_quantity`.
     """
+    if type(text) is str:  # (the same few quantities, every container of a big stream)
+        return _k8s_bytes(text)
+    return math.ceil(parse_k8s_quantity(text))
+
+
+@functools.lru_cache(maxsize=1024)
+def _k8s_bytes(text: str) -> int:
     return math.ceil(parse_k8s_quantity(text))
 
 
@@ -282,6 +290,17 @@ def format_k8s_quantity(n: int) -> str:
     Raises:
         SizeError: for a negative ``n``.
     """
+    if type(n) is int:  # (not a bool, whose str differs: the same few sizes, every fix)
+        return _format_k8s(n)
+    return _format_k8s_quantity(n)
+
+
+@functools.lru_cache(maxsize=1024)
+def _format_k8s(n: int) -> str:
+    return _format_k8s_quantity(n)
+
+
+def _format_k8s_quantity(n: int) -> str:
     if n < 0:
         raise SizeError(f"negative size: {n}")
     best = str(n)

@@ -132,11 +132,14 @@ def mount_plan(pod: PodSpec, container: Container, size: int) -> k8s.PodFix | No
     return None if at is None else k8s.plan_pod(view, [views[at]], size)
 
 
-def shm_mount_edits(pod: PodSpec, container: Container, size: int) -> tuple[Edit, ...] | None:
+def shm_mount_edits(
+    pod: PodSpec, container: Container, size: int, plan: k8s.PodFix | None = None
+) -> tuple[Edit, ...] | None:
     """The edits that give ``container`` a memory-backed /dev/shm of ``size`` bytes, or None
     when they cannot be placed exactly (anchors, aliases, a ``volumes:`` that is neither a list
     nor a null, a TrainJob whose
-    pod spec lives in its runtime)."""
+    pod spec lives in its runtime). ``plan``: :func:`mount_plan` of the same arguments, when
+    the caller has it (else it is made here)."""
     volumes_node, mounts_node = pod.node.get("volumes"), container.node.get("volumeMounts")
     if not placeable(pod, pod.node, container.node, volumes_node, mounts_node):
         return None
@@ -144,7 +147,8 @@ def shm_mount_edits(pod: PodSpec, container: Container, size: int) -> tuple[Edit
         return None
     style = _style(pod)
     edits: list[Edit] = []
-    plan = mount_plan(pod, container, size)
+    if plan is None:
+        plan = mount_plan(pod, container, size)
     if plan is None:
         return None
     name = plan.volume

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import json
 import textwrap
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -17,9 +18,10 @@ from typing import Any
 
 from shmguard._version import __version__
 from shmguard.estimate.policy import Sized
-from shmguard.fix.snippets import render_snippets
+from shmguard.fix.snippets import Snippet, render_snippets
 from shmguard.model.fact import Fact
 from shmguard.model.fix import Change
+from shmguard.render.json_indent import indented
 
 
 def to_data(obj: Any) -> Any:
@@ -31,15 +33,24 @@ def to_data(obj: Any) -> Any:
     (:class:`~shmguard.estimate.policy.Sized`) also keeps ``method``, the name version 1 of
     the schemas gave its basis sentence (explain's ``fix.shm_size``), beside ``basis``.
     """
-    if isinstance(obj, Fact):
-        if obj.reason is not None:
-            return {"value": None, "reason": obj.reason}
-        return to_data(obj.value)
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        data = {f.name: to_data(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    kind = type(obj)
+    if kind in _LEAVES:  # (most values: the tests below would return them as they are)
+        return obj
+    names = _FIELDS.get(kind)  # (a dataclass met before, not a Fact: the tests below once)
+    if names is None:
+        if isinstance(obj, Fact):
+            if obj.reason is not None:
+                return {"value": None, "reason": obj.reason}
+            return to_data(obj.value)
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(obj))
+    if names is not None:
+        data = {
+            name: v if type(v := getattr(obj, name)) in _LEAVES else to_data(v) for name in names
+        }
         changes = getattr(obj, "changes", None)
         if isinstance(changes, tuple) and all(isinstance(c, Change) for c in changes):
-            data["snippets"] = to_data(render_snippets(changes) if changes else ())
+            data["snippets"] = to_data(_snippets(changes) if changes else ())
         if isinstance(obj, Sized):
             data["method"] = obj.basis
         return data
@@ -50,8 +61,23 @@ def to_data(obj: Any) -> Any:
     if isinstance(obj, Mapping):
         return {str(k): to_data(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple | set | frozenset):
-        return [to_data(v) for v in obj]
+        return [v if type(v) in _LEAVES else to_data(v) for v in obj]
     return obj
+
+
+#: Types :func:`to_data` returns as they are (exact types: an enum is a ``str`` or ``int``
+#: subclass, and is converted).
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+#: The field names of each dataclass :func:`to_data` met (``dataclasses.fields``, once per
+#: class), a :class:`~shmguard.model.fact.Fact` excepted.
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+@functools.lru_cache(maxsize=256)
+def _snippets(changes: tuple[Change, ...]) -> tuple[Snippet, ...]:
+    """:func:`~shmguard.fix.snippets.render_snippets` of ``changes`` (frozen values: the same
+    fix values, the same snippets; the findings of a stream of Pods share a few)."""
+    return render_snippets(changes)
 
 
 def envelope(command: str, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -95,9 +121,7 @@ def _pieces(obj: Any, level: int) -> Iterator[str]:
             sep = ","
         yield "\n" + "  " * level + "]"
     else:
-        text = json.dumps(to_data(obj), indent=2, ensure_ascii=False)
-        # (JSON text holds no raw newline but those of its indentation)
-        yield text.replace("\n", "\n" + "  " * level) if level and "\n" in text else text
+        yield indented(to_data(obj), level)
 
 
 def dumps_streamed(

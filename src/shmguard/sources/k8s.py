@@ -272,7 +272,11 @@ def _pod(
     known: bool = True,
 ) -> PodSpec:
     containers = [Container.of(c) for c in seq_maps(node.get("containers"))]
-    containers += [Container.of(c) for k in CONTAINER_KEYS if isinstance(c := node.get(k), YMap)]
+    containers += [
+        Container.of(c)
+        for k in CONTAINER_KEYS
+        if k in node and isinstance(c := node.get(k), YMap)  # (`in`: no view kept for a miss)
+    ]
     if obj.group.startswith("ray.io"):
         notes += ("kuberay",)
     if obj.kind == "MPIJob" and role.lower().endswith("launcher"):

@@ -117,8 +117,9 @@ class Container:
         gpu = None
         for part in ("limits", "requests"):
             sub = dig(res, part)
-            for g in GPU_RESOURCES:
-                gpu = gpu or dig(sub, g)
+            if isinstance(sub, YMap):
+                for g in GPU_RESOURCES:
+                    gpu = gpu or (sub.get(g) if g in sub else None)
         env = tuple(
             EnvVar(str(text(e.get("name"))), e.get("value"), e)
             for e in seq_maps(node.get("env"))

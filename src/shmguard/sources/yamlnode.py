@@ -355,6 +355,9 @@ class YMap(_Collection):
         return list(self.entries)
 
     def __contains__(self, key: object) -> bool:
+        raw = self._plain_raw() if self._entries is None else None
+        if raw is not None:  # a plain mapping: the same keys as entries, no view built
+            return key in raw
         return key in self.entries
 
     def __len__(self) -> int:

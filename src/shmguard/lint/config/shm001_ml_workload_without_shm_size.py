@@ -160,8 +160,8 @@ def _k8s_fix(unit: Unit, sized: Sized, c: Container) -> Fix | None:
     if size is None:
         return None
     assert unit.pod is not None
-    edits = shm_mount_edits(unit.pod, c, size)
     plan = mount_plan(unit.pod, c, size)
+    edits = shm_mount_edits(unit.pod, c, size, plan)
     name = plan.volume if plan is not None else VOLUME_NAME
     sizing = (
         f"{sized.basis}; measure the real need with `shmguard measure`"
