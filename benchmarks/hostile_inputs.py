@@ -17,9 +17,10 @@ wall-clock time and the child's peak RSS (its own, from ``os.wait4``). Inputs:
 ``--quick`` uses 500 Pods, 1,250 and 5,000 run lines and skips the two big inputs (a few
 seconds on a free core). Run from the tree to measure (``PYTHONPATH=src``); ``--src DIR``
 runs another checkout's ``src`` (``--src /work/main/src``, for a before/after); ``--no-big``
-runs the full sizes without the two big inputs.
+runs the full sizes without the two big inputs; ``--only NAME`` runs that input alone (full
+size, big or not: ``--only long-runline``); ``--fix`` runs ``check --fix`` on each input.
 
-    python benchmarks/hostile_inputs.py [--quick | --no-big] [--src DIR]
+    python benchmarks/hostile_inputs.py [--quick | --no-big | --only NAME] [--fix] [--src DIR]
 """
 
 from __future__ import annotations
@@ -106,12 +107,22 @@ def long_run_line(megabytes: float) -> str:
     return f"#!/bin/sh\ndocker run {' '.join(parts)} pytorch/pytorch:2.3.0 python train.py\n"
 
 
-def measure(path: Path, src: str) -> tuple[float, float]:
-    """(wall seconds, peak RSS MB of the child) of one ``check`` of ``path``."""
+def measure(path: Path, src: str, fix: bool = False) -> tuple[float, float]:
+    """(wall seconds, peak RSS MB of the child) of one ``check`` (``--fix``: in place) of
+    ``path``."""
     env = dict(os.environ, PYTHONPATH=src)
     t0 = time.perf_counter()
     child = subprocess.Popen(
-        [sys.executable, "-m", "shmguard", "check", "--format", "json", str(path)],
+        [
+            sys.executable,
+            "-m",
+            "shmguard",
+            "check",
+            *(["--fix"] * fix),
+            "--format",
+            "json",
+            str(path),
+        ],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -126,6 +137,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, no big inputs")
     ap.add_argument("--no-big", action="store_true", help="full sizes, without the two big inputs")
+    ap.add_argument("--only", metavar="NAME", help="run this input alone (long-runline, ...)")
+    ap.add_argument("--fix", action="store_true", help="run check --fix on each input")
     ap.add_argument("--src", default=str(Path(__file__).resolve().parents[1] / "src"))
     args = ap.parse_args()
     pods, small, large = (500, 1250, 5000) if args.quick else (2000, 5000, 20000)
@@ -135,11 +148,15 @@ def main() -> None:
         ("runlines-small", "small.sh", lambda: run_lines(small)),
         ("runlines-large", "large.sh", lambda: run_lines(large)),
     ]
-    if not (args.quick or args.no_big):
+    if not (args.quick or args.no_big) or args.only:
         inputs += [
             ("long-runline", "long.sh", lambda: long_run_line(7)),
             ("pod-stream", "stream.yaml", lambda: pod_stream(15)),
         ]
+    if args.only:
+        inputs = [i for i in inputs if i[0] == args.only]
+        if not inputs:
+            ap.error(f"--only: no input named {args.only!r}")
     print(f"src: {args.src}; load average {os.getloadavg()[0]:.2f}")
     times: dict[str, float] = {}
     peaks: dict[str, float] = {}
@@ -147,19 +164,21 @@ def main() -> None:
         for name, file, make in inputs:
             path = Path(tmp) / file
             path.write_text(make())
-            wall, rss = measure(path, args.src)
+            wall, rss = measure(path, args.src, args.fix)
             times[name] = wall
             peaks[name] = rss
             size = path.stat().st_size / 1e6
             print(f"{name:15s} {size:7.2f} MB  {wall:8.2f} s  peak RSS {rss:7.1f} MB")
-    print(
-        f"ratio anchor/plain ({pods} Pods): {times['list-anchor'] / times['list-plain']:.2f} "
-        "(target <= 2)"
-    )
-    print(
-        f"ratio {large}/{small} run lines: "
-        f"{times['runlines-large'] / times['runlines-small']:.2f} (target <= 5)"
-    )
+    if "list-anchor" in times and "list-plain" in times:
+        print(
+            f"ratio anchor/plain ({pods} Pods): {times['list-anchor'] / times['list-plain']:.2f} "
+            "(target <= 2)"
+        )
+    if "runlines-large" in times and "runlines-small" in times:
+        print(
+            f"ratio {large}/{small} run lines: "
+            f"{times['runlines-large'] / times['runlines-small']:.2f} (target <= 5)"
+        )
     if "long-runline" in times:
         print(f"long-runline: peak RSS {peaks['long-runline']:.1f} MB (target < 200 MB)")
     if "pod-stream" in times:
