@@ -47,10 +47,12 @@ def test_plain_words_are_spans_only() -> None:
     text = "docker run -e V0=x 'a b' --shm-size=1g img\n"
     words, _ = _run(text)
     assert isinstance(words, Words) and len(words) == 7
-    # only the quoted word differs from its text: the others are two ints each
-    assert [words.whole(k) is not None for k in range(len(words))] == [
-        False, False, False, False, True, False, False,
+    # only the quoted word differs from its text (its value is kept, not a Word): the
+    # others are two ints each
+    assert [words.plain(k) for k in range(len(words))] == [
+        True, True, True, True, False, True, True,
     ]  # fmt: skip
+    assert words.whole(4) is None and words.value(4) == "a b" and words.raw(4) == "'a b'"
     assert words[4] == Word("a b", 19, 24, "'a b'")
     assert words[-1] == Word("img", 39, 42, "img") == words[6]
     assert words[1:3] == [Word("run", 7, 10, "run"), Word("-e", 11, 13, "-e")]
@@ -66,7 +68,7 @@ def test_expand_keeps_words_without_expansions() -> None:
     assert env.assign(text, cmds[0])
     out = env.expand(cmds[1])
     assert [w.value for w in out] == ["docker", "run", "--ipc", "host", "-e", "A=1", "img"]
-    assert out.whole(4) is None  # copied as a span, not rebuilt
+    assert out.plain(4) and not out.plain(2)  # -e copied as a span; --ipc is not its text
     assert out[2] == Word("--ipc", 26, 28, "$X") and out[3] == Word("host", 26, 28, "$X")
 
 

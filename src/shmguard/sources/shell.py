@@ -61,18 +61,21 @@ class Word:
 class Words(Sequence[Word]):
     """The words of one simple command, held compactly: a 7 MB run line has 1.56M words, and
     a :class:`Word` object each, with its strings, cost about 120 bytes. Each word's span is
-    an entry of an array of ints, its value and source text are ``text[start:end]``; only a
-    word whose value is not its text as written (quotes removed, an expansion, a word a
-    source made up) or that records an expansion is kept whole. Indexing builds the
-    :class:`Word`; :meth:`value`, :meth:`start` and :meth:`end` read one field of word ``k``
+    an entry of an array of ints and its source text is ``text[start:end]``; a value that
+    differs from it (quotes removed) is kept in a list, made at the first such word; only a
+    word that records an expansion, or whose text is not its span of :attr:`text` (a word a
+    source made up), is kept whole. Indexing builds the :class:`Word`; :meth:`value`,
+    :meth:`raw`, :meth:`start` and :meth:`end` read one field of word ``k``
     (``0 <= k < len``) without building it."""
 
-    __slots__ = ("_spans", "_whole", "text")
+    __slots__ = ("_spans", "_values", "_whole", "text")
 
     def __init__(self, text: str, words: Iterable[Word] = ()) -> None:
         self.text = text
         #: start and end of word k at 2k and 2k + 1 (4 bytes each below 2**31 characters)
         self._spans = array("i" if len(text) < 2**31 else "q")
+        #: each word's value when it is not its text, else None; None until one is not
+        self._values: list[str | None] | None = None
         #: the words kept whole, by index
         self._whole: dict[int, Word] = {}
         for w in words:
@@ -80,18 +83,21 @@ class Words(Sequence[Word]):
 
     def add(self, start: int, end: int, value: str | None = None) -> None:
         """Append the word ``text[start:end]``, whose value is ``value`` (None: the text)."""
-        if value is not None:
-            self._whole[len(self)] = Word(value, start, end, self.text[start:end])
+        if value is not None and self._values is None:
+            self._values = [None] * len(self)
+        if self._values is not None:
+            self._values.append(value)
         self._spans.append(start)
         self._spans.append(end)
 
     def append(self, word: Word) -> None:
-        """Append ``word``, kept whole unless it is only its span of :attr:`text`."""
-        plain = not word.unresolved and not word.bare and word.value == word.raw
-        if not (plain and self._is_text(word.raw, word.start, word.end)):
+        """Append ``word``: its span (and value) unless it records an expansion or its text
+        is not its span of :attr:`text`."""
+        if word.unresolved or word.bare or not self._is_text(word.raw, word.start, word.end):
             self._whole[len(self)] = word
-        self._spans.append(word.start)
-        self._spans.append(word.end)
+            self.add(word.start, word.end)
+        else:
+            self.add(word.start, word.end, None if word.value == word.raw else word.value)
 
     def _is_text(self, raw: str, start: int, end: int) -> bool:
         return start >= 0 and end - start == len(raw) and self.text.startswith(raw, start)
@@ -101,8 +107,10 @@ class Words(Sequence[Word]):
         w = other._whole.get(k)
         if w is not None:
             self._whole[len(self)] = w
-        self._spans.append(other._spans[2 * k])
-        self._spans.append(other._spans[2 * k + 1])
+        self.add(other._spans[2 * k], other._spans[2 * k + 1], other._value(k))
+
+    def _value(self, k: int) -> str | None:
+        return self._values[k] if self._values is not None else None
 
     def mentions(self, chars: str) -> bool:
         """Whether the source text of a word may hold one of ``chars`` (False: none does;
@@ -116,7 +124,10 @@ class Words(Sequence[Word]):
 
     def value(self, k: int) -> str:
         w = self._whole.get(k)
-        return w.value if w is not None else self.text[self._spans[2 * k] : self._spans[2 * k + 1]]
+        if w is not None:
+            return w.value
+        v = self._values[k] if self._values is not None else None
+        return v if v is not None else self.text[self._spans[2 * k] : self._spans[2 * k + 1]]
 
     def raw(self, k: int) -> str:
         w = self._whole.get(k)
@@ -131,6 +142,10 @@ class Words(Sequence[Word]):
     def whole(self, k: int) -> Word | None:
         """Word ``k`` when it is kept whole (see the class doc), else None."""
         return self._whole.get(k)
+
+    def plain(self, k: int) -> bool:
+        """Whether word ``k`` is two ints only: its value is its text, nothing unresolved."""
+        return k not in self._whole and self._value(k) is None
 
     def __len__(self) -> int:
         return len(self._spans) // 2
@@ -152,7 +167,8 @@ class Words(Sequence[Word]):
             return w
         start, end = self._spans[2 * k], self._spans[2 * k + 1]
         raw = self.text[start:end]
-        return Word(raw, start, end, raw)
+        v = self._values[k] if self._values is not None else None
+        return Word(raw if v is None else v, start, end, raw)
 
     def __iter__(self) -> Iterator[Word]:
         for k in range(len(self)):

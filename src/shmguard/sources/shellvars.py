@@ -147,8 +147,7 @@ class ShellVars:
             return words
         out = Words(words.text)
         for k in range(len(words)):
-            whole = words.whole(k)
-            raw = whole.raw if whole is not None else words.text[words.start(k) : words.end(k)]
+            raw = words.raw(k)
             if "$" not in raw and "`" not in raw:
                 out.take(words, k)
                 continue
