@@ -83,6 +83,8 @@ class _Built(Sequence[_T]):
         return f"{type(self).__name__}({list(self)!r})"
 
 
+#: Flags a line may have and still keep the :class:`Flag` objects it built.
+SMALL = 256
 #: :meth:`Flags.add` codes for where a value is: none (a boolean flag), the next word.
 NO_VALUE, NEXT_WORD = -1, -2
 
@@ -95,7 +97,9 @@ class Flags(_Built[Flag]):
     word, or the flag word's value from an index on); the byte offsets come from ``offset``
     when it is built. :meth:`named` selects flags by name without building the others."""
 
-    __slots__ = ("_at", "_cut", "_ids", "_names", "_offset", "_sel", "_spelled", "_words")
+    __slots__ = (
+        "_at", "_built", "_cut", "_ids", "_names", "_offset", "_spelled", "_words",
+    )  # fmt: skip
 
     def __init__(self, words: Words, offset: Callable[[int], int]) -> None:
         self._words = words
@@ -105,8 +109,9 @@ class Flags(_Built[Flag]):
         self._at = array("q")
         self._ids = array("i")
         self._cut = array("i")
-        #: the flags this one shows (indexes into the arrays), None for all
-        self._sel: array[int] | None = None
+        # A line of up to SMALL flags keeps the flags it built: the rules ask for the same
+        # few a dozen times a line (a big line builds each time and keeps nothing).
+        self._built: list[Flag | None] | None = None
 
     def add(self, at: int, name: str, cut: int) -> None:
         """Append the flag ``name`` of word ``at``; its value: ``cut`` :data:`NO_VALUE`,
@@ -118,32 +123,69 @@ class Flags(_Built[Flag]):
         self._ids.append(nid)
         self._at.append(at)
         self._cut.append(cut)
+        self._built = None
 
-    def named(self, *names: str) -> Flags:
+    def named(self, *names: str) -> Named:
         """The flags with one of these long names, in order."""
-        ids = {self._names[n] for n in names if n in self._names}
-        sel = array("q")
-        if len(ids) == 1 and self._sel is None:
-            (one,) = ids
-            j = -1
-            for _ in range(self._ids.count(one)):  # C scans: no Python step per other flag
-                j = self._ids.index(one, j + 1)
-                sel.append(j)
-        elif ids:
-            sel.extend(j for j in (self._sel or range(len(self._ids))) if self._ids[j] in ids)
-        view = Flags(self._words, self._offset)
-        view._names, view._spelled = self._names, self._spelled
-        view._at, view._ids, view._cut, view._sel = self._at, self._ids, self._cut, sel
-        return view
+        ids = [self._names[n] for n in names if n in self._names]
+        if not ids:
+            return _NONE
+        if len(ids) == 1:
+            return Named(self, self._where(ids[0]))
+        return Named(self, sorted(j for one in ids for j in self._where(one)))
+
+    def last(self, name: str) -> Flag | None:
+        """The last flag named ``name``, or None."""
+        one = self._names.get(name)
+        if one is None:
+            return None
+        n = len(self._ids)
+        return self._item(n - 1 - self._ids[::-1].index(one))
+
+    def _where(self, one: int) -> array[int]:
+        """The indexes of the flags whose name is ``one``, found by C scans (no Python step
+        per other flag)."""
+        sel, j = array("q"), -1
+        for _ in range(self._ids.count(one)):
+            j = self._ids.index(one, j + 1)
+            sel.append(j)
+        return sel
 
     def __len__(self) -> int:
-        return len(self._ids if self._sel is None else self._sel)
+        return len(self._ids)
 
     def _item(self, k: int) -> Flag:
-        j = k if self._sel is None else self._sel[k]
-        return _flag(
-            self._words, self._offset, self._at[j], self._spelled[self._ids[j]], self._cut[j]
-        )
+        built = self._built
+        if built is None and len(self._ids) <= SMALL:
+            built = self._built = [None] * len(self._ids)
+        f = built[k] if built is not None else None
+        if f is None:
+            f = _flag(
+                self._words, self._offset, self._at[k], self._spelled[self._ids[k]], self._cut[k]
+            )
+            if built is not None:
+                built[k] = f
+        return f
+
+
+class Named(_Built[Flag]):
+    """Some flags of a run line (:meth:`Flags.named`), in order, built when asked for."""
+
+    __slots__ = ("_flags", "_sel")
+
+    def __init__(self, flags: Flags | None, sel: Sequence[int]) -> None:
+        self._flags, self._sel = flags, sel  # indexes into ``flags``
+
+    def __len__(self) -> int:
+        return len(self._sel)
+
+    def _item(self, k: int) -> Flag:
+        assert self._flags is not None  # only no flags come without their line
+        return self._flags._item(self._sel[k])
+
+
+#: No flags (what most :meth:`Flags.named` calls find).
+_NONE = Named(None, ())
 
 
 class Command(_Built[tuple[str, int, int]]):
@@ -186,4 +228,4 @@ def _flag(ws: Words, offset: Callable[[int], int], i: int, name: str, cut: int) 
     return Flag(name, spelled, val, start, end, offset(vs), end)
 
 
-__all__ = ["NEXT_WORD", "NO_VALUE", "Command", "Flag", "Flags"]
+__all__ = ["NEXT_WORD", "NO_VALUE", "Command", "Flag", "Flags", "Named"]

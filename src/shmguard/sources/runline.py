@@ -34,7 +34,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from shmguard.sources.runflags import NEXT_WORD, NO_VALUE, Command, Flag, Flags
+from shmguard.sources.runflags import NEXT_WORD, NO_VALUE, Command, Flag, Flags, Named
 from shmguard.sources.shell import Word, Words
 
 TOOLS = ("docker", "podman", "nvidia-docker")
@@ -126,14 +126,13 @@ class RunLine:
     text: str
     opaque: tuple[str, ...] = ()
 
-    def get(self, name: str) -> Flags:
+    def get(self, name: str) -> Named:
         """The flags with long name ``name`` (``--shm-size``), in order."""
         return self.flags.named(name)
 
     def last(self, name: str) -> Flag | None:
         """The last ``name`` flag: the one that takes effect for single-valued options."""
-        found = self.get(name)
-        return found[-1] if found else None
+        return self.flags.last(name)
 
 
 def may_run(words: Words) -> bool:
@@ -252,4 +251,14 @@ def _options(w: Word, after: list[Word]) -> bool:
     return bool(after) and after[0].value.startswith("-")
 
 
-__all__ = ["BOOL_FLAGS", "SHORT", "TOOLS", "Flag", "Flags", "RunLine", "may_run", "parse_run"]
+__all__ = [
+    "BOOL_FLAGS",
+    "SHORT",
+    "TOOLS",
+    "Flag",
+    "Flags",
+    "Named",
+    "RunLine",
+    "may_run",
+    "parse_run",
+]
