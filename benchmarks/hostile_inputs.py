@@ -18,9 +18,10 @@ wall-clock time (and CPU time) and the child's peak RSS (its own, from ``os.wait
 seconds on a free core). Run from the tree to measure (``PYTHONPATH=src``); ``--src DIR``
 runs another checkout's ``src`` (``--src /work/main/src``, for a before/after); ``--no-big``
 runs the full sizes without the two big inputs; ``--only NAME`` (repeatable) runs only the
-inputs named, big ones included (``--only pod-stream``), and the ratios whose inputs ran.
+inputs named, big ones included (``--only pod-stream``), and the ratios whose inputs ran;
+``--fix`` runs ``check --fix`` on each input.
 
-    python benchmarks/hostile_inputs.py [--quick | --no-big] [--only NAME] [--src DIR]
+    python benchmarks/hostile_inputs.py [--quick | --no-big] [--only NAME] [--fix] [--src DIR]
 """
 
 from __future__ import annotations
@@ -107,13 +108,23 @@ def long_run_line(megabytes: float) -> str:
     return f"#!/bin/sh\ndocker run {' '.join(parts)} pytorch/pytorch:2.3.0 python train.py\n"
 
 
-def measure(path: Path, src: str) -> tuple[float, float, float]:
-    """(wall seconds, peak RSS MB, CPU seconds: user + system) of the child, one ``check`` of
-    ``path`` (the CPU time moves less than the wall clock when other work shares the CPUs)."""
+def measure(path: Path, src: str, fix: bool = False) -> tuple[float, float, float]:
+    """(wall seconds, peak RSS MB, CPU seconds: user + system) of the child, one ``check``
+    (``--fix``: in place) of ``path`` (the CPU time moves less than the wall clock when other
+    work shares the CPUs)."""
     env = dict(os.environ, PYTHONPATH=src)
     t0 = time.perf_counter()
     child = subprocess.Popen(
-        [sys.executable, "-m", "shmguard", "check", "--format", "json", str(path)],
+        [
+            sys.executable,
+            "-m",
+            "shmguard",
+            "check",
+            *(["--fix"] * fix),
+            "--format",
+            "json",
+            str(path),
+        ],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -130,6 +141,7 @@ def main() -> None:
     ap.add_argument("--no-big", action="store_true", help="full sizes, without the two big inputs")
     ap.add_argument("--src", default=str(Path(__file__).resolve().parents[1] / "src"))
     ap.add_argument("--only", action="append", metavar="NAME", help="run only this input")
+    ap.add_argument("--fix", action="store_true", help="run check --fix on each input")
     args = ap.parse_args()
     pods, small, large = (500, 1250, 5000) if args.quick else (2000, 5000, 20000)
     inputs = [
@@ -155,7 +167,7 @@ def main() -> None:
         for name, file, make in inputs:
             path = Path(tmp) / file
             path.write_text(make())
-            wall, rss, cpu = measure(path, args.src)
+            wall, rss, cpu = measure(path, args.src, args.fix)
             times[name] = wall
             peaks[name] = rss
             size = path.stat().st_size / 1e6

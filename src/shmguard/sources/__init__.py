@@ -6,7 +6,8 @@ Data flows sources -> rules -> edits (STYLE.md). Modules:
 * :mod:`.yamlnode`, :mod:`.yamlload`: the YAML node layer (positions, paths, tags, merges).
 * :mod:`.compose`, :mod:`.k8s` (+ :mod:`.k8s_kinds`, :mod:`.k8s_model`), :mod:`.jsonfiles`:
   Compose services, Kubernetes pod specs, ECS task definitions and daemon.json.
-* :mod:`.shell`, :mod:`.runline`, :mod:`.textsources`: ``docker|podman run`` lines.
+* :mod:`.shell`, :mod:`.runline` (+ :mod:`.runflags`), :mod:`.textsources`: ``docker|podman run``
+  lines.
 * :mod:`.workload`, :mod:`.detect`: PyTorch/NCCL/inference workload detection with evidence;
   :mod:`.workload_tokens` (the image tokens and command phrases, as data, each with its
   class) and :mod:`.tokenmatch` (matching them by token, and the same test as RE2 regular

@@ -6,6 +6,9 @@ what becomes evidence gets its location computed.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from functools import partial
+
 from shmguard.config import ANNOTATIONS
 from shmguard.model.finding import Location
 from shmguard.sources.compose import ComposeService
@@ -137,13 +140,20 @@ def run_workload(rl: RunLine) -> Workload:
     def loc(start: int, end: int) -> Location:
         return Location(rl.file, start=start, end=end)
 
-    env, gpus, ann = [], [], {}
+    def env() -> Iterator[tuple[str, Where]]:
+        # one at a time, its place only if it is evidence: a line may set 780k variables
+        for f in rl.flags.named("--env"):
+            if f.value:
+                yield (
+                    f.value.partition("=")[0],
+                    partial(loc, f.flag_start, f.value_end or f.flag_end),
+                )
+
+    gpus, ann = [], {}
     count: int | None = 0
-    for f in rl.flags:
+    for f in rl.flags.named("--gpus", "--runtime", "--device", "--label"):
         where = loc(f.flag_start, f.value_end or f.flag_end)
-        if f.name == "--env" and f.value:
-            env.append((f.value.partition("=")[0], where))
-        elif f.name == "--gpus" or (f.name == "--runtime" and f.value == "nvidia"):
+        if f.name == "--gpus" or (f.name == "--runtime" and f.value == "nvidia"):
             gpus.append((f"{f.name} {f.value}", where))
             count = run_gpu_count(f.value) if f.name == "--gpus" and count == 0 else None
         elif f.name == "--device" and f.value and "nvidia" in f.value:
@@ -159,7 +169,7 @@ def run_workload(rl: RunLine) -> Workload:
     return classify(
         images=[(rl.image[0], loc(rl.image[1], rl.image[2]))] if rl.image else [],
         commands=[(cmd, loc(rl.command[0][1], rl.command[-1][2]))] if rl.command else [],
-        env=env,
+        env=env(),
         gpus=gpus,
         annotations=ann,
         gpu_count=count,

@@ -8,8 +8,10 @@ not in :data:`BOOL_FLAGS` takes a value (docker/cli ``cli/command/container/opts
 ``run.go``; podman ``cmd/podman/common/create.go``). Short flags are mapped to their long names
 (``-m`` -> ``--memory``, ``-e`` -> ``--env``, ``-v`` -> ``--volume``).
 
-Each :class:`Flag` records the byte span of the flag token and of the value in the file, so a
-fixer can replace a value (``--shm-size=64m`` -> ``--shm-size=2g``) or insert a flag.
+Each :class:`~shmguard.sources.runflags.Flag` records the byte span of the flag token and of the
+value in the file, so a fixer can replace a value (``--shm-size=64m`` -> ``--shm-size=2g``) or
+insert a flag. A line's flags and command are built from its words when read
+(:mod:`~shmguard.sources.runflags`: a 7 MB line holds 1.56M words).
 
 Words after the image are the container's command and its arguments, never run flags:
 both CLIs stop reading flags at the first positional word (docker/cli
@@ -29,10 +31,11 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from shmguard.sources.shell import Word
+from shmguard.sources.runflags import NEXT_WORD, NO_VALUE, Command, Flag, Flags, Named
+from shmguard.sources.shell import Word, Words
 
 TOOLS = ("docker", "podman", "nvidia-docker")
 #: Boolean long flags of ``docker run`` and ``podman run``; any other long flag takes a value.
@@ -96,28 +99,6 @@ _PREFIX = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)  # slots: a 7 MB run line has 1.2M words
-class Flag:
-    """One option of a run line.
-
-    Attributes:
-        name: the long name (``--shm-size``, ``--memory`` for ``-m``).
-        spelled: as written (``-m``, ``--memory``, ``-itd``).
-        value: the value after shell quote removal; None for a boolean flag.
-        flag_start, flag_end: byte span of the word holding the flag.
-        value_start, value_end: byte span of the value's source text (quotes included), the
-            part of ``--x=v`` after ``=``, or the next word; None for a boolean flag.
-    """
-
-    name: str
-    spelled: str
-    value: str | None
-    flag_start: int
-    flag_end: int
-    value_start: int | None = None
-    value_end: int | None = None
-
-
 @dataclass(frozen=True)
 class RunLine:
     """A ``docker|podman run`` command found in a file.
@@ -125,8 +106,9 @@ class RunLine:
     Attributes:
         file: the path; tool: ``docker``, ``podman`` or ``nvidia-docker``.
         line, column: 1-based position of the tool word; start, end: byte span of the command.
-        flags: in order; image: the image word's value and byte span (None when missing);
-        command: the words after the image (value, start, end).
+        flags: in order (:class:`Flags`: built on demand from the words); image: the image
+        word's value and byte span (None when missing); command: the words after the image
+        (value, start, end; :class:`Command`, built on demand).
         text: the command's source text.
         opaque: the unresolved expansions read as options, as written without outer quotes
             (``$EXTRA_MOUNTS``, ``${ARGS[@]}``): they could carry any flag.
@@ -138,58 +120,61 @@ class RunLine:
     column: int
     start: int
     end: int
-    flags: tuple[Flag, ...]
+    flags: Flags
     image: tuple[str, int, int] | None
-    command: tuple[tuple[str, int, int], ...]
+    command: Command
     text: str
     opaque: tuple[str, ...] = ()
 
-    def get(self, name: str) -> list[Flag]:
+    def get(self, name: str) -> Named:
         """The flags with long name ``name`` (``--shm-size``), in order."""
-        return [f for f in self.flags if f.name == name]
+        return self.flags.named(name)
 
     def last(self, name: str) -> Flag | None:
         """The last ``name`` flag: the one that takes effect for single-valued options."""
-        found = self.get(name)
-        return found[-1] if found else None
+        return self.flags.last(name)
 
 
-def may_run(words: list[Word]) -> bool:
+def may_run(words: Words) -> bool:
     """Whether ``words`` hold a tool word at all (a cheap test before expanding them)."""
-    return any(os.path.basename(w.value.lstrip("@+-")) in TOOLS for w in words)
+    return any(os.path.basename(words.value(k).lstrip("@+-")) in TOOLS for k in range(len(words)))
 
 
 def parse_run(
-    words: list[Word],
+    words: Sequence[Word],
     offset: Callable[[int], int],
     file: str,
     line_col: Callable[[int], tuple[int, int]],
     text: str,
 ) -> RunLine | None:
-    """The run line in ``words``, or None. ``offset`` maps a character index of ``text`` to a
-    byte offset in the file; ``line_col`` maps a byte offset to a 1-based line and column."""
+    """The run line in ``words`` (character offsets into ``text``), or None. ``offset`` maps a
+    character index of ``text`` to a byte offset in the file; ``line_col`` maps a byte offset
+    to a 1-based line and column. The line's flags and command keep ``words`` (as
+    :class:`Words`) and ``offset`` and are built from them when read."""
+    ws = words if isinstance(words, Words) else Words(text, words)
+    n = len(ws)
     i = 0
-    while i < len(words) and (words[i].value in _PREFIX or "=" in words[i].value.split("/")[0]):
+    while i < n and (ws.value(i) in _PREFIX or "=" in ws.value(i).split("/")[0]):
         i += 1
-    if i >= len(words) or os.path.basename(words[i].value.lstrip("@+-")) not in TOOLS:
+    if i >= n or os.path.basename(ws.value(i).lstrip("@+-")) not in TOOLS:
         return None
-    tool_word = words[i]
+    tool = i
     i += 1
-    while i < len(words) and words[i].value.startswith("-"):
-        has_value = words[i].value in _GLOBAL_VALUE
+    while i < n and ws.value(i).startswith("-"):
+        has_value = ws.value(i) in _GLOBAL_VALUE
         i += 2 if has_value else 1
-    if i < len(words) and words[i].value == "container":
+    if i < n and ws.value(i) == "container":
         i += 1
-    if i >= len(words) or words[i].value != "run":
+    if i >= n or ws.value(i) != "run":
         return None
     i += 1
-    flags: list[Flag] = []
+    flags = Flags(ws, offset)
     opaque: list[str] = []
     image = None
-    while i < len(words):
-        w = words[i]
-        v = w.value
-        if w.bare and _options(w, words[i + 1 : i + 2]):
+    while i < n:
+        v = ws.value(i)
+        w = ws.whole(i)  # a bare expansion is always kept whole
+        if w is not None and w.bare and _options(w, ws[i + 1 : i + 2]):
             opaque.append(_written(w.raw))
             i += 1
             continue
@@ -197,85 +182,55 @@ def parse_run(
             i += 1
             break
         if v.startswith("--") and len(v) > 2:
-            name, eq, val = v.partition("=")
+            name, eq, _ = v.partition("=")
             if eq:
-                vs = offset(w.start + w.raw.find("=") + 1)
-                flags.append(
-                    Flag(name, name, val, offset(w.start), offset(w.end), vs, offset(w.end))
-                )
-            elif name in BOOL_FLAGS or i + 1 >= len(words) or _end_mark(words[i + 1]):
-                flags.append(Flag(name, name, None, offset(w.start), offset(w.end)))
+                flags.add(i, name, len(name) + 1)
+            elif name in BOOL_FLAGS or i + 1 >= n or _end_mark(ws, i + 1):
+                flags.add(i, name, NO_VALUE)
             else:
-                nxt = words[i + 1]
-                flags.append(
-                    Flag(
-                        name,
-                        name,
-                        nxt.value,
-                        offset(w.start),
-                        offset(w.end),
-                        offset(nxt.start),
-                        offset(nxt.end),
-                    )
-                )
+                flags.add(i, name, NEXT_WORD)
                 i += 1
         elif v.startswith("-") and len(v) > 1:
             for k, ch in enumerate(v[1:], start=1):
                 long = SHORT.get(ch, f"-{ch}")
                 if long in BOOL_FLAGS:
-                    flags.append(Flag(long, v, None, offset(w.start), offset(w.end)))
+                    flags.add(i, long, NO_VALUE)
                     continue
                 rest = v[k + 1 :]
                 if rest:
-                    val = rest[1:] if rest.startswith("=") else rest
-                    vs = offset(w.end - len(val)) if w.raw.endswith(val) else offset(w.start)
-                    flags.append(
-                        Flag(long, v, val, offset(w.start), offset(w.end), vs, offset(w.end))
-                    )
-                elif i + 1 < len(words):
-                    nxt = words[i + 1]
-                    flags.append(
-                        Flag(
-                            long,
-                            v,
-                            nxt.value,
-                            offset(w.start),
-                            offset(w.end),
-                            offset(nxt.start),
-                            offset(nxt.end),
-                        )
-                    )
+                    flags.add(i, long, k + 2 if rest.startswith("=") else k + 1)
+                elif i + 1 < n:
+                    flags.add(i, long, NEXT_WORD)
                     i += 1
                 break
         else:
             break
         i += 1
-    if i < len(words):
-        image = (words[i].value, offset(words[i].start), offset(words[i].end))
+    if i < n:
+        image = (ws.value(i), offset(ws.start(i)), offset(ws.end(i)))
         i += 1
-    command = tuple((w.value, offset(w.start), offset(w.end)) for w in words[i:])
-    start = offset(tool_word.start)
-    end = offset(words[-1].end)
+    start = offset(ws.start(tool))
+    end = offset(ws.end(n - 1))
     line, col = line_col(start)
     return RunLine(
         file,
-        os.path.basename(tool_word.value.lstrip("@+-")),
+        os.path.basename(ws.value(tool).lstrip("@+-")),
         line,
         col,
         start,
         end,
-        tuple(flags),
+        flags,
         image,
-        command,
-        text[tool_word.start : words[-1].end],
+        Command(ws, i, offset),
+        text[ws.start(tool) : ws.end(n - 1)],
         tuple(opaque),
     )
 
 
-def _end_mark(w: Word) -> bool:
+def _end_mark(ws: Words, k: int) -> bool:
     """A ``--`` that a source put before an image it knows (a Quadlet ``Image=``, a
     devcontainer's ``image``: no text of its own), never an unknown flag's value."""
-    return w.value == "--" and w.raw == "" and w.start == w.end
+    return ws.start(k) == ws.end(k) and ws.value(k) == "--" and ws.raw(k) == ""
 
 
 def _written(raw: str) -> str:
@@ -294,3 +249,16 @@ def _options(w: Word, after: list[Word]) -> bool:
     if after and after[0].bare:
         return True  # $uid_mapping ${shm:+--shm-size=$shm} ${docker_image}: still flags
     return bool(after) and after[0].value.startswith("-")
+
+
+__all__ = [
+    "BOOL_FLAGS",
+    "SHORT",
+    "TOOLS",
+    "Flag",
+    "Flags",
+    "Named",
+    "RunLine",
+    "may_run",
+    "parse_run",
+]

@@ -20,9 +20,13 @@ escapes only ``$ ` " \\`` and newline; ``$'...'`` (bash) takes C escapes, kept v
 from __future__ import annotations
 
 import re
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import overload
 
-_OPERATORS = ("&&", "||", ";;", ";", "&", "|", "(", ")")
+#: The first characters of the operators ``&& || ;; ; & | ( )``.
+_OPERATOR_START = ";&|()"
 _SPACE = " \t"
 _BREAK = " \t\n;&|()<>"
 #: ``<YOUR_TOKEN>``-style documentation placeholders, also of several words on one line
@@ -32,6 +36,8 @@ _PLACEHOLDER = re.compile(r"<[A-Za-z_][\w./:-]*(?: [\w./:-]+)*>")
 _ARRAY_START = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 #: A here-document operator and its delimiter word (``<<EOF``, ``<<-'EOF'``, ``<< "END"``).
 _HEREDOC = re.compile(r"<<(-?)[ \t]*(?:'([^'\n]*)'|\"([^\"\n]*)\"|\\?([^\s;&|()<>]+))")
+#: A run of characters that a word takes as they are (no quote, escape, expansion, break).
+_PLAIN = re.compile(r"[^ \t\n\r;&|()<>\\'\"$`]+")
 
 
 @dataclass(frozen=True, slots=True)  # slots: a 7 MB run line has 1.2M words
@@ -52,11 +58,138 @@ class Word:
     bare: bool = False
 
 
-def split_commands(text: str, start: int = 0, end: int | None = None) -> list[list[Word]]:
-    """The simple commands of ``text[start:end]``, each a list of words (redirections
-    dropped), including commands inside ``$(...)`` and backticks. Never raises: an unclosed
-    quote ends at the end of the text."""
-    out: list[list[Word]] = []
+class Words(Sequence[Word]):
+    """The words of one simple command, held compactly: a 7 MB run line has 1.56M words, and
+    a :class:`Word` object each, with its strings, cost about 120 bytes. Each word's span is
+    an entry of an array of ints and its source text is ``text[start:end]``; a value that
+    differs from it (quotes removed) is kept in a list, made at the first such word; only a
+    word that records an expansion, or whose text is not its span of :attr:`text` (a word a
+    source made up), is kept whole. Indexing builds the :class:`Word`; :meth:`value`,
+    :meth:`raw`, :meth:`start` and :meth:`end` read one field of word ``k``
+    (``0 <= k < len``) without building it."""
+
+    __slots__ = ("_spans", "_values", "_whole", "text")
+
+    def __init__(self, text: str, words: Iterable[Word] = ()) -> None:
+        self.text = text
+        #: start and end of word k at 2k and 2k + 1 (4 bytes each below 2**31 characters)
+        self._spans = array("i" if len(text) < 2**31 else "q")
+        #: each word's value when it is not its text, else None; None until one is not
+        self._values: list[str | None] | None = None
+        #: the words kept whole, by index
+        self._whole: dict[int, Word] = {}
+        for w in words:
+            self.append(w)
+
+    def add(self, start: int, end: int, value: str | None = None) -> None:
+        """Append the word ``text[start:end]``, whose value is ``value`` (None: the text)."""
+        if value is not None and self._values is None:
+            self._values = [None] * len(self)
+        if self._values is not None:
+            self._values.append(value)
+        self._spans.append(start)
+        self._spans.append(end)
+
+    def append(self, word: Word) -> None:
+        """Append ``word``: its span (and value) unless it records an expansion or its text
+        is not its span of :attr:`text`."""
+        if word.unresolved or word.bare or not self._is_text(word.raw, word.start, word.end):
+            self._whole[len(self)] = word
+            self.add(word.start, word.end)
+        else:
+            self.add(word.start, word.end, None if word.value == word.raw else word.value)
+
+    def _is_text(self, raw: str, start: int, end: int) -> bool:
+        return start >= 0 and end - start == len(raw) and self.text.startswith(raw, start)
+
+    def take(self, other: Words, k: int) -> None:
+        """Append word ``k`` of ``other`` (the words of the same :attr:`text`)."""
+        w = other._whole.get(k)
+        if w is not None:
+            self._whole[len(self)] = w
+        self.add(other._spans[2 * k], other._spans[2 * k + 1], other._value(k))
+
+    def _value(self, k: int) -> str | None:
+        return self._values[k] if self._values is not None else None
+
+    def mentions(self, chars: str) -> bool:
+        """Whether the source text of a word may hold one of ``chars`` (False: none does;
+        True also when one lies between words, in a comment). One scan of the text."""
+        if any(c in w.raw for w in self._whole.values() for c in chars):
+            return True
+        if not self._spans:
+            return False
+        lo, hi = min(self._spans), max(self._spans)
+        return any(self.text.find(c, lo, hi) >= 0 for c in chars)
+
+    def value(self, k: int) -> str:
+        w = self._whole.get(k)
+        if w is not None:
+            return w.value
+        v = self._values[k] if self._values is not None else None
+        return v if v is not None else self.text[self._spans[2 * k] : self._spans[2 * k + 1]]
+
+    def raw(self, k: int) -> str:
+        w = self._whole.get(k)
+        return w.raw if w is not None else self.text[self._spans[2 * k] : self._spans[2 * k + 1]]
+
+    def start(self, k: int) -> int:
+        return self._spans[2 * k]
+
+    def end(self, k: int) -> int:
+        return self._spans[2 * k + 1]
+
+    def whole(self, k: int) -> Word | None:
+        """Word ``k`` when it is kept whole (see the class doc), else None."""
+        return self._whole.get(k)
+
+    def plain(self, k: int) -> bool:
+        """Whether word ``k`` is two ints only: its value is its text, nothing unresolved."""
+        return k not in self._whole and self._value(k) is None
+
+    def __len__(self) -> int:
+        return len(self._spans) // 2
+
+    @overload
+    def __getitem__(self, k: int) -> Word: ...
+    @overload
+    def __getitem__(self, k: slice) -> list[Word]: ...
+    def __getitem__(self, k: int | slice) -> Word | list[Word]:
+        if isinstance(k, slice):
+            return [self[j] for j in range(*k.indices(len(self)))]
+        n = len(self)
+        if k < 0:
+            k += n
+        if not 0 <= k < n:
+            raise IndexError(k)
+        w = self._whole.get(k)
+        if w is not None:
+            return w
+        start, end = self._spans[2 * k], self._spans[2 * k + 1]
+        raw = self.text[start:end]
+        v = self._values[k] if self._values is not None else None
+        return Word(raw if v is None else v, start, end, raw)
+
+    def __iter__(self) -> Iterator[Word]:
+        for k in range(len(self)):
+            yield self[k]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, (Words, list, tuple)):
+            return NotImplemented
+        return list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]  # a list's value, not hashable
+
+    def __repr__(self) -> str:
+        return f"Words({list(self)!r})"
+
+
+def split_commands(text: str, start: int = 0, end: int | None = None) -> list[Words]:
+    """The simple commands of ``text[start:end]``, each its words (redirections dropped),
+    including commands inside ``$(...)`` and backticks. Never raises: an unclosed quote ends
+    at the end of the text."""
+    out: list[Words] = []
     _scan(text, start, len(text) if end is None else end, out)
     return out
 
@@ -92,8 +225,8 @@ def _fd_end(text: str, i: int, end: int) -> int:
     return i
 
 
-def _scan(text: str, i: int, end: int, out: list[list[Word]]) -> None:
-    cmd: list[Word] = []
+def _scan(text: str, i: int, end: int, out: list[Words]) -> None:
+    cmd = Words(text)
     skip_next = False
     heredocs: list[tuple[str, bool]] = []
     while i < end:
@@ -101,7 +234,7 @@ def _scan(text: str, i: int, end: int, out: list[list[Word]]) -> None:
         if ch == "\n" and heredocs:
             if cmd:
                 out.append(cmd)
-            cmd = []
+            cmd = Words(text)
             i = _heredoc_end(text, i + 1, end, heredocs)
             continue
         at = _fd_end(text, i, end) if ch.isdigit() else i  # ``0<<'EOT'``: a here-doc on fd 0
@@ -127,10 +260,10 @@ def _scan(text: str, i: int, end: int, out: list[list[Word]]) -> None:
             while i < end and text[i] != "\n":
                 i += 1
             continue
-        if ch == "\n" or any(text.startswith(op, i) for op in _OPERATORS):
+        if ch == "\n" or ch in _OPERATOR_START:
             if cmd:
                 out.append(cmd)
-            cmd = []
+            cmd = Words(text)
             i += 2 if text.startswith(("&&", "||", ";;"), i) else 1
             continue
         if (ch in "<>" and not _PLACEHOLDER.match(text, i)) or (
@@ -140,18 +273,26 @@ def _scan(text: str, i: int, end: int, out: list[list[Word]]) -> None:
                 i += 1
             skip_next = True  # the redirection's target (or a here-doc's delimiter)
             continue
-        word, i = _word(text, i, end, out)
+        first = i
+        value, i = _word(text, i, end, out)
         if skip_next:
             skip_next = False
             continue
-        cmd.append(word)
+        cmd.add(first, i, value)
     if cmd:
         out.append(cmd)
 
 
-def _word(text: str, i: int, end: int, out: list[list[Word]]) -> tuple[Word, int]:
+def _word(text: str, i: int, end: int, out: list[Words]) -> tuple[str | None, int]:
+    """The value of the word starting at ``i`` (None when it is its text as written: most
+    words) and the index past it."""
     start = i
     buf: list[str] = []
+    if (m := _PLAIN.match(text, i, end)) is not None:
+        i = m.end()
+        if i == end or text[i] in " \t\n;&|)>":  # breaks that need no second look
+            return None, i
+        buf.append(m.group())
     while i < end:
         ch = text[i]
         if ch == "<" and (m := _PLACEHOLDER.match(text, i)):
@@ -197,16 +338,18 @@ def _word(text: str, i: int, end: int, out: list[list[Word]]) -> tuple[Word, int
             _scan(text, i + 1, j, out)
             buf.append(text[i : j + 1])
             i = j + 1
+        elif (m := _PLAIN.match(text, i, end)) is not None:
+            buf.append(m.group())
+            i = m.end()
         else:
             buf.append(ch)
             i += 1
     i = min(i, end)
-    raw, value = text[start:i], "".join(buf)
-    # one string when no quote was removed (most words): a 7 MB run line has 700k words
-    return Word(raw if value == raw else value, start, i, raw), i
+    value = "".join(buf)
+    return (None if value == text[start:i] else value), i
 
 
-def _double(text: str, i: int, end: int, buf: list[str], out: list[list[Word]]) -> int:
+def _double(text: str, i: int, end: int, buf: list[str], out: list[Words]) -> int:
     while i < end and text[i] != '"':
         ch = text[i]
         if ch == "\\" and i + 1 < end and text[i + 1] in '$`"\\\n':

@@ -28,9 +28,10 @@ Assignments inside functions or branches are taken in file order (the last one w
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from shmguard.sources.shell import Word, array_elements, closing
+from shmguard.sources.shell import Word, Words, array_elements, closing
 from shmguard.units import whole_number
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -102,7 +103,7 @@ class ShellVars:
     def __init__(self) -> None:
         self.values: dict[str, Value] = {}
 
-    def assign(self, text: str, words: list[Word]) -> bool:
+    def assign(self, text: str, words: Sequence[Word]) -> bool:
         """Record the assignments of ``words`` when the command is only assignments (with
         ``export``/``readonly``/``declare``/``typeset``/``local`` and their options);
         True then. ``NAME=v cmd`` (a command's own environment) assigns nothing."""
@@ -111,10 +112,11 @@ class ShellVars:
             i = 1
             while i < len(words) and words[i].value.startswith(("-", "+")):
                 i += 1
-        rest = words[i:]
-        if not rest or not all(_ASSIGN.match(w.raw) for w in rest):
-            return bool(i) and bool(rest) and _all_names(rest)
-        for w in rest:
+        rest = range(i, len(words))  # indexes, not a copy: a run line may have 1.5M words
+        if not rest or not all(_ASSIGN.match(words[k].raw) for k in rest):
+            return bool(i) and bool(rest) and _all_names(words[k] for k in rest)
+        for k in rest:
+            w = words[k]
             m = _ASSIGN.match(w.raw)
             assert m is not None
             name, plus = m.group(1), m.group(2)
@@ -137,14 +139,19 @@ class ShellVars:
             self.values[name] = value
         return True
 
-    def expand(self, words: list[Word]) -> list[Word]:
+    def expand(self, words: Words) -> Words:
         """``words`` with what the file assigned expanded: each word becomes zero or more
-        words, each with the span of the word as written."""
-        out: list[Word] = []
-        for w in words:
-            if "$" not in w.raw and "`" not in w.raw:
-                out.append(w)
+        words, each with the span of the word as written (``words`` itself when no word
+        holds an expansion)."""
+        if not words.mentions("$`"):
+            return words
+        out = Words(words.text)
+        for k in range(len(words)):
+            raw = words.raw(k)
+            if "$" not in raw and "`" not in raw:
+                out.take(words, k)
                 continue
+            w = words[k]
             if not self.values and "{" not in w.raw:  # nothing to resolve: the splitter's value
                 bare = _is_bare(w.raw)
                 out.append(replace(w, unresolved=(w.raw,) if bare else (), bare=bare))
@@ -273,7 +280,7 @@ class ShellVars:
                 f.split(item)
 
 
-def _all_names(words: list[Word]) -> bool:
+def _all_names(words: Iterable[Word]) -> bool:
     """``export NAME`` / ``declare -a NAME``: an attribute only, still no command."""
     return all(_NAME.fullmatch(w.raw) for w in words)
 

@@ -265,7 +265,11 @@ def mount_target(value: str) -> str | None:
 
 def run_shm_mounts(rl: RunLine) -> list[Flag]:
     """``--tmpfs``, ``--volume`` and ``--mount`` flags of a run line that mount /dev/shm."""
-    return [f for f in rl.flags if is_dev_shm(run_mount_target(f))]
+    return [f for f in rl.flags.named(*_MOUNT_FLAGS) if is_dev_shm(run_mount_target(f))]
+
+
+#: The flags :func:`run_mount_target` reads.
+_MOUNT_FLAGS = ("--tmpfs", "--volume", "--mount")
 
 
 def run_mount_target(f: Flag) -> str | None:

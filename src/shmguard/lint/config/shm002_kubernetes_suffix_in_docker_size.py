@@ -80,8 +80,8 @@ def _where(node: YNode) -> Location:
 def _run(unit: Unit) -> Iterator[Violation]:
     rl = unit.run
     assert rl is not None
-    for f in rl.flags:
-        if f.name not in RUN_SIZE_FLAGS or f.value is None:
+    for f in rl.flags.named(*RUN_SIZE_FLAGS):
+        if f.value is None:
             continue
         n = k8s_suffixed(f.value)
         if n is None:

@@ -50,7 +50,7 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
         return
     podman = rl.tool == "podman"
     tool = t.name("podman" if podman else "docker")
-    for f in rl.flags:
+    for f in rl.flags.named("--shm-size", "--tmpfs"):
         if f.name == "--shm-size" and f.value is not None and f.value.strip() in ("0", "0b"):
             meaning = _meaning("unlimited" if podman else "default")
             yield Violation(

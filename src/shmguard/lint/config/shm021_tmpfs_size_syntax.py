@@ -115,7 +115,7 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
     rl = unit.run
     if rl is None:
         return
-    for f in rl.flags:
+    for f in rl.flags.named("--tmpfs", "--mount"):
         if f.value is None:
             continue
         if f.name == "--tmpfs" and is_dev_shm(f.value.partition(":")[0]):

@@ -58,9 +58,9 @@ def check(unit: Unit, options: CheckOptions) -> Iterator[Violation]:
                     _DOCKER_FIX,
                 )
     elif unit.run is not None:
-        for f in unit.run.flags:
+        for f in unit.run.flags.named("--volume"):
             spec = f.value or ""
-            if f.name == "--volume" and is_dev_shm(spec.split(":")[0]) and ":" in spec:
+            if is_dev_shm(spec.split(":")[0]) and ":" in spec:
                 yield Violation(
                     f"the host's /dev/shm is bind-mounted ({f.spelled} {spec})",
                     flag_loc(unit, f),
