@@ -95,6 +95,10 @@ def test_missing_command() -> None:
         (["--confirm", "100000"], "--confirm: must be from 1 to 10, got 100000"),
         (["--floor", "1g", "--ceiling", "64m"], "--floor must be below --ceiling"),
         (["--headroom", "lots"], "--headroom: invalid percentage 'lots'"),
+        (
+            ["--max-runs", "2"],
+            "--max-runs: must be at least 3 (measuring run, a trial, verification)",
+        ),
     ],
 )
 def test_probe_bad_options(args: list[str], message: str) -> None:
