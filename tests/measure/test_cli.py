@@ -220,6 +220,26 @@ def test_probe_finds_a_deterministic_minimum(root_only: None, no_leftovers: None
     assert data["runs"] == len(data["trials"]) + 1 <= 12
 
 
+def test_probe_stops_at_its_run_budget(root_only: None, no_leftovers: None) -> None:
+    # 4 runs: the measuring run, then bound 42 MiB (pass), bisect 21 and 32 MiB (fail), and the
+    # budget is spent: 42 MiB passed once, not 3 times, and says so.
+    done = shmguard("probe", "--json", "--no-verify", "--max-runs", "4", "--", "sh", "-c", NEED_40M)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    validator("probe").validate(data)
+    assert data["runs"] == 4
+    assert [(t["phase"], t["size"] // MiB, t["passed"]) for t in data["trials"]] == [
+        ("bound", 42, True),
+        ("bisect", 21, False),
+        ("bisect", 32, False),
+    ]
+    assert data["minimum"] == 42 * MiB
+    assert data["minimum_basis"] == (
+        "42 MiB passed once, not 3 times in a row: the run budget of 4 runs (--max-runs) "
+        "was spent; 32 MiB failed"
+    )
+
+
 def test_probe_confirmations_skip_a_flaky_edge(root_only: None, tmp_path: Path) -> None:
     # Below 44 MiB every second run fails: no size there can pass 3 times in a row.
     counter = tmp_path / "runs"

@@ -288,9 +288,10 @@ def probe_command(
     if streak >= confirm:
         basis = f"{format_iec(minimum)} passed {confirm} times in a row"
     elif hi < top:
+        passes = "once, not" if streak == 1 else f"{streak} times in a row, not"
         basis = (
-            f"{format_iec(minimum)} passed {streak} time(s) in a row, not {confirm}: "
-            f"the run budget of {max_runs} runs (--max-runs) was spent"
+            f"{format_iec(minimum)} passed {passes} {confirm} times in a row: the run budget "
+            f"of {max_runs} runs (--max-runs) was spent"
         )
     else:
         # The search climbed back to the ceiling: only the measuring run passed there.
