@@ -95,6 +95,10 @@ def test_missing_command() -> None:
         (["--confirm", "100000"], "--confirm: must be from 1 to 10, got 100000"),
         (["--floor", "1g", "--ceiling", "64m"], "--floor must be below --ceiling"),
         (["--headroom", "lots"], "--headroom: invalid percentage 'lots'"),
+        (
+            ["--max-runs", "2"],
+            "--max-runs: must be at least 3 (measuring run, a trial, verification)",
+        ),
     ],
 )
 def test_probe_bad_options(args: list[str], message: str) -> None:
@@ -214,6 +218,26 @@ def test_probe_finds_a_deterministic_minimum(root_only: None, no_leftovers: None
     assert data["recommendation"]["shm_size"] == 56 * MiB
     assert data["verified"] is True
     assert data["runs"] == len(data["trials"]) + 1 <= 12
+
+
+def test_probe_stops_at_its_run_budget(root_only: None, no_leftovers: None) -> None:
+    # 4 runs: the measuring run, then bound 42 MiB (pass), bisect 21 and 32 MiB (fail), and the
+    # budget is spent: 42 MiB passed once, not 3 times, and says so.
+    done = shmguard("probe", "--json", "--no-verify", "--max-runs", "4", "--", "sh", "-c", NEED_40M)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    validator("probe").validate(data)
+    assert data["runs"] == 4
+    assert [(t["phase"], t["size"] // MiB, t["passed"]) for t in data["trials"]] == [
+        ("bound", 42, True),
+        ("bisect", 21, False),
+        ("bisect", 32, False),
+    ]
+    assert data["minimum"] == 42 * MiB
+    assert data["minimum_basis"] == (
+        "42 MiB passed once, not 3 times in a row: the run budget of 4 runs (--max-runs) "
+        "was spent; 32 MiB failed"
+    )
 
 
 def test_probe_confirmations_skip_a_flaky_edge(root_only: None, tmp_path: Path) -> None:

@@ -99,6 +99,11 @@ def probe(
         "5%", "--tolerance", metavar="PCT", help="Resolution of the search."
     ),
     confirm: int = typer.Option(3, "--confirm", help="Passes in a row required at the minimum."),
+    max_runs: int = typer.Option(
+        16,  # shmguard.measure.probe.MAX_RUNS (not imported here: the CLI imports lazily)
+        "--max-runs",
+        help="Run budget: sandboxed runs in all, the measuring run and the verification included.",
+    ),
     trial_timeout: float | None = typer.Option(
         None, "--trial-timeout", help="Seconds per trial (default 3x the measuring run, >= 30)."
     ),
@@ -142,6 +147,10 @@ def probe(
         fail(f"--tolerance: must be between 0% and 100%, got {tolerance!r}")
     if not 1 <= confirm <= _MAX_CONFIRM:
         fail(f"--confirm: must be from 1 to {_MAX_CONFIRM}, got {confirm}")
+    if max_runs < 3:
+        fail(
+            f"--max-runs: must be at least 3 (measuring run, a trial, verification), got {max_runs}"
+        )
     _positive(trial_timeout, "--trial-timeout")
     _positive(hang_after, "--hang-after")
     run_for = _duration(trial_time, "--trial-time")
@@ -160,6 +169,7 @@ def probe(
             ceiling=top,
             tolerance=tol,
             confirm=confirm,
+            max_runs=max_runs,
             trial_timeout=trial_timeout,
             hang_after=hang_after,
             headroom=room,

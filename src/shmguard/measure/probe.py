@@ -10,8 +10,12 @@
    (``bracket``) one tolerance step below it when the first passed, above it when it failed.
    A pass above a failure one step apart brackets the minimum at once. When the size below
    passes too (the queues did not fill in that run: a short run, a fast consumer), the search
-   bisects below it; when both fail (batches the program keeps, other shm users), an upper
-   bound from the model's transient peak and the measured peak, then bisection between.
+   steps down 2, 4, 8... tolerance steps until a size fails, then bisects (not below a
+   ``predict`` at the measured peak: the confirmations follow there); when the ``predict``
+   trial at the measured peak fails (a second run needed more than the first: a fast
+   consumer, whose peak depends on scheduling), it settles at the model's steady level (step
+   4); when both fail at the steady level (batches the program keeps, other shm users), an
+   upper bound from the model's transient peak and the measured peak, then bisection between.
    **Without a DataLoader**: a passing upper bound near the measured peak (raised by half
    until a trial passes).
 3. Bisection inside the bracket, on whole MiB, until the gap is at most ``tolerance`` of the
@@ -19,8 +23,11 @@
    and hang detection (shm full and no progress).
 4. Near the edge results are random: a fast consumer passed 40-60% of runs a few MiB below its
    deterministic minimum (torch_shm.md section 4). So the candidate must pass ``confirm`` times
-   in a row (the pass that made it the candidate counts); a failure moves it up one tolerance
-   step and starts the count again.
+   in a row (the pass that made it the candidate counts). A failure there is a non-monotonic
+   result (it passed before): the band below is noisy, so it is not searched again; the
+   highest size that failed is the floor of what probe promises, and the next candidate is
+   the model's next level above it (steady, then transient peak) or 2, 4, 8... steps above it
+   (:class:`~shmguard.measure.probe_search.Search`). ``max_runs`` bounds the whole search.
 5. The recommendation (the one size decision, as ``measure``'s:
    :func:`~shmguard.measure.run.passed_run_recommendation` of the larger of minimum and
    measured peak, with the DataLoader model's peak for what the measuring run saw; the larger
@@ -28,13 +35,15 @@
 
 When the model's level holds this is 6 runs (1 measuring, 2 to bracket, 2 more
 confirmations, 1 verification) against 9 to 12 for the search from the peak
-(benchmarks/probe_cost.py). Progress goes to an optional observer; the library never prints.
+(benchmarks/probe_cost.py); a fast consumer whose measured peak fails is 6 too (1 measuring,
+``predict``, 3 at the steady level, 1 verification). Progress goes to an optional observer;
+the library never prints.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from shmguard.estimate import Policy, Recommendation
 from shmguard.estimate.observed import SLACK, ObservedLoader, observed_loader
@@ -46,8 +55,8 @@ from shmguard.measure.probe_result import (
     SizeStats,
     Trial,
 )
+from shmguard.measure.probe_search import Search
 from shmguard.measure.run import (
-    MeasureResult,
     generous_shm_size,
     measure_command,
     passed_run_recommendation,
@@ -55,126 +64,19 @@ from shmguard.measure.run import (
 from shmguard.measure.sandbox import RunInterrupted
 from shmguard.units import MiB, format_iec, round_up
 
-__all__ = ["PHASES", "ProbeObserver", "ProbeResult", "SizeStats", "Trial", "probe_command"]
+__all__ = [
+    "MAX_RUNS",
+    "PHASES",
+    "ProbeObserver",
+    "ProbeResult",
+    "SizeStats",
+    "Trial",
+    "probe_command",
+]
 
-
-class _Search:
-    """The failing (``lo``) and passing (``hi``) ends and the trials run so far."""
-
-    def __init__(
-        self,
-        run: Callable[[int], MeasureResult],
-        lo: int,
-        top: int,
-        tolerance: float,
-        max_trials: int,
-        observer: ProbeObserver | None,
-    ) -> None:
-        self.run = run
-        self.lo, self.hi, self.top = lo, 0, top
-        self.tolerance = tolerance
-        self.max_trials = max_trials
-        self.observer = observer
-        self.trials: list[Trial] = []
-
-    def step(self, size: int) -> int:
-        """One tolerance step below/above ``size``: whole MiB, at least 1 MiB."""
-        return max(MiB, int(self.tolerance * size) // MiB * MiB)
-
-    def spent(self) -> bool:
-        return len(self.trials) >= self.max_trials
-
-    def trial(self, size: int, phase: str) -> bool:
-        if self.observer:
-            self.observer.trial_started(size, phase, self.lo, self.hi)
-        r = self.run(size)
-        if r.interrupted:
-            raise RunInterrupted(r.interrupted)
-        t = Trial(
-            size,
-            phase,
-            r.passed,
-            r.cause.outcome,
-            r.cause.summary,
-            r.exit_status,
-            r.peak,
-            r.wall_time,
-            r.survived,
-        )
-        self.trials.append(t)
-        if self.observer:
-            self.observer.trial_done(t)
-        return t.passed
-
-    def bound(self, start: int) -> None:
-        """Find a passing upper bound from ``start``, raising it by half after each failure."""
-        self.hi = start
-        while self.hi < self.top and not self.trial(self.hi, "bound"):
-            self.lo = self.hi
-            self.hi = min(self.top, round_up(int(self.hi * 1.5), MiB))
-            if self.spent():
-                break
-        if self.hi >= self.top:
-            self.hi = self.top  # the measuring run passed here
-
-    def from_model(self, model: ObservedLoader, peak: int, confirm: int) -> int:
-        """Search around the model's steady level (module docstring, step 2); returns the
-        number of passes in a row at ``hi``."""
-        level = start_level(model, peak, self.tolerance)
-        if self.trial(level, "predict"):
-            self.hi = level
-            below = level - self.step(level)
-            if below > self.lo and not self.spent():  # (the floor is assumed to fail)
-                if self.trial(below, "bracket"):
-                    # Less than the model's level was enough this time: the queues did not
-                    # fill (a short run, a fast consumer) or the loader is set lower. Bisect
-                    # below it; the confirmations decide whether that was luck.
-                    self.hi = below
-                    self.bisect()
-                else:
-                    self.lo = below
-            return self.confirm(confirm)
-        self.lo = level
-        above = level + self.step(level)
-        if above < self.top and not self.spent():
-            if self.trial(above, "bracket"):
-                self.hi = above
-                return self.confirm(confirm)
-            self.lo = above
-        upper = max(
-            round_up(model.prediction.peak, MiB),
-            round_up(int(peak * (1 + self.tolerance)), MiB),
-            self.lo + self.step(self.lo),
-        )
-        self.bound(min(upper, self.top))
-        self.bisect()
-        return self.confirm(confirm)
-
-    def bisect(self) -> None:
-        """Halve the gap until it is within the tolerance."""
-        while self.hi - self.lo > max(int(self.tolerance * self.hi), MiB) and not self.spent():
-            mid = round_up((self.lo + self.hi) // 2, MiB)
-            if mid >= self.hi:
-                mid = self.hi - MiB
-            if mid <= self.lo:
-                break
-            if self.trial(mid, "bisect"):
-                self.hi = mid
-            else:
-                self.lo = mid
-
-    def confirm(self, confirm: int) -> int:
-        """Passes in a row at ``hi`` (the pass that made it the candidate counts); a failure
-        moves ``hi`` up one step. Returns the streak reached."""
-        streak = 1
-        while streak < confirm and not self.spent() and self.hi < self.top:
-            if self.trial(self.hi, "confirm"):
-                streak += 1
-            else:
-                self.lo = self.hi
-                self.hi = min(self.top, round_up(self.hi + self.step(self.hi), MiB))
-                streak = 0
-        return streak
+#: Default run budget (``--max-runs``): the measuring run, the trials and the verification.
+#: A loader whose queues fill needs 6, a search from the measured peak 9 to 13.
+MAX_RUNS = 16
 
 
 def start_level(model: ObservedLoader, peak: int, tolerance: float = 0.05) -> int:
@@ -203,7 +105,7 @@ def probe_command(
     headroom: float | None = None,
     policy: Policy | None = None,
     verify: bool = True,
-    max_trials: int = 30,
+    max_runs: int = MAX_RUNS,
     env: dict[str, str] | None = None,
     observer: ProbeObserver | None = None,
     memory_limit: int | None = None,
@@ -224,7 +126,10 @@ def probe_command(
         headroom: fraction added for the recommendation (default: the policy's).
         policy: the sizing policy (default :class:`~shmguard.estimate.Policy`).
         verify: run the recommended size once more.
-        max_trials: hard cap on trials.
+        max_runs: the run budget: sandboxed runs in all, the measuring run and the
+            verification included (>= 3). When it runs out before a size passed ``confirm``
+            times in a row, the candidate is the minimum only if it passed every run there
+            (the basis says so); otherwise there is none.
         env: environment for the command.
         observer: progress receiver.
         memory_limit: bytes of memory limit for every run (as ``measure --memory``), or None.
@@ -240,12 +145,15 @@ def probe_command(
         SandboxError: the sandbox could not be set up.
         RunInterrupted: shmguard got SIGINT/SIGTERM/SIGHUP/SIGQUIT during a run (the run that
             was cut short is not counted as a failure: the search stops).
-        ValueError: for a tolerance outside (0, 1), ``confirm < 1`` or ``trial_time <= 0``.
+        ValueError: for a tolerance outside (0, 1), ``confirm < 1``, ``max_runs < 3`` or
+            ``trial_time <= 0``.
     """
     if not 0 < tolerance < 1:
         raise ValueError(f"tolerance must be between 0 and 1, got {tolerance}")
     if confirm < 1:
         raise ValueError(f"confirm must be >= 1, got {confirm}")
+    if max_runs < 3:
+        raise ValueError(f"max_runs must be >= 3, got {max_runs}")
     if trial_time is not None and not trial_time > 0:
         raise ValueError(f"trial_time must be > 0 seconds, got {trial_time}")
     t_start = time.monotonic()
@@ -278,8 +186,8 @@ def probe_command(
     # failed for lack of shm (a script that ignores the error still exits 0).
     strict = not base.alloc_errors
 
-    def run(size: int) -> MeasureResult:
-        return measure_command(
+    def run(size: int, phase: str) -> Trial:
+        r = measure_command(
             command,
             shm_size=size,
             timeout=timeout,
@@ -293,8 +201,22 @@ def probe_command(
             cpus=cpus,
             run_for=trial_time,
         )
+        if r.interrupted:
+            raise RunInterrupted(r.interrupted)
+        return Trial(
+            size,
+            phase,
+            r.passed,
+            r.cause.outcome,
+            r.cause.summary,
+            r.exit_status,
+            r.peak,
+            r.wall_time,
+            r.survived,
+        )
 
-    search = _Search(run, floor, top, tolerance, max_trials, observer)
+    # the measuring run and the verification come out of the budget
+    search = Search(run, floor, top, tolerance, max_runs - 1 - int(verify), observer)
 
     def done(
         minimum: int | None, basis: str, rec: Recommendation, verified: bool | None
@@ -352,23 +274,33 @@ def probe_command(
         return done(None, reason, no_recommendation(reason, headroom, policy), None)
 
     if model is not None:
-        streak = search.from_model(model, base.peak, confirm)
+        p = model.prediction
+        level = start_level(model, base.peak, tolerance)
+        streak = search.from_model(level, p.steady, p.peak, base.peak, confirm)
     else:
-        search.bound(max(round_up(int(base.peak * (1 + tolerance)), MiB), round_up(floor + 1, MiB)))
-        search.bisect()
-        streak = search.confirm(confirm)
+        start = max(round_up(int(base.peak * (1 + tolerance)), MiB), round_up(floor + 1, MiB))
+        streak = search.from_peak(start, confirm)
     hi, lo = search.hi, search.lo
-    if streak < confirm and hi < top:
-        basis = f"no size passed {confirm} times in a row within {max_trials} trials"
+    if streak == 0 and hi < top:
+        basis = f"no size passed {confirm} times in a row within {max_runs} runs (--max-runs)"
         return done(None, basis, no_recommendation(basis, headroom, policy), None)
     minimum = hi
     if streak >= confirm:
         basis = f"{format_iec(minimum)} passed {confirm} times in a row"
+    elif hi < top:
+        passes = "once, not" if streak == 1 else f"{streak} times in a row, not"
+        basis = (
+            f"{format_iec(minimum)} passed {passes} {confirm} times in a row: the run budget "
+            f"of {max_runs} runs (--max-runs) was spent"
+        )
     else:
         # The search climbed back to the ceiling: only the measuring run passed there.
         basis = f"only the ceiling {format_iec(minimum)} passed (the measuring run)"
     if lo > floor:
         basis += f"; {format_iec(lo)} failed"
+    if search.noise:
+        # not searched again below: passes there are luck (a fast consumer's peak varies)
+        basis += f" (a noisy edge: {search.noise}; settled above the highest failure)"
     need = max(minimum, base.peak)
     need_basis = "probed minimum" if minimum >= base.peak else "measured peak (above the minimum)"
     # The same decision as measure's, with the DataLoader model's peak: a minimum found in
