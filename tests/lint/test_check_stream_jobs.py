@@ -233,7 +233,8 @@ def test_how_many_processes_check_a_stream() -> None:
     if not sys.platform.startswith("linux"):
         assert stream_jobs_for(4, 10**9) == 1
         return
-    assert stream_jobs_for(3, 10) == 3
+    assert stream_jobs_for(3, 10) == min(3, usable_cpus())
+    assert stream_jobs_for(10**6, 10) == usable_cpus()  # no more processes than CPUs
     assert stream_jobs_for(0, BYTES_PER_JOB - 1) == 1
     assert stream_jobs_for(0, 10**12) == usable_cpus()
 
