@@ -2,7 +2,9 @@
 
 Each input is generated into a temporary directory and checked by the CLI in a child process
 (``python -m shmguard check --format json FILE``; the exit status is not judged); the row is its
-wall-clock time (and CPU time) and the child's peak RSS (its own, from ``os.wait4``). Inputs:
+wall-clock time (and CPU time, the workers it forks included) and the child's peak RSS (from
+``os.wait4``: the largest of it and the workers it forked for a stream, not their sum, which
+benchmarks/check_rss.py prints). Inputs:
 
 * ``list-plain`` / ``list-anchor``: a ``kind: List`` of N Pods, without and with one
   ``&anchor`` (and its ``*alias``) in the first Pod: an anchor must not make each Pod walk

@@ -65,31 +65,32 @@ def test_streamed_equals_whole_on_every_multi_document_file(
     assert streamed > 10  # most such files are plain object streams
 
 
-@pytest.mark.parametrize(
-    ("extra", "why"),
-    [
-        (
-            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: owned\n  ownerReferences:\n"
-            "  - {kind: ReplicaSet, name: rs, controller: true}\nspec:\n  containers:\n"
-            "  - {name: c, image: pytorch/pytorch:2.3.0}\n",
-            "owner reference",
-        ),
-        (
-            "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\n"
-            "metadata: {name: shmguard}\nwebhooks: []\n",
-            "webhook configuration",
-        ),
-        (
-            "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {name: shm}\nspec:\n"
-            "  rules:\n  - name: r\n    mutate:\n      patchStrategicMerge:\n        spec:\n"
-            "          volumes:\n          - name: dshm\n            emptyDir: {medium: Memory, "
-            "sizeLimit: 64Mi}\n",
-            "policy",
-        ),
-        ("services:\n  app: {image: pytorch/pytorch:2.3.0}\n", "compose"),
-        ("a: [unclosed\n", "invalid YAML"),
-    ],
-)
+#: Documents that cannot be checked apart from the others, each with why.
+DEPENDENT = [
+    (
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: owned\n  ownerReferences:\n"
+        "  - {kind: ReplicaSet, name: rs, controller: true}\nspec:\n  containers:\n"
+        "  - {name: c, image: pytorch/pytorch:2.3.0}\n",
+        "owner reference",
+    ),
+    (
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\n"
+        "metadata: {name: shmguard}\nwebhooks: []\n",
+        "webhook configuration",
+    ),
+    (
+        "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {name: shm}\nspec:\n"
+        "  rules:\n  - name: r\n    mutate:\n      patchStrategicMerge:\n        spec:\n"
+        "          volumes:\n          - name: dshm\n            emptyDir: {medium: Memory, "
+        "sizeLimit: 64Mi}\n",
+        "policy",
+    ),
+    ("services:\n  app: {image: pytorch/pytorch:2.3.0}\n", "compose"),
+    ("a: [unclosed\n", "invalid YAML"),
+]
+
+
+@pytest.mark.parametrize(("extra", "why"), DEPENDENT)
 def test_documents_that_depend_on_each_other_are_checked_whole(
     monkeypatch: pytest.MonkeyPatch, extra: str, why: str
 ) -> None:

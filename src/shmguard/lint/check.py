@@ -21,6 +21,7 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from shmguard.config import Config
 from shmguard.lint import suppress
@@ -36,8 +37,19 @@ from shmguard.sources.detect import (
     service_workload,
 )
 from shmguard.sources.diagnostics import SourceDiagnostic
-from shmguard.sources.load import LoadedFile, Unstreamable, kubernetes_documents, load_bytes
+from shmguard.sources.load import (
+    LoadedFile,
+    Unstreamable,
+    kubernetes_documents,
+    load_bytes,
+    part_documents,
+)
 from shmguard.sources.workload import Workload
+
+if TYPE_CHECKING:
+    from shmguard.lint.check_stream_jobs import PartResult
+    from shmguard.sources.text import SourceText
+    from shmguard.sources.yamlload import Part
 
 __all__ = [
     "MAX_ROUNDS",
@@ -199,12 +211,21 @@ def _findings(
     rules: Iterable[Rule[Unit, CheckOptions]] | None,
 ) -> tuple[Finding, ...]:
     """The findings of the units ``each`` (not suppressed, each once), in file order."""
+    return _in_file_order(_once(_kept(each, inline, options, config, rules)))
+
+
+def _kept(
+    each: Iterable[Unit],
+    inline: suppress.Suppressions,
+    options: CheckOptions | None,
+    config: Config | None,
+    rules: Iterable[Rule[Unit, CheckOptions]] | None,
+) -> Iterator[Finding]:
+    """The findings of the units ``each`` that are not suppressed, in unit order."""
     options = options or _DEFAULT_OPTIONS
     custom = config.checks if config is not None else ()
     given = tuple(rules) if rules is not None else None
     by_kind: dict[str, tuple[Rule[Unit, CheckOptions], ...]] = {}
-    seen: set[tuple[str, int | None, int | None, str]] = set()
-    out: list[Finding] = []
     for unit in each:
         head = unit.run.line if unit.run is not None else None
         chosen = given if given is not None else by_kind.get(unit.kind)
@@ -213,13 +234,26 @@ def _findings(
         for f in run_rules(chosen, unit, options, config=config, workload=unit.workload.cls):
             if suppress.matches(f.code, unit.workload.ignore) or inline.suppressed(f, head):
                 continue
-            loc = f.location
-            key = (f.code, loc.start if loc else None, loc.end if loc else None, f.message)
-            if key not in seen:
-                seen.add(key)
-                out.append(f)
-    out.sort(key=lambda f: (f.location.start or 0) if f.location else 0)
-    return tuple(out)
+            yield f
+
+
+def _once(found: Iterable[Finding]) -> list[Finding]:
+    """``found`` without the findings met before (the same code, span and message: a volume
+    shared by several Argo templates), in their order."""
+    seen: set[tuple[str, int | None, int | None, str]] = set()
+    out: list[Finding] = []
+    for f in found:
+        loc = f.location
+        key = (f.code, loc.start if loc else None, loc.end if loc else None, f.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
+
+
+def _in_file_order(found: list[Finding]) -> tuple[Finding, ...]:
+    found.sort(key=lambda f: (f.location.start or 0) if f.location else 0)
+    return tuple(found)
 
 
 def check_stream(
@@ -228,20 +262,33 @@ def check_stream(
     options: CheckOptions | None = None,
     *,
     config: Config | None = None,
+    jobs: int = 1,
 ) -> FileResult | None:
     """:func:`check_loaded` of ``load_bytes(data, path)`` for a big multi-document Kubernetes
     stream, its documents composed and checked one at a time and dropped
     (:func:`~shmguard.sources.load.kubernetes_documents`): the same result in memory
     proportional to one document and the findings. None when the file is no such stream, or
     its documents cannot be read apart (a policy, an owner reference, the webhook's
-    configuration: :func:`check_loaded` then)."""
+    configuration: :func:`check_loaded` then).
+
+    With ``jobs`` above 1 (Linux: the processes are forked), the stream is cut into up to
+    ``jobs`` runs of whole documents checked at once in as many processes
+    (:func:`shmguard.lint.check_stream_jobs.check_parts`): the same result."""
     stream = kubernetes_documents(data, path)
     if stream is None:
         return None
     src, parts = stream
     gcpause.pause()
     try:
-        found = _findings(_stream_units(parts), suppress.scan(src.text), options, config, None)
+        inline = suppress.scan(src.text)
+        if jobs > 1:
+            from shmguard.lint.check_stream_jobs import check_parts
+
+            got = check_parts(src, jobs, lambda p: _part(src, path, p, inline, options, config))
+            if got is not None:
+                found = _in_file_order(_once(f for chunk in got for f in chunk))
+                return FileResult(path, "kubernetes", found, ())
+        found = _findings(_stream_units(parts), inline, options, config, None)
     except Unstreamable:
         return None
     finally:
@@ -249,10 +296,39 @@ def check_stream(
     return FileResult(path, "kubernetes", found, ())
 
 
-def _stream_units(parts: Iterable[LoadedFile]) -> Iterator[Unit]:
+def _part(
+    src: SourceText,
+    path: str,
+    part: Part,
+    inline: suppress.Suppressions,
+    options: CheckOptions | None,
+    config: Config | None,
+) -> PartResult:
+    """The findings of one part of a stream (not suppressed, each once, in unit order), its
+    number of documents and whether it holds an object; raises :class:`Unstreamable`."""
+    tally = _Tally()
+    from shmguard.lint.check_stream_jobs import PartResult
+
+    units_of = _stream_units(part_documents(src, path, part), tally)
+    found = _once(_kept(units_of, inline, options, config, None))
+    return PartResult(found, tally.documents, tally.objects)
+
+
+class _Tally:
+    """What :func:`_stream_units` went through: documents, and whether any held an object."""
+
+    def __init__(self) -> None:
+        self.documents = 0
+        self.objects = False
+
+
+def _stream_units(parts: Iterable[LoadedFile], tally: _Tally | None = None) -> Iterator[Unit]:
     for part in parts:
         if any(is_policy(o) for o in part.objects):  # its victims are every document's
             raise Unstreamable("a policy")
+        if tally is not None:
+            tally.documents += 1
+            tally.objects = tally.objects or bool(part.objects)
         yield from units(part)
 
 

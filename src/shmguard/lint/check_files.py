@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import gc
 import os
 import stat
 import struct
 import sys
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 from shmguard.sources.read import READ_TIMEOUT
 
@@ -46,6 +45,7 @@ __all__ = [
     "check_files",
     "check_one",
     "jobs_for",
+    "stream_jobs_for",
     "usable_cpus",
 ]
 
@@ -134,6 +134,20 @@ def jobs_for(requested: int, paths: list[str], *, fix: bool) -> int:
     return max(1, min(most, _work(paths, most * BYTES_PER_JOB) // BYTES_PER_JOB))
 
 
+def stream_jobs_for(requested: int, size: int) -> int:
+    """How many processes check one big Kubernetes stream of ``size`` bytes
+    (:func:`~shmguard.lint.check.check_stream`): ``requested`` when above 0, else
+    (automatic) one per :data:`BYTES_PER_JOB`; at most one per usable CPU either way (each
+    worker holds a copy of the text before its part and about 70 MB of RSS, and more
+    processes than CPUs would not check faster); 1 where ``fork`` is not used (not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return 1
+    most = usable_cpus()
+    if requested > 0:
+        return min(requested, most)
+    return max(1, min(most, size // BYTES_PER_JOB))
+
+
 def _work(paths: list[str], enough: int) -> int:
     """The work of checking ``paths``, in bytes: their sizes (0 for one that cannot be read)
     and :data:`FILE_COST` each; counted until it reaches ``enough``."""
@@ -172,14 +186,17 @@ def check_one(
     diff: bool,
     unsafe: bool,
     reading: Reading | None = None,
+    stream_jobs: int = 1,
 ) -> Checked:
     """Check ``path`` (and with ``fix`` write its fixes; with ``diff`` compute them), the
-    cyclic garbage collector paused until its graph is freed (sources/gcpause.py)."""
+    cyclic garbage collector paused until its graph is freed (sources/gcpause.py). A big
+    Kubernetes stream is checked in ``stream_jobs`` processes (0: automatic;
+    :func:`~shmguard.lint.check.check_stream`)."""
     from shmguard.sources import gcpause
 
     gcpause.pause()
     try:
-        return _check_one(path, options, conf, fix, diff, unsafe, reading or Reading())
+        return _check_one(path, options, conf, fix, diff, unsafe, reading or Reading(), stream_jobs)
     finally:
         gcpause.resume()
 
@@ -211,6 +228,7 @@ def _check_one(
     diff: bool,
     unsafe: bool,
     reading: Reading,
+    stream_jobs: int,
 ) -> Checked:
     from shmguard.lint.check import FileResult, check_loaded, check_stream, fix_file, write_atomic
     from shmguard.sources.load import LoadedFile, load_bytes
@@ -221,7 +239,8 @@ def _check_one(
     if isinstance(raw, bytes) and not (fix or diff):
         # a big stream of documents: checked one document at a time (no webhook
         # configuration in it, so nothing for cover() below)
-        streamed = check_stream(raw, path, options, config=conf)
+        jobs = stream_jobs_for(stream_jobs, len(raw))
+        streamed = check_stream(raw, path, options, config=conf, jobs=jobs)
         if streamed is not None:
             return Checked(streamed, raw)
     lf = (
@@ -280,11 +299,14 @@ def check_files(
     jobs: int,
     keep_data: bool,
     reading: Reading | None = None,
+    stream_jobs: int = 1,
 ) -> Iterator[Checked]:
     """:func:`check_one` for each of ``paths``, in their order, in ``jobs`` processes (from
-    :func:`jobs_for`; 1: this one alone). ``fix`` needs ``jobs`` 1. ``data`` is None unless
-    ``keep_data`` or the file has ``fixed_data`` (the bytes are most of what the workers
-    send), however many processes check. An exception
+    :func:`jobs_for`; 1: this one alone). ``fix`` needs ``jobs`` 1. With ``jobs`` 1, a big
+    Kubernetes stream is checked in ``stream_jobs`` processes (the ``--jobs`` asked; 0:
+    automatic), so that one file also uses the CPUs; with more, in its worker alone.
+    ``data`` is None unless ``keep_data`` or the file has ``fixed_data`` (the bytes are most
+    of what the workers send), however many processes check. An exception
     raised in a worker is raised here (with the worker's traceback as a note), as it would be
     serially. When no more processes can be forked (the descriptor or process limits:
     ``ulimit -n``, ``ulimit -u``), the ones forked so far check the files.
@@ -301,8 +323,19 @@ def check_files(
     if jobs > 1 and fix:
         raise ValueError("--fix writes files in this process: jobs must be 1")
 
+    inner = stream_jobs if jobs <= 1 and not fix else 1  # workers do not fork again
+
     def run(path: str) -> Checked:
-        return check_one(path, options, conf, fix=fix, diff=diff, unsafe=unsafe, reading=reading)
+        return check_one(
+            path,
+            options,
+            conf,
+            fix=fix,
+            diff=diff,
+            unsafe=unsafe,
+            reading=reading,
+            stream_jobs=inner,
+        )
 
     def lean(path: str) -> Checked:
         got = run(path)
@@ -317,11 +350,11 @@ def check_files(
 
 def _forked(paths: list[str], n: int, run: Callable[[str], Checked]) -> list[Checked]:
     import pickle
-    import signal
 
     # imported here rather than in every worker (each file's check may need them)
     import shmguard.lint.check
     import shmguard.lint.coverage  # noqa: F401
+    from shmguard.lint.workers import fork, lost, send, stop
 
     # the work queue: the start of every chunk, 4 bytes each, written whole before any reader
     # exists, so each read of 4 bytes takes one start (or none: the end of the queue)
@@ -333,30 +366,7 @@ def _forked(paths: list[str], n: int, run: Callable[[str], Checked]) -> list[Che
         os.close(queue_w)
     kids: list[tuple[int, int]] = []
     try:
-        # the objects made so far stay out of the workers' collections: the collector would
-        # otherwise touch, and so copy, every page of them (the gc.freeze documentation)
-        gc.freeze()
-        try:
-            parent = os.getpid()
-            for _ in range(1, n):
-                try:
-                    r, w = os.pipe()
-                except OSError:  # out of descriptors (EMFILE): the processes so far do it
-                    break
-                try:
-                    pid = os.fork()
-                except OSError:  # out of processes or memory (EAGAIN, ENOMEM): the same
-                    os.close(r)
-                    os.close(w)
-                    break
-                if pid == 0:
-                    os.close(r)
-                    _die_with(parent)
-                    _worker(w, lambda: _take(queue_r, paths, size, run))
-                os.close(w)
-                kids.append((pid, r))
-        finally:
-            gc.unfreeze()
+        fork([lambda w: send(w, lambda: _take(queue_r, paths, size, run))] * (n - 1), kids)
         out: list[Checked | None] = [None] * len(paths)
         for start, got in _take(queue_r, paths, size, run):
             out[start : start + len(got)] = got
@@ -370,9 +380,7 @@ def _forked(paths: list[str], n: int, run: Callable[[str], Checked]) -> list[Che
             try:
                 ok, done = pickle.loads(blob)
             except Exception as err:  # a worker that died leaves a short pickle or none
-                code = os.waitstatus_to_exitcode(status)
-                msg = f"check worker {pid} ended (exit status {code}) without its results"
-                raise RuntimeError(msg) from err
+                raise lost(pid, status) from err
             if not ok:
                 raise done
             for start, got in done:
@@ -380,13 +388,7 @@ def _forked(paths: list[str], n: int, run: Callable[[str], Checked]) -> list[Che
         return [c for c in out if c is not None]
     finally:
         os.close(queue_r)
-        for pid, r in kids:  # after an error here: stop the other workers
-            if r >= 0:
-                os.close(r)
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGTERM)
-            with contextlib.suppress(OSError):
-                os.waitpid(pid, 0)
+        stop(kids)
 
 
 def _take(
@@ -399,41 +401,3 @@ def _take(
         (i,) = _START.unpack(start)
         done.append((i, [run(p) for p in paths[i : i + size]]))
     return done
-
-
-def _die_with(parent: int) -> None:
-    """In a forked worker: be killed (SIGKILL) when this process's parent ``parent`` ends, so
-    that a ``shmguard check`` killed by SIGTERM or SIGKILL leaves no worker checking the rest
-    of the queue on its own (prctl(2) ``PR_SET_PDEATHSIG``); end now if it has already ended."""
-    import ctypes
-    import signal
-
-    pr_set_pdeathsig = 1  # linux/prctl.h
-    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:  # the parent ended before the signal was armed
-        os._exit(1)
-
-
-def _worker(w: int, work: Callable[[], object]) -> NoReturn:
-    """A forked worker: write ``(True, work())`` or ``(False, exception)`` as one pickle to
-    the pipe ``w``, and end without running this process's exit handlers or flushing the
-    buffers it inherited (``os._exit``)."""
-    import pickle
-    import traceback
-
-    code = 0
-    try:
-        try:
-            payload: tuple[bool, object] = (True, work())
-        except BaseException as err:  # sent to the parent, which raises it
-            code = 1
-            err.add_note("in a check worker process:\n" + traceback.format_exc())
-            payload = (False, err)
-        try:
-            blob = pickle.dumps(payload, pickle.HIGHEST_PROTOCOL)
-        except Exception:  # an exception that does not pickle
-            blob = pickle.dumps((False, RuntimeError(traceback.format_exc())))
-        with os.fdopen(w, "wb") as fh:
-            fh.write(blob)
-    finally:
-        os._exit(code)

@@ -139,8 +139,10 @@ def check_paths(
         fix: write the safe fixes (``unsafe``: and the unsafe ones) to the files, in place.
         diff: compute the fixes without writing them (:attr:`Checked.fixed_data`).
         jobs: processes to check in (:func:`~shmguard.lint.check_files.jobs_for`; 0: one per
-            usable CPU, at most one per 64 files and per 768 KiB of work; 1: this one). The
-            report is the same.
+            usable CPU, at most one per 64 files and per 768 KiB of work; 1: this one). When
+            the files are checked in this process, a big Kubernetes stream among them is cut
+            into that many runs of documents checked at once (0: one per usable CPU and per
+            768 KiB). The report is the same.
         baseline: leave out the findings it knows (counted in ``baselined``).
         create_baseline: record every finding as :attr:`CheckReport.new_baseline`, and leave
             them all out (it replaces ``baseline``).
@@ -185,6 +187,7 @@ def check_paths(
         jobs=jobs_for(jobs, files, fix=fix),
         keep_data=keep,
         reading=reading,
+        stream_jobs=jobs,
     )
     walk_errors = [Checked(FileResult(d.file, "error", (), (d,)), None) for d in found.errors]
     return report_of(

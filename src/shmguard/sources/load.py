@@ -32,7 +32,7 @@ from shmguard.sources.textsources import (
     rst_run_lines,
     shell_run_lines,
 )
-from shmguard.sources.yamlload import YamlFile, iter_documents, load_yaml
+from shmguard.sources.yamlload import Part, YamlFile, iter_documents, iter_part, load_yaml
 
 _YAML_START = re.compile(r"\A(?:\s*#[^\n]*\n)*\s*(?:---|%YAML|[\w\"'.$/-]+\s*:(?:\s|$)|- )")
 _YAML_NAMES = (".yaml", ".yml", ".json")
@@ -154,10 +154,19 @@ def kubernetes_documents(data: bytes, path: str) -> tuple[SourceText, Iterator[L
     return src, _documents(src, path)
 
 
-def _documents(src: SourceText, path: str) -> Iterator[LoadedFile]:
+def part_documents(src: SourceText, path: str, part: Part) -> Iterator[LoadedFile]:
+    """:func:`kubernetes_documents`' documents of one part of its stream
+    (:func:`~shmguard.sources.yamlload.cut_documents`), each composed when taken, the same
+    views and positions as there; raises :class:`Unstreamable` as that iterator does, except
+    for a part with no object (whether the stream has one is the caller's to tell)."""
+    return _documents(src, path, part)
+
+
+def _documents(src: SourceText, path: str, part: Part | None = None) -> Iterator[LoadedFile]:
     diags: list[SourceDiagnostic] = []
-    found = False
-    for doc in iter_documents(src, diags):
+    found = part is not None
+    docs = iter_documents(src, diags) if part is None else iter_part(src, part, diags)
+    for doc in docs:
         if diags:
             raise Unstreamable(diags[0].message)
         yf = YamlFile(src, (doc,), ())

@@ -271,9 +271,88 @@ def iter_documents(src: SourceText, diagnostics: list[SourceDiagnostic]) -> Iter
         msg = f"nesting deeper than {MAX_DEPTH // 2} levels (or close to it); not parsed"
         diagnostics.append(SourceDiagnostic(file, 1, 1, msg, DiagnosticKind.TOO_DEEP))
         return
-    check_aliases = "&" in text and "*" in text
+    yield from _compose(src, text, 0, "&" in text and "*" in text, diagnostics)
+
+
+#: What a document part (:func:`iter_part`) cannot be cut around: a directive or ``...``
+#: document end at column 0 (they belong to the documents after or before them), a line
+#: break libyaml knows and ``str.splitlines`` / ``\n`` counting would not agree on (a lone CR,
+#: NEL, LS, PS) and a byte order mark (libyaml skips it without counting it).
+_UNCUTTABLE = re.compile(r"^(?:%|\.\.\.)|\r(?!\n)|[\x85\u2028\u2029\ufeff]", re.M)
+#: A document start marker: ``---`` at column 0 followed by a blank or the end of a line. It
+#: cannot stand inside a scalar (a block scalar's lines are indented at least one column, a
+#: plain scalar ends at it, a quoted one is an error there: YAML 1.2 c-forbidden), so a
+#: stream cut just before one is cut between documents.
+_MARKER = re.compile(r"^---(?=[ \t\r\n]|\Z)", re.M)
+#: Text before the first marker that holds no document: blank and comment lines.
+_NO_DOCUMENT = re.compile(r"(?:[ \t\r]*(?:#[^\n]*)?\n)*[ \t\r]*(?:#[^\n]*)?")
+
+
+@dataclass(frozen=True)
+class Part:
+    """A run of whole documents of a stream: ``text[start:end]``, ``start`` at a document
+    start marker (or 0), whose first document is the stream's ``first`` (0-based)."""
+
+    start: int
+    end: int
+    first: int
+
+
+def cut_documents(src: SourceText, n: int) -> tuple[Part, ...] | None:
+    """``src``'s text cut into at most ``n`` parts of about equal size, each made of whole
+    documents and starting at a document start marker (the first at 0), in order; None when
+    it cannot be cut (:data:`_UNCUTTABLE`, one of :func:`iter_documents`' guards, fewer than
+    two parts). :func:`iter_part` over every part gives :func:`iter_documents`' documents,
+    nodes and positions the same."""
+    text = src.text
+    if n < 2 or _UNCUTTABLE.search(text) or _too_deep(text):
+        return None
+    if "{{" in text and _HELM.search(text):
+        return None
+    cuts = [0]
+    for k in range(1, n):
+        m = _MARKER.search(text, max(len(text) * k // n, cuts[-1] + 1))
+        if m is None:
+            break
+        if m.start() > cuts[-1]:
+            cuts.append(m.start())
+    if len(cuts) < 2:
+        return None
+    head = _MARKER.search(text)
+    assert head is not None  # a cut was found at one
+    implicit = 0 if _NO_DOCUMENT.fullmatch(text, 0, head.start()) else 1
+    firsts = [implicit + len(_MARKER.findall(text, 0, c)) if c else 0 for c in cuts]
+    ends = [*cuts[1:], len(text)]
+    return tuple(Part(c, e, f) for c, e, f in zip(cuts, ends, firsts, strict=True))
+
+
+def iter_part(
+    src: SourceText, part: Part, diagnostics: list[SourceDiagnostic]
+) -> Iterator[YamlDoc]:
+    """The documents of ``part`` of ``src`` (from :func:`cut_documents`) as
+    :func:`iter_documents` gives them for the whole text: the same indexes, and the same
+    positions, since the text composed is the part behind as many characters and line breaks
+    as come before it (spaces, then line breaks: blank lines); the part's end is the end of a
+    document there too (its last node ends at the next marker's position, where this text
+    ends). Problems are appended to ``diagnostics`` (never raises)."""
+    text = src.text
+    lines = text.count("\n", 0, part.start)
+    shown = " " * (part.start - lines) + "\n" * lines + text[part.start : part.end]
+    yield from _compose(src, shown, part.first, "&" in text and "*" in text, diagnostics)
+
+
+def _compose(
+    src: SourceText,
+    shown: str,
+    first: int,
+    check_aliases: bool,
+    diagnostics: list[SourceDiagnostic],
+) -> Iterator[YamlDoc]:
+    """The documents composed from ``shown`` (``src``'s text, or a part of it behind blanks
+    of the same length), numbered from ``first``; the views are over ``src``."""
+    file = src.file
     try:
-        for i, node in enumerate(yaml.compose_all(text, Loader=LOADER)):
+        for i, node in enumerate(yaml.compose_all(shown, Loader=LOADER), first):
             if node is not None and check_aliases:
                 size = _expanded_size(node)
                 if size is None or size > MAX_EXPANDED:
@@ -292,8 +371,8 @@ def iter_documents(src: SourceText, diagnostics: list[SourceDiagnostic]) -> Iter
             empty = node is None or (isinstance(node, yaml.ScalarNode) and node.value == "")
             yield YamlDoc(i, None if empty else wrap(node, "", src))
     except yaml.MarkedYAMLError as e:
-        if _TEMPLATE.search(text):
-            diagnostics.append(_template(file, text))
+        if _TEMPLATE.search(src.text):
+            diagnostics.append(_template(file, src.text))
         else:
             mark = e.problem_mark or e.context_mark
             line = mark.line + 1 if mark else None
