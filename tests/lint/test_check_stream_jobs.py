@@ -19,7 +19,13 @@ from test_check_stream import DEPENDENT
 from shmguard.config import Config
 from shmguard.lint import check, check_stream_jobs
 from shmguard.lint.check import CheckOptions, check_loaded, check_stream
-from shmguard.lint.check_files import BYTES_PER_JOB, check_files, stream_jobs_for, usable_cpus
+from shmguard.lint.check_files import (
+    BYTES_PER_JOB,
+    STREAM_JOBS_AUTO,
+    check_files,
+    stream_jobs_for,
+    usable_cpus,
+)
 from shmguard.render.json import to_data
 from shmguard.sources import load, yamlload
 from shmguard.sources.load import load_bytes
@@ -236,7 +242,8 @@ def test_how_many_processes_check_a_stream() -> None:
     assert stream_jobs_for(3, 10) == min(3, usable_cpus())
     assert stream_jobs_for(10**6, 10) == usable_cpus()  # no more processes than CPUs
     assert stream_jobs_for(0, BYTES_PER_JOB - 1) == 1
-    assert stream_jobs_for(0, 10**12) == usable_cpus()
+    # automatic: at most STREAM_JOBS_AUTO (memory), whatever the machine's CPUs
+    assert stream_jobs_for(0, 10**12) == min(STREAM_JOBS_AUTO, usable_cpus())
 
 
 def test_files_checked_in_workers_do_not_fork_again(

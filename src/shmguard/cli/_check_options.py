@@ -185,8 +185,8 @@ JobsOption = Annotated[
         "same); 1: one at a time; 0: one per usable CPU, at most one per 64 files and per "
         "768 KiB of work (their bytes and 2 KiB a file). --fix, "
         "and - (standard input), check one at a time. Checked here, a big Kubernetes stream "
-        "is cut into N runs of documents (0: one per 768 KiB; at most one per CPU) checked "
-        "at once.",
+        "is cut into N runs of documents (0: one per 768 KiB, at most 2; at most one per CPU) "
+        "checked at once.",
     ),
 ]
 ExcludeOption = Annotated[
