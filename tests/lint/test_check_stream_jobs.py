@@ -7,6 +7,8 @@ streamed."""
 from __future__ import annotations
 
 import os
+import re
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +17,9 @@ import pytest
 import yaml
 from config.test_check_jobs import _run
 from test_check_stream import DEPENDENT
+from typer.testing import CliRunner
 
+from shmguard.cli import app
 from shmguard.config import Config
 from shmguard.lint import check, check_stream_jobs
 from shmguard.lint.check import CheckOptions, check_loaded, check_stream
@@ -295,3 +299,29 @@ def test_cli_output_is_the_serial_output_in_every_format(tmp_path: Path) -> None
         assert serial[0] == 1 and serial[1], args
         for jobs in ("2", "3"):
             assert _run("--jobs", jobs, *args, "stream.yaml", cwd=tmp_path) == serial, args
+
+
+@linux_only
+def test_a_killed_worker_is_one_error_line_and_exit_2(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # a worker the OOM killer (here: SIGKILL) ends leaves the check incomplete: one line, exit 2
+    # (1 would read as "findings"), no traceback
+    monkeypatch.setattr(load, "STREAM_MIN_BYTES", 0)
+    path = tmp_path / "s.yaml"
+    path.write_text(_stream(40))
+    parent = os.getpid()
+    part = check._part
+
+    def killed(*args: object) -> object:
+        if os.getpid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return part(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(check, "_part", killed)
+    r = CliRunner().invoke(app, ["check", "--jobs", "2", str(path)])
+    assert r.exit_code == 2, r.output
+    assert re.fullmatch(
+        r"shmguard: error: check worker \d+ ended \(killed by SIGKILL\) without its results\n",
+        r.stderr,
+    )

@@ -84,25 +84,29 @@ def check(
         report = _check_cluster(scope, options, conf, fail_on, known, make)
     else:
         from shmguard.lint.report import check_paths
+        from shmguard.lint.workers import WorkerLost
 
-        report = check_paths(
-            paths,
-            config=conf,
-            options=options,
-            fail_on=fail_on,
-            fix=fix,
-            diff=diff,
-            unsafe=unsafe_fixes,
-            jobs=jobs,
-            baseline=known,
-            create_baseline=make,
-            keep_sources=fmt is OutputFormat.SARIF,
-            skip=[p for p in (baseline, create_baseline) if p is not None],
-            exclude=exclude,
-            extend_exclude=extend_exclude or (),
-            force_exclude=force_exclude or None,
-            read_timeout=read_timeout,
-        )
+        try:
+            report = check_paths(
+                paths,
+                config=conf,
+                options=options,
+                fail_on=fail_on,
+                fix=fix,
+                diff=diff,
+                unsafe=unsafe_fixes,
+                jobs=jobs,
+                baseline=known,
+                create_baseline=make,
+                keep_sources=fmt is OutputFormat.SARIF,
+                skip=[p for p in (baseline, create_baseline) if p is not None],
+                exclude=exclude,
+                extend_exclude=extend_exclude or (),
+                force_exclude=force_exclude or None,
+                read_timeout=read_timeout,
+            )
+        except WorkerLost as err:
+            fail(str(err))
     for c in report.files:
         if c.write_error is not None:
             error_line(c.write_error)

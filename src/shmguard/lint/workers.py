@@ -48,11 +48,23 @@ def fork(children: list[Callable[[int], object]], kids: list[tuple[int, int]]) -
         gc.unfreeze()
 
 
-def lost(pid: int, status: int) -> RuntimeError:
+class WorkerLost(RuntimeError):
+    """A forked check worker ended without sending its results whole (killed: by the OOM
+    killer, a user's ``kill -9``): the check cannot be complete. The CLI says it in one line
+    and exits 2."""
+
+
+def lost(pid: int, status: int) -> WorkerLost:
     """The error for the worker ``pid`` that ended (``status``, from ``waitpid``) without
     sending its results whole."""
     code = os.waitstatus_to_exitcode(status)
-    return RuntimeError(f"check worker {pid} ended (exit status {code}) without its results")
+    if code < 0:
+        import signal
+
+        how = f"killed by {signal.Signals(-code).name}"
+    else:
+        how = f"exit status {code}"
+    return WorkerLost(f"check worker {pid} ended ({how}) without its results")
 
 
 def stop(kids: list[tuple[int, int]]) -> None:
